@@ -1,0 +1,197 @@
+"""The analysis core: records in, snapshots out. Pure and synchronous; time is passed in."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import structlog
+
+from specwatch import conventions as C
+from specwatch.analysis.slicing import CtxBuckets, split_steps
+from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.windows import Counts, Histogram, SlidingWindow
+from specwatch.analysis.zones import ZoneState, next_zone
+from specwatch.model import RequestRecord, SliceKey
+from specwatch.settings import Settings
+
+log = structlog.get_logger("specwatch.analysis")
+
+HISTOGRAMS: dict[str, tuple[float, ...]] = {
+    C.REQUEST_ACCEPTANCE_LENGTH: C.ACCEPTANCE_LENGTH_BUCKETS,
+    C.TTFT_SECONDS: C.TTFT_BUCKETS,
+    C.TPOT_SECONDS: C.TPOT_BUCKETS,
+    C.REQUEST_DURATION_SECONDS: C.DURATION_BUCKETS,
+}
+
+# Outcomes whose model name came back from the upstream, so it may become a label value.
+_SERVED = frozenset({C.Outcome.OBSERVED, C.Outcome.NO_SPEC_METRICS})
+
+
+@dataclass(frozen=True, slots=True)
+class SliceView:
+    """One slice at one moment: counts since start, counts and statistics over the window."""
+
+    key: SliceKey
+    since_start: Counts
+    window: Counts
+    stats: SliceStats
+    zone: str
+    zone_since: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything export needs, copied: readers never touch live state."""
+
+    at: float
+    started: float
+    window_seconds: float
+    slices: tuple[SliceView, ...]  # the partition: sums over these are all traffic
+    rollups: tuple[SliceView, ...]  # per model, ctx_bucket = task = "all"
+    requests: dict[tuple[SliceKey, str], int]  # (request slice, outcome) -> count
+    tokens: dict[SliceKey, tuple[int, int]]  # request slice -> (prompt, completion) tokens
+    histograms: dict[str, dict[SliceKey, Histogram]]
+    folded_models: int
+
+
+class Analyzer:
+    """Counts per slice since start and over the window; zones per slice and per model rollup.
+
+    Request-level series (outcomes, latency and acceptance-length histograms) are keyed by the
+    ctx bucket of the prompt length; step-level counts by each step's own context position.
+    """
+
+    def __init__(self, settings: Settings, started: float) -> None:
+        self._cfg = settings
+        self._buckets = CtxBuckets(settings.ctx_buckets)
+        self._max_position = settings.limits.max_position
+        self._started = started
+        self._total: dict[SliceKey, Counts] = {}
+        self._window: SlidingWindow[SliceKey] = SlidingWindow(
+            settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
+        )
+        self._zones: dict[SliceKey, ZoneState] = {}
+        self._requests: dict[tuple[SliceKey, str], int] = defaultdict(int)
+        self._tokens: dict[SliceKey, list[int]] = {}
+        self._histograms: dict[str, dict[SliceKey, Histogram]] = {name: {} for name in HISTOGRAMS}
+        self._models: set[str] = set()
+        self._folded_models = 0
+
+    @property
+    def buckets(self) -> CtxBuckets:
+        return self._buckets
+
+    def _model_label(self, model: str, outcome: str) -> str:
+        if model in self._models:
+            return model
+        if outcome in _SERVED and len(self._models) < self._cfg.limits.max_models:
+            self._models.add(model)
+            return model
+        self._folded_models += 1
+        return C.OTHER
+
+    def _observe(self, name: str, key: SliceKey, value: float | None) -> None:
+        if value is None:
+            return
+        per_key = self._histograms[name]
+        histogram = per_key.get(key)
+        if histogram is None:
+            histogram = per_key[key] = Histogram(HISTOGRAMS[name])
+        histogram.observe(value)
+
+    def _add(self, key: SliceKey, ts: float, counts: Counts) -> None:
+        total = self._total.get(key)
+        if total is None:
+            total = self._total[key] = Counts(self._max_position)
+        total.merge(counts)
+        self._window.add(key, ts, counts)
+
+    def ingest(self, record: RequestRecord) -> None:
+        model = self._model_label(record.model, record.outcome)
+        prompt = record.prompt_tokens
+        ctx = self._buckets.label(prompt) if prompt is not None else C.UNKNOWN_CTX
+        request_key = SliceKey(model, ctx, record.task)
+        self._requests[request_key, record.outcome] += 1
+        tokens = self._tokens.setdefault(request_key, [0, 0])
+        tokens[0] += prompt or 0
+        tokens[1] += record.completion_tokens or 0
+        self._observe(C.TTFT_SECONDS, request_key, record.latency.ttft)
+        self._observe(C.TPOT_SECONDS, request_key, record.latency.tpot)
+        self._observe(C.REQUEST_DURATION_SECONDS, request_key, record.latency.e2e)
+        spec = record.spec
+        if spec is None or not spec.steps:
+            return
+        self._observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + sum(spec.accepted) / spec.steps)
+        if prompt is None:
+            whole = Counts(self._max_position)
+            whole.add_steps(spec.drafted, spec.accepted)
+            parts = {C.UNKNOWN_CTX: whole}
+        else:
+            parts = split_steps(spec, prompt, self._buckets, self._max_position)
+        rollup = Counts(self._max_position)
+        for label, counts in parts.items():
+            counts.requests = 1
+            self._add(SliceKey(model, label, record.task), record.ts, counts)
+            rollup.merge(counts)
+        rollup.requests = 1
+        self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
+
+    def evaluate(self, now: float) -> None:
+        """One zone evaluation of every slice and rollup; logs each change."""
+        cfg = self._cfg.zones
+        window = self._window.totals(now)
+        for key in self._total:
+            counts = window.get(key) or Counts(self._max_position)
+            stats = SliceStats.of(counts, cfg.confidence)
+            interval = stats.alpha if cfg.metric == "alpha" else stats.rate
+            enough = counts.trials >= cfg.min_trials and counts.requests >= cfg.min_requests
+            state = self._zones.setdefault(key, ZoneState())
+            change = next_zone(state, interval, enough, now, cfg)
+            if change is not None:
+                log.info(
+                    "zone_changed",
+                    model=key.model,
+                    ctx_bucket=key.ctx_bucket,
+                    task=key.task,
+                    previous=change.previous,
+                    zone=change.current,
+                    metric=cfg.metric,
+                    estimate=None if interval is None else round(interval.estimate, 4),
+                    lower=None if interval is None else round(interval.lower, 4),
+                    upper=None if interval is None else round(interval.upper, 4),
+                    window_trials=counts.trials,
+                    window_requests=counts.requests,
+                )
+
+    def snapshot(self, now: float) -> Snapshot:
+        confidence = self._cfg.zones.confidence
+        window = self._window.totals(now)
+        slices: list[SliceView] = []
+        rollups: list[SliceView] = []
+        for key in sorted(self._total, key=lambda k: (k.model, k.ctx_bucket, k.task)):
+            counts = window.get(key) or Counts(self._max_position)
+            state = self._zones.get(key) or ZoneState()
+            view = SliceView(
+                key=key,
+                since_start=self._total[key].copy(),
+                window=counts,
+                stats=SliceStats.of(counts, confidence),
+                zone=state.zone,
+                zone_since=state.since,
+            )
+            (rollups if key.ctx_bucket == C.ALL else slices).append(view)
+        return Snapshot(
+            at=now,
+            started=self._started,
+            window_seconds=self._cfg.window.length_seconds,
+            slices=tuple(slices),
+            rollups=tuple(rollups),
+            requests=dict(self._requests),
+            tokens={key: (v[0], v[1]) for key, v in self._tokens.items()},
+            histograms={
+                name: {key: h.copy() for key, h in per_key.items()}
+                for name, per_key in self._histograms.items()
+            },
+            folded_models=self._folded_models,
+        )

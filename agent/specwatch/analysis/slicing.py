@@ -1,0 +1,70 @@
+"""Context buckets, and the split of one request's steps into them.
+
+The context position of a step is the prompt length plus the tokens emitted before it. vLLM
+lists only the steps that drafted something; the first token comes from prefill, so step j of
+the list starts at prompt + 1 + sum over earlier listed steps of (accepted + 1). Single-token
+steps that drafted nothing (ngram without a match) are not listed and their place is unknown:
+they are taken to come after the listed ones, which can shift a step by a few tokens at most
+per unmatched step.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from specwatch.analysis.windows import Counts
+from specwatch.model import SpecDecodeBlock
+
+
+def _short(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+class CtxBuckets:
+    """Upper bounds -> labels like `0-512`, `512-2k`, `32k+`."""
+
+    __slots__ = ("bounds", "labels")
+
+    def __init__(self, bounds: Sequence[int]) -> None:
+        self.bounds = tuple(bounds)
+        lows = (0, *self.bounds)
+        self.labels = tuple(
+            f"{_short(lo)}-{_short(hi)}" for lo, hi in zip(lows, self.bounds, strict=False)
+        ) + (f"{_short(self.bounds[-1])}+",)
+
+    def label(self, position: int) -> str:
+        return self.labels[bisect_right(self.bounds, position)]
+
+    def index(self, position: int) -> int:
+        return bisect_right(self.bounds, position)
+
+
+def split_steps(
+    spec: SpecDecodeBlock, prompt_tokens: int, buckets: CtxBuckets, max_position: int
+) -> dict[str, Counts]:
+    """Per ctx bucket label, the counts of this request's steps that started in it."""
+    drafted, accepted = spec.drafted, spec.accepted
+    position = prompt_tokens + 1
+    # Fast path: the whole request stays in one bucket (the common case).
+    end = position + sum(accepted) + len(accepted)
+    first = buckets.index(position)
+    if first == buckets.index(end):
+        counts = Counts(max_position)
+        counts.add_steps(drafted, accepted)
+        return {buckets.labels[first]: counts}
+    out: dict[int, tuple[list[int], list[int]]] = {}
+    for d, a in zip(drafted, accepted, strict=True):
+        index = buckets.index(position)
+        steps = out.get(index)
+        if steps is None:
+            steps = out[index] = ([], [])
+        steps[0].append(d)
+        steps[1].append(a)
+        position += a + 1
+    result = {}
+    for index, (ds, as_) in out.items():
+        counts = Counts(max_position)
+        counts.add_steps(ds, as_)
+        result[buckets.labels[index]] = counts
+    return result

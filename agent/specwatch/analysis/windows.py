@@ -1,0 +1,189 @@
+"""Integer counts per slice: since start, and over a sliding window of time buckets.
+
+Memory is bounded by slices x buckets per window, never by the number of requests.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Generic, TypeVar
+
+K = TypeVar("K")
+
+
+class Counts:
+    """Step-level sums of one slice (see ARCHITECTURE.md, Definitions).
+
+    `by_position[i]` counts steps that accepted at least i + 1 tokens, i.e. whose draft
+    position i + 1 was accepted. Positions past `max_position` are not counted per position
+    (the cap keeps the series bounded); every total still includes them.
+    """
+
+    __slots__ = ("accepted", "by_position", "drafted", "max_drafted", "requests", "steps", "trials")
+
+    def __init__(self, max_position: int) -> None:
+        self.requests = 0
+        self.steps = 0
+        self.drafted = 0
+        self.accepted = 0
+        self.trials = 0
+        self.max_drafted = 0  # the largest K seen: how many positions p_i is reported for
+        self.by_position = [0] * max_position
+
+    def add_steps(self, drafted: Sequence[int], accepted: Sequence[int]) -> None:
+        self.steps += len(drafted)
+        total_d = sum(drafted)
+        total_a = sum(accepted)
+        self.drafted += total_d
+        self.accepted += total_a
+        if drafted:
+            self.max_drafted = max(self.max_drafted, max(drafted))
+        rejected = 0
+        positions = self.by_position
+        cap = len(positions)
+        for d, a in zip(drafted, accepted, strict=True):
+            if a < d:
+                rejected += 1
+            for i in range(min(a, cap)):
+                positions[i] += 1
+        self.trials += total_a + rejected
+
+    def merge(self, other: Counts) -> None:
+        self.requests += other.requests
+        self.steps += other.steps
+        self.drafted += other.drafted
+        self.accepted += other.accepted
+        self.trials += other.trials
+        self.max_drafted = max(self.max_drafted, other.max_drafted)
+        mine, theirs = self.by_position, other.by_position
+        for i in range(min(len(mine), len(theirs))):
+            mine[i] += theirs[i]
+
+    def copy(self) -> Counts:
+        out = Counts(len(self.by_position))
+        out.merge(self)
+        return out
+
+    @classmethod
+    def total(cls, parts: Iterable[Counts], max_position: int) -> Counts:
+        out = cls(max_position)
+        for part in parts:
+            out.merge(part)
+        return out
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "requests": self.requests,
+            "spec_steps": self.steps,
+            "draft_tokens": self.drafted,
+            "accepted_tokens": self.accepted,
+            "trials": self.trials,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Counts) and (
+            self.as_dict() == other.as_dict() and self.by_position == other.by_position
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
+
+    def __repr__(self) -> str:
+        return f"Counts({self.as_dict()}, by_position={self.by_position})"
+
+
+class SlidingWindow(Generic[K]):
+    """Counts per key over the last `length` seconds, in buckets of `bucket` seconds.
+
+    Time comes from the records (so a replayed log is windowed by its own timestamps); the
+    caller passes `now` when reading. A window covers whole buckets: the one holding `now`
+    and enough before it to span `length`.
+    """
+
+    def __init__(self, length: float, bucket: float, max_position: int) -> None:
+        self.bucket = bucket
+        self.n_buckets = max(1, round(length / bucket))
+        self.max_position = max_position
+        self._buckets: dict[K, deque[tuple[int, Counts]]] = {}
+
+    def _index(self, ts: float) -> int:
+        return int(ts // self.bucket)
+
+    def add(self, key: K, ts: float, counts: Counts) -> None:
+        index = self._index(ts)
+        ring = self._buckets.get(key)
+        if ring is None:
+            ring = self._buckets[key] = deque()
+        if ring and ring[-1][0] == index:
+            ring[-1][1].merge(counts)
+        elif not ring or ring[-1][0] < index:
+            ring.append((index, counts.copy()))
+            self._prune(ring, index)
+        else:  # a late record (finished out of order): find its bucket
+            for bucket_index, bucket_counts in ring:
+                if bucket_index == index:
+                    bucket_counts.merge(counts)
+                    return
+            if index > ring[-1][0] - self.n_buckets:
+                ring.append((index, counts.copy()))
+                ring = deque(sorted(ring, key=lambda item: item[0]))
+                self._buckets[key] = ring
+
+    def _prune(self, ring: deque[tuple[int, Counts]], newest: int) -> None:
+        oldest_kept = newest - self.n_buckets + 1
+        while ring and ring[0][0] < oldest_kept:
+            ring.popleft()
+
+    def totals(self, now: float) -> dict[K, Counts]:
+        """Counts per key within the window ending at `now`; keys with nothing in it included."""
+        oldest_kept = self._index(now) - self.n_buckets + 1
+        out = {}
+        for key, ring in self._buckets.items():
+            self._prune(ring, self._index(now))
+            out[key] = Counts.total(
+                (counts for index, counts in ring if index >= oldest_kept), self.max_position
+            )
+        return out
+
+    def keys(self) -> Iterable[K]:
+        return self._buckets.keys()
+
+
+class Histogram:
+    """Fixed-bound histogram counts (non-cumulative per bucket; +Inf last)."""
+
+    __slots__ = ("bounds", "buckets", "count", "sum")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self.bounds = tuple(bounds)
+        self.buckets = [0] * (len(self.bounds) + 1)
+        self.count = 0
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        index = len(self.bounds)
+        for i, bound in enumerate(self.bounds):
+            if value <= bound:
+                index = i
+                break
+        self.buckets[index] += 1
+        self.count += 1
+        self.sum += value
+
+    def cumulative(self) -> list[tuple[str, int]]:
+        """Prometheus' form: (le, cumulative count), ending with +Inf."""
+        out, running = [], 0
+        for bound, n in zip((*map(str, self.bounds), "+Inf"), self.buckets, strict=True):
+            running += n
+            out.append((bound, running))
+        return out
+
+    def copy(self) -> Histogram:
+        out = Histogram(self.bounds)
+        out.buckets = list(self.buckets)
+        out.count, out.sum = self.count, self.sum
+        return out
+
+
+def sum_counts(parts: Mapping[K, Counts], max_position: int) -> Counts:
+    return Counts.total(parts.values(), max_position)

@@ -1,0 +1,204 @@
+"""A scrape-time Collector: the metric contract, rendered from one snapshot per scrape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from specwatch import __version__
+from specwatch import conventions as C
+from specwatch.analysis.analyzer import SliceView, Snapshot
+from specwatch.analysis.windows import Histogram
+from specwatch.health import HealthSnapshot
+from specwatch.model import SliceKey
+
+SLICE = list(C.SLICE_LABELS)
+
+Source = Callable[[], tuple[Snapshot, HealthSnapshot]]
+
+
+def _labels(key: SliceKey) -> list[str]:
+    return [key.model, key.ctx_bucket, key.task]
+
+
+def _histogram(family: HistogramMetricFamily, labels: list[str], histogram: Histogram) -> None:
+    family.add_metric(labels, buckets=histogram.cumulative(), sum_value=histogram.sum)
+
+
+class SpecwatchCollector(Collector):
+    """Reads a fresh snapshot at every scrape; holds no state of its own."""
+
+    def __init__(self, source: Source) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[Metric]:
+        snapshot, health = self._source()
+        yield from self._slice_counters(snapshot)
+        yield from self._requests(snapshot, health)
+        yield from self._histograms(snapshot)
+        yield from self._judgements(snapshot)
+        yield from self._health(snapshot, health)
+
+    @staticmethod
+    def _slice_counters(snapshot: Snapshot) -> Iterator[Metric]:
+        families = {
+            "steps": CounterMetricFamily(
+                C.SPEC_STEPS, "Speculative steps (vLLM's drafts) seen by the proxy.", labels=SLICE
+            ),
+            "drafted": CounterMetricFamily(
+                C.DRAFT_TOKENS, "Draft tokens proposed.", labels=SLICE
+            ),
+            "accepted": CounterMetricFamily(
+                C.ACCEPTED_TOKENS, "Draft tokens accepted by the target.", labels=SLICE
+            ),
+            "trials": CounterMetricFamily(
+                C.ACCEPTANCE_TRIALS,
+                "Draft positions actually tested: accepted + 1 per step that ended in a "
+                "rejection (denominator of alpha-hat).",
+                labels=SLICE,
+            ),
+        }
+        by_position = CounterMetricFamily(
+            C.ACCEPTED_BY_POSITION,
+            "Steps whose draft position `position` (1..K) was accepted.",
+            labels=[*SLICE, C.LABEL_POSITION],
+        )
+        for view in snapshot.slices:
+            labels, total = _labels(view.key), view.since_start
+            families["steps"].add_metric(labels, total.steps)
+            families["drafted"].add_metric(labels, total.drafted)
+            families["accepted"].add_metric(labels, total.accepted)
+            families["trials"].add_metric(labels, total.trials)
+            for i, n in enumerate(total.by_position[: total.max_drafted]):
+                by_position.add_metric([*labels, str(i + 1)], n)
+        yield from families.values()
+        yield by_position
+
+    @staticmethod
+    def _requests(snapshot: Snapshot, health: HealthSnapshot) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            C.REQUESTS,
+            "Requests to observed endpoints, each in exactly one outcome; ctx_bucket is the "
+            "prompt length's bucket.",
+            labels=[*SLICE, C.LABEL_OUTCOME],
+        )
+        for (key, outcome), n in sorted(snapshot.requests.items(), key=lambda kv: str(kv[0])):
+            requests.add_metric([*_labels(key), outcome], n)
+        if health.dropped:
+            requests.add_metric([C.OTHER, C.UNKNOWN_CTX, C.OTHER, C.Outcome.DROPPED], health.dropped)
+        yield requests
+        prompt = CounterMetricFamily(C.PROMPT_TOKENS, "Prompt tokens.", labels=SLICE)
+        completion = CounterMetricFamily(C.COMPLETION_TOKENS, "Completion tokens.", labels=SLICE)
+        for key, (p, c) in snapshot.tokens.items():
+            prompt.add_metric(_labels(key), p)
+            completion.add_metric(_labels(key), c)
+        yield prompt
+        yield completion
+
+    @staticmethod
+    def _histograms(snapshot: Snapshot) -> Iterator[Metric]:
+        docs = {
+            C.REQUEST_ACCEPTANCE_LENGTH: "Mean acceptance length (tau) of each request.",
+            C.TTFT_SECONDS: "Time to first token, as vLLM measured it (else as the proxy did).",
+            C.TPOT_SECONDS: "Time per output token after the first.",
+            C.REQUEST_DURATION_SECONDS: "Request duration as the client saw it through the proxy.",
+        }
+        for name, per_key in snapshot.histograms.items():
+            family = HistogramMetricFamily(name, docs[name], labels=SLICE)
+            for key, histogram in per_key.items():
+                _histogram(family, _labels(key), histogram)
+            yield family
+
+    @staticmethod
+    def _judgements(snapshot: Snapshot) -> Iterator[Metric]:
+        zone = GaugeMetricFamily(
+            C.ZONE, "1 for the slice's current zone, 0 for the others.", labels=[*SLICE, C.LABEL_ZONE]
+        )
+        alpha = GaugeMetricFamily(
+            C.ACCEPTANCE_ALPHA,
+            "Per-token acceptance alpha-hat over the window, with its Wilson bounds.",
+            labels=[*SLICE, C.LABEL_BOUND],
+        )
+        rate = GaugeMetricFamily(
+            C.ACCEPTANCE_RATE, "vLLM's acceptance rate (accepted / drafted) over the window.", labels=SLICE
+        )
+        tau = GaugeMetricFamily(
+            C.MEAN_ACCEPTANCE_LENGTH, "Mean tokens per step over the window.", labels=SLICE
+        )
+        trials = GaugeMetricFamily(
+            C.WINDOW_TRIALS, "Acceptance trials in the window (evidence).", labels=SLICE
+        )
+        window_requests = GaugeMetricFamily(
+            C.WINDOW_REQUESTS, "Requests with steps in the window (evidence).", labels=SLICE
+        )
+        views: tuple[SliceView, ...] = snapshot.slices + snapshot.rollups
+        for view in views:
+            labels = _labels(view.key)
+            for name in C.Zone.ALL:
+                zone.add_metric([*labels, name], 1.0 if view.zone == name else 0.0)
+            stats = view.stats
+            if stats.alpha is not None:
+                alpha.add_metric([*labels, C.BOUND_ESTIMATE], stats.alpha.estimate)
+                alpha.add_metric([*labels, C.BOUND_LOWER], stats.alpha.lower)
+                alpha.add_metric([*labels, C.BOUND_UPPER], stats.alpha.upper)
+            if stats.rate is not None:
+                rate.add_metric(labels, stats.rate.estimate)
+            if stats.tau is not None:
+                tau.add_metric(labels, stats.tau)
+            trials.add_metric(labels, view.window.trials)
+            window_requests.add_metric(labels, view.window.requests)
+        yield from (zone, alpha, rate, tau, trials, window_requests)
+
+    @staticmethod
+    def _health(snapshot: Snapshot, health: HealthSnapshot) -> Iterator[Metric]:
+        errors = CounterMetricFamily(
+            C.PARSE_ERRORS,
+            "Inputs specwatch could not read, by source and reason.",
+            labels=[C.LABEL_SOURCE, C.LABEL_REASON],
+        )
+        for (source, reason), n in sorted(health.parse_errors.items()):
+            errors.add_metric([source, reason], n)
+        yield errors
+        passthrough = CounterMetricFamily(
+            C.PASSTHROUGH_REQUESTS,
+            "Requests to other paths, passed through unobserved.",
+            labels=[C.LABEL_STATUS_CLASS],
+        )
+        for status_class, n in sorted(health.passthrough.items()):
+            passthrough.add_metric([status_class], n)
+        yield passthrough
+        folded = CounterMetricFamily(
+            C.FOLDED_LABEL_VALUES,
+            "Requests whose label value was folded into `other` by a cardinality cap.",
+            labels=[C.LABEL_LABEL],
+        )
+        folded.add_metric([C.LABEL_MODEL], snapshot.folded_models)
+        yield folded
+        yield CounterMetricFamily(
+            C.ANALYSIS_ERRORS,
+            "Observations the analysis failed on (a bug: see the log).",
+            value=health.analysis_errors,
+        )
+        overhead = HistogramMetricFamily(
+            C.PROXY_OVERHEAD_SECONDS,
+            "Time the proxy spends on a request before forwarding it upstream.",
+        )
+        _histogram(overhead, [], health.proxy_overhead)
+        yield overhead
+        if health.upstream_up is not None:
+            yield GaugeMetricFamily(
+                C.UPSTREAM_UP,
+                "1 when the upstream's /health answered 200 at the last probe.",
+                value=1.0 if health.upstream_up else 0.0,
+            )
+        info = InfoMetricFamily(C.BUILD_INFO.removesuffix("_info"), "specwatch build.")
+        info.add_metric([], {"version": __version__})
+        yield info

@@ -1,0 +1,56 @@
+"""The /status JSON document, from one snapshot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specwatch.analysis.analyzer import SliceView, Snapshot
+from specwatch.analysis.stats import Interval
+from specwatch.health import HealthSnapshot
+
+
+def _interval(interval: Interval | None) -> dict[str, float] | None:
+    if interval is None:
+        return None
+    return {"estimate": interval.estimate, "lower": interval.lower, "upper": interval.upper}
+
+
+def slice_status(view: SliceView) -> dict[str, Any]:
+    """One slice: the flat fields are over the window; `since_start` holds the running totals."""
+    stats = view.stats
+    return {
+        "model": view.key.model,
+        "ctx_bucket": view.key.ctx_bucket,
+        "task": view.key.task,
+        **view.window.as_dict(),
+        "alpha": _interval(stats.alpha),
+        "rate": None if stats.rate is None else stats.rate.estimate,
+        "tau": stats.tau,
+        "per_position": list(stats.per_position),
+        "zone": view.zone,
+        "zone_since": view.zone_since,
+        "since_start": view.since_start.as_dict(),
+    }
+
+
+def status_document(snapshot: Snapshot, health: HealthSnapshot | None) -> dict[str, Any]:
+    requests: dict[str, int] = {}
+    for (_key, outcome), n in snapshot.requests.items():
+        requests[outcome] = requests.get(outcome, 0) + n
+    document: dict[str, Any] = {
+        "at": snapshot.at,
+        "started": snapshot.started,
+        "counts": "slice fields count the window; since_start counts since specwatch started",
+        "window_seconds": snapshot.window_seconds,
+        "slices": [slice_status(view) for view in snapshot.slices],
+        "models": [slice_status(view) for view in snapshot.rollups],
+        "requests_by_outcome": dict(sorted(requests.items())),
+    }
+    if health is not None:
+        document["health"] = {
+            "upstream_up": health.upstream_up,
+            "dropped": health.dropped,
+            "analysis_errors": health.analysis_errors,
+            "parse_errors": {f"{s}/{r}": n for (s, r), n in sorted(health.parse_errors.items())},
+        }
+    return document

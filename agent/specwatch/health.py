@@ -1,0 +1,45 @@
+"""Counters about specwatch itself: what it could not read, dropped, or folded.
+
+Sources count here; export reads a copy. Keys are bounded: sources use fixed reason strings.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from specwatch.analysis.windows import Histogram
+from specwatch.conventions import PROXY_OVERHEAD_BUCKETS
+
+
+@dataclass(frozen=True, slots=True)
+class HealthSnapshot:
+    parse_errors: dict[tuple[str, str], int]
+    dropped: int
+    analysis_errors: int
+    passthrough: dict[str, int]
+    proxy_overhead: Histogram
+    upstream_up: bool | None
+
+
+class Health:
+    def __init__(self) -> None:
+        self.parse_errors: dict[tuple[str, str], int] = defaultdict(int)
+        self.dropped = 0
+        self.analysis_errors = 0
+        self.passthrough: dict[str, int] = defaultdict(int)
+        self.proxy_overhead = Histogram(PROXY_OVERHEAD_BUCKETS)
+        self.upstream_up: bool | None = None  # None: not probed yet
+
+    def parse_error(self, source: str, reason: str) -> None:
+        self.parse_errors[source, reason] += 1
+
+    def snapshot(self) -> HealthSnapshot:
+        return HealthSnapshot(
+            parse_errors=dict(self.parse_errors),
+            dropped=self.dropped,
+            analysis_errors=self.analysis_errors,
+            passthrough=dict(self.passthrough),
+            proxy_overhead=self.proxy_overhead.copy(),
+            upstream_up=self.upstream_up,
+        )

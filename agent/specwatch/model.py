@@ -1,0 +1,58 @@
+"""Frozen records passed between sources, analysis and export."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class SliceKey:
+    """One slice: the unit every count, statistic and zone is kept for."""
+
+    model: str
+    ctx_bucket: str
+    task: str
+
+
+@dataclass(frozen=True, slots=True)
+class SpecDecodeBlock:
+    """vLLM's `metrics.speculative_decoding`, reduced to what the analysis needs.
+
+    `drafted[i]` / `accepted[i]` are the tokens drafted and accepted in the i-th speculative
+    step, in order. `ordered` is False when vLLM sent only the summary form (histogram), in
+    which case the steps were rebuilt from the histogram and their order is unknown.
+    """
+
+    num_spec_tokens: int
+    drafted: tuple[int, ...]
+    accepted: tuple[int, ...]
+    ordered: bool = True
+
+    @property
+    def steps(self) -> int:
+        return len(self.drafted)
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Latency figures of one request, in seconds; None where unknown."""
+
+    ttft: float | None = None
+    tpot: float | None = None
+    e2e: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One proxied request to an observed endpoint, whatever its outcome."""
+
+    ts: float  # unix seconds at which the request finished
+    request_id: str
+    model: str
+    task: str
+    outcome: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    spec: SpecDecodeBlock | None = None
+    latency: Latency = field(default_factory=Latency)
+    variant: str = "spec"

@@ -1,0 +1,219 @@
+"""One settings root for every command: defaults < YAML file < SPECWATCH_* environment < CLI flags.
+
+Nested parts are plain BaseModels; the environment reaches them with a double underscore,
+e.g. ``SPECWATCH_ZONES__GREEN=0.75``. The root is built once in cli.py and passed down.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+DEFAULT_TASKS = (
+    "chat",
+    "code",
+    "summarization",
+    "translation",
+    "extraction",
+    "reasoning",
+    "tool_call",
+    "structured",
+)
+
+
+def _split_csv(value: Any) -> Any:
+    """Accept '512,2048' (flags, environment) as well as a YAML/JSON list."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskSettings(_Part):
+    """How a request gets its `task` label; values outside the allowlist never become labels."""
+
+    allowlist: Annotated[tuple[str, ...], NoDecode] = DEFAULT_TASKS
+    header: str = "X-Task-Type"
+    by_model: dict[str, str] = Field(default_factory=dict)
+    by_path: dict[str, str] = Field(default_factory=dict)
+    classify_prompt: bool = True
+
+    _split = field_validator("allowlist", mode="before")(_split_csv)
+
+    @field_validator("allowlist")
+    @classmethod
+    def _names_are_label_safe(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name == "all":
+                raise ValueError("'all' is reserved for the per-model rollup")
+            if not name.replace("_", "").isalnum() or name != name.lower():
+                raise ValueError(f"task name {name!r} must be lower-case letters, digits and _")
+        return tuple(dict.fromkeys(value))
+
+    @model_validator(mode="after")
+    def _mappings_name_allowed_tasks(self) -> TaskSettings:
+        for where, mapping in (("by_model", self.by_model), ("by_path", self.by_path)):
+            for key, task in mapping.items():
+                if task not in self.allowlist:
+                    raise ValueError(f"{where}[{key!r}] = {task!r} is not in the task allowlist")
+        return self
+
+
+class WindowSettings(_Part):
+    """The sliding window every verdict is computed over."""
+
+    length_seconds: float = Field(default=300.0, gt=0)
+    bucket_seconds: float = Field(default=10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _whole_number_of_buckets(self) -> WindowSettings:
+        if self.bucket_seconds > self.length_seconds:
+            raise ValueError("bucket_seconds must not exceed length_seconds")
+        if self.length_seconds / self.bucket_seconds > 3600:
+            raise ValueError("more than 3600 buckets per window: raise bucket_seconds")
+        return self
+
+
+class ZoneSettings(_Part):
+    """Green / yellow / red thresholds, evidence gates and anti-flapping (REFERENCE.md)."""
+
+    metric: Literal["alpha", "rate"] = "alpha"
+    green: float = Field(default=0.70, gt=0, lt=1)
+    green_exit: float = Field(default=0.67, gt=0, lt=1)
+    red: float = Field(default=0.50, gt=0, lt=1)
+    red_exit: float = Field(default=0.53, gt=0, lt=1)
+    exit_evaluations: int = Field(default=3, ge=1)
+    min_dwell_seconds: float = Field(default=600.0, ge=0)
+    min_trials: int = Field(default=1000, ge=1)
+    min_requests: int = Field(default=30, ge=1)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    evaluation_interval_seconds: float = Field(default=10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _thresholds_are_ordered(self) -> ZoneSettings:
+        if not self.red <= self.red_exit <= self.green_exit <= self.green:
+            raise ValueError(
+                "thresholds must satisfy red <= red_exit <= green_exit <= green, got "
+                f"{self.red} <= {self.red_exit} <= {self.green_exit} <= {self.green}"
+            )
+        return self
+
+
+class LimitSettings(_Part):
+    """Bounds that keep memory and label cardinality flat."""
+
+    max_models: int = Field(default=16, ge=1)
+    max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    analysis_queue: int = Field(default=10_000, ge=1)
+    max_position: int = Field(default=16, ge=1)
+
+
+class Settings(BaseSettings):
+    """The root: every command reads its part of this."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SPECWATCH_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    admin_port: int = Field(default=9400, ge=0, le=65535)
+    upstream: str = "http://127.0.0.1:8001"
+    upstream_timeout_seconds: float = Field(default=600.0, gt=0)
+    ctx_buckets: Annotated[tuple[int, ...], NoDecode] = (512, 2048, 4096, 8192, 32768)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["console", "json"] = "console"
+    log_prompts: bool = False
+    tasks: TaskSettings = TaskSettings()
+    window: WindowSettings = WindowSettings()
+    zones: ZoneSettings = ZoneSettings()
+    limits: LimitSettings = LimitSettings()
+
+    _split = field_validator("ctx_buckets", mode="before")(_split_csv)
+
+    @field_validator("ctx_buckets")
+    @classmethod
+    def _buckets_increase(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value:
+            raise ValueError("at least one bucket bound is needed")
+        if any(b <= 0 for b in value) or list(value) != sorted(set(value)):
+            raise ValueError(f"bucket bounds must be positive and strictly increasing: {value}")
+        return value
+
+    @field_validator("upstream")
+    @classmethod
+    def _upstream_is_http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {value!r}")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _ports_differ(self) -> Settings:
+        if self.port and self.port == self.admin_port:
+            raise ValueError(f"port and admin_port are both {self.port}")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls))
+
+
+class ConfigError(Exception):
+    """Bad configuration: one line per bad field, ready to print."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _describe(error: ValidationError) -> list[str]:
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "settings"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown setting"
+        lines.append(f"{where}: {message} (got {item.get('input')!r})")
+    return lines
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the root settings; raise ConfigError with one line per bad field."""
+    cls: type[Settings] = Settings
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigError([f"config: no such file {str(config_file)!r}"])
+        cls = type(
+            "Settings",
+            (Settings,),
+            {"model_config": {**Settings.model_config, "yaml_file": config_file}},
+        )
+    try:
+        return cls(**overrides)
+    except ValidationError as error:
+        raise ConfigError(_describe(error)) from None
+    except (OSError, ValueError) as error:  # unreadable or malformed YAML
+        raise ConfigError([f"config: {error}"]) from None

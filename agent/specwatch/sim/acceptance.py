@@ -1,0 +1,105 @@
+"""The simulator's draft model: how likely each draft token is accepted, and what a step costs.
+
+Acceptance depends on the task, the context position (longer context, worse draft), the
+draft position (later positions are accepted less often, given the earlier ones were), and
+time (a scheduled drop, for drift demos). Generation is seeded per request, so the same request
+gives the same tokens and the same steps.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+DEFAULT_TASK_ALPHA: dict[str, float] = {
+    "code": 0.88,
+    "structured": 0.90,
+    "tool_call": 0.86,
+    "summarization": 0.80,
+    "extraction": 0.78,
+    "chat": 0.62,
+    "reasoning": 0.60,
+    "translation": 0.42,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """From `after` seconds on, multiply acceptance by `factor` (for one task, or all)."""
+
+    after: float
+    factor: float
+    task: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceModel:
+    task_alpha: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TASK_ALPHA))
+    default_alpha: float = 0.65
+    ctx_penalty: float = 0.05  # alpha falls by this much per doubling of context past 1k
+    position_decay: float = 0.97
+    no_draft_prob: float = 0.0  # ngram-like steps that found nothing to draft
+    drops: tuple[Drop, ...] = ()
+
+    def alpha(self, task: str, ctx: int, elapsed: float) -> float:
+        base = self.task_alpha.get(task, self.default_alpha)
+        value = base - self.ctx_penalty * math.log2(1.0 + ctx / 1024.0)
+        for drop in self.drops:
+            if elapsed >= drop.after and (drop.task is None or drop.task == task):
+                value *= drop.factor
+        return min(0.99, max(0.01, value))
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    """Step latency: a target forward pass costs `target_step_ms`; drafting K costs K*c of it."""
+
+    target_step_ms: float = 4.0
+    draft_cost_ratio: float = 0.05
+    prefill_ms_per_token: float = 0.005
+
+    def prefill_seconds(self, prompt_tokens: int) -> float:
+        return (self.target_step_ms + self.prefill_ms_per_token * prompt_tokens) / 1000.0
+
+    def step_seconds(self, k: int) -> float:
+        return self.target_step_ms * (1.0 + k * self.draft_cost_ratio) / 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One engine step after prefill: `drafted` 0 means a plain (unlisted) decode step."""
+
+    drafted: int
+    accepted: int
+    emitted: int
+
+
+def plan_steps(
+    rng: random.Random,
+    model: AcceptanceModel,
+    k: int,
+    task: str,
+    prompt_tokens: int,
+    max_tokens: int,
+    elapsed: float,
+) -> list[Step]:
+    """The engine steps that emit tokens 2..max_tokens (token 1 comes from prefill)."""
+    steps: list[Step] = []
+    emitted = 1
+    while emitted < max_tokens:
+        if model.no_draft_prob and rng.random() < model.no_draft_prob:
+            steps.append(Step(drafted=0, accepted=0, emitted=1))
+            emitted += 1
+            continue
+        alpha = model.alpha(task, prompt_tokens + emitted, elapsed)
+        accepted = 0
+        p = alpha
+        while accepted < k and rng.random() < p:
+            accepted += 1
+            p *= model.position_decay
+        # The last step may run past max_tokens: vLLM truncates the output, not the count.
+        out = min(accepted + 1, max_tokens - emitted)
+        steps.append(Step(drafted=k, accepted=accepted, emitted=out))
+        emitted += out
+    return steps

@@ -1,0 +1,530 @@
+"""A simulated vLLM 0.32 speculative server: the response shapes of ../shared/fixtures.
+
+`/v1/completions` and `/v1/chat/completions` (streaming or not, include_usage, the per-request
+`metrics.speculative_decoding` block), `/v1/models`, `/health`, and `/metrics` whose
+`vllm:spec_decode_*` counters agree with what it served, counted step by step as vLLM does (so
+an aborted request's steps are counted even though no response carries them).
+
+For tests, a request may carry `X-Sim-Fail: 500` (an internal error before any step) or
+`X-Sim-Fail: cut` (the connection is cut after half the steps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from specwatch import conventions as C
+from specwatch.sim.acceptance import AcceptanceModel, CostModel, Step, plan_steps
+
+FINGERPRINT = "vllm-0.32.0-specwatch-sim"
+WORDS = (
+    "the", "model", "draft", "token", "accept", "verify", "step", "cache", "batch", "speed",
+    "def", "return", "value", "data", "layer", "(", ")", ":", "\n", "    ",
+)  # fmt: skip
+TASK_HEADER = "X-Task-Type"
+TASK_MARKER = "[task:"
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    model: str = "sim-llama"
+    num_spec_tokens: int = 4
+    max_model_len: int = 65536
+    seed: int = 0
+    spec_metrics: str = "detailed"  # detailed | summary | none, like vLLM's flag
+    acceptance: AcceptanceModel = field(default_factory=AcceptanceModel)
+    cost: CostModel = field(default_factory=CostModel)
+    sleep: bool = True  # False: no latency at all (fast tests)
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str, error_type: str, param: str | None) -> None:
+        super().__init__(message)
+        self.status, self.error_type, self.param = status, error_type, param
+
+
+def error_response(status: int, message: str, error_type: str, param: str | None) -> web.Response:
+    body = {"error": {"message": message, "type": error_type, "param": param, "code": status}}
+    return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
+
+
+def count_prompt_tokens(body: dict[str, Any]) -> int:
+    """One token per whitespace-separated word; chat adds 4 per message for the template."""
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        total = 0
+        for message in messages:
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, list):
+                content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+            total += 4 + (len(content.split()) if isinstance(content, str) else 0)
+        return total
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
+        return len(prompt)
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    if isinstance(prompt, str):
+        return max(1, len(prompt.split()))
+    raise BadRequest(400, "Either prompt or messages must be given.", "BadRequestError", "prompt")
+
+
+def task_of(headers: Any, body: dict[str, Any]) -> str:
+    header = headers.get(TASK_HEADER)
+    if header:
+        return str(header).strip().lower()
+    text = orjson.dumps(body.get("prompt") or body.get("messages") or "").decode()
+    at = text.find(TASK_MARKER)
+    if at >= 0:
+        end = text.find("]", at)
+        if end > at:
+            return text[at + len(TASK_MARKER) : end]
+    return "chat"
+
+
+class SimMetrics:
+    """vLLM's own metric names, on a registry of this server's."""
+
+    def __init__(self, model: str) -> None:
+        self.registry = CollectorRegistry()
+        labels = ["model_name", "engine"]
+        self._labels = {"model_name": model, "engine": "0"}
+
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(name, doc, labels, registry=self.registry)
+
+        self.drafts = counter(C.VLLM_NUM_DRAFTS, "Number of spec decoding drafts.")
+        self.draft_tokens = counter(C.VLLM_NUM_DRAFT_TOKENS, "Number of draft tokens.")
+        self.accepted = counter(C.VLLM_NUM_ACCEPTED_TOKENS, "Number of accepted tokens.")
+        self.per_pos = Counter(
+            C.VLLM_NUM_ACCEPTED_PER_POS,
+            "Accepted tokens per draft position.",
+            [*labels, "position"],
+            registry=self.registry,
+        )
+        self.prompt_tokens = counter(C.VLLM_PROMPT_TOKENS, "Number of prefill tokens processed.")
+        self.generation_tokens = counter(C.VLLM_GENERATION_TOKENS, "Number of generation tokens.")
+        self.ttft = Histogram(
+            C.VLLM_TTFT_SECONDS, "Time to first token.", labels, registry=self.registry
+        )
+        self.e2e = Histogram(
+            C.VLLM_E2E_SECONDS, "End-to-end request latency.", labels, registry=self.registry
+        )
+        self.running = Gauge(
+            C.VLLM_REQUESTS_RUNNING, "Running requests.", labels, registry=self.registry
+        )
+
+    def step(self, step: Step) -> None:
+        labels = self._labels
+        self.generation_tokens.labels(**labels).inc(step.emitted)
+        if not step.drafted:
+            return
+        self.drafts.labels(**labels).inc()
+        self.draft_tokens.labels(**labels).inc(step.drafted)
+        self.accepted.labels(**labels).inc(step.accepted)
+        for position in range(step.accepted):
+            self.per_pos.labels(**labels, position=str(position)).inc()
+
+    def labels(self) -> dict[str, str]:
+        return self._labels
+
+    def total(self, name: str) -> float:
+        """The value of counter `name` (vLLM's name, without `_total`)."""
+        return self.registry.get_sample_value(name + "_total", self._labels) or 0.0
+
+
+@dataclass(slots=True)
+class _Generation:
+    request_id: str
+    chat: bool
+    created: int
+    prompt_tokens: int
+    max_tokens: int
+    task: str
+    stream: bool
+    include_usage: bool
+    cut: bool
+    rng: random.Random
+    steps: list[Step]
+
+
+class SimServer:
+    """The simulator; `app()` gives the aiohttp application."""
+
+    def __init__(self, config: SimConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.metrics = SimMetrics(config.model)
+        self._clock = clock
+        self._started = clock()
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/metrics", self._metrics)
+        return app
+
+    async def _health(self, _request: web.Request) -> web.Response:
+        return web.Response()
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(self.metrics.registry),
+            headers={"Content-Type": CONTENT_TYPE_LATEST},
+        )
+
+    async def _models(self, _request: web.Request) -> web.Response:
+        created = int(time.time())
+        card = {
+            "id": self.config.model,
+            "object": "model",
+            "created": created,
+            "owned_by": "vllm",
+            "root": self.config.model,
+            "parent": None,
+            "max_model_len": self.config.max_model_len,
+        }
+        return web.json_response({"object": "list", "data": [card]}, dumps=_dumps)
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, chat=False)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, chat=True)
+
+    def _prepare(self, request: web.Request, body: Any, chat: bool) -> _Generation:
+        cfg = self.config
+        if not isinstance(body, dict):
+            raise BadRequest(400, "The request body must be a JSON object.", "BadRequestError", None)
+        if body.get("model", cfg.model) != cfg.model:
+            raise BadRequest(
+                404, f"The model `{body.get('model')}` does not exist.", "NotFoundError", "model"
+            )
+        n = body.get("n", 1)
+        temperature = body.get("temperature", 1.0)
+        if n != 1 and temperature == 0:
+            raise BadRequest(
+                400, f"n must be 1 when using greedy sampling, got {n}.", "BadRequestError", None
+            )
+        prompt_tokens = count_prompt_tokens(body)
+        default_max = cfg.max_model_len - prompt_tokens if chat else 16
+        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default_max
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise BadRequest(400, "max_tokens must be at least 1.", "BadRequestError", "max_tokens")
+        if max_tokens > cfg.max_model_len:
+            raise BadRequest(
+                400,
+                f"max_tokens={max_tokens} cannot be greater than max_model_len="
+                f"{cfg.max_model_len}. Please request fewer output tokens. "
+                f"(parameter=max_tokens, value={max_tokens})",
+                "BadRequestError",
+                "max_tokens",
+            )
+        if prompt_tokens + max_tokens > cfg.max_model_len:
+            raise BadRequest(
+                400,
+                f"This model's maximum context length is {cfg.max_model_len} tokens. However, "
+                f"your request has {prompt_tokens + max_tokens} tokens.",
+                "BadRequestError",
+                "input_tokens",
+            )
+        if request.headers.get("X-Sim-Fail") == "500":
+            raise BadRequest(500, "simulated internal error", "InternalServerError", None)
+        options = body.get("stream_options")
+        # Same request, same output: the seed ignores transport options such as stream_options.
+        key = orjson.dumps(
+            [cfg.seed, body.get("prompt"), body.get("messages"), max_tokens, body.get("seed")],
+            option=orjson.OPT_SORT_KEYS,
+        )
+        rng = random.Random(hashlib.sha256(key).digest())
+        task = task_of(request.headers, body)
+        elapsed = self._clock() - self._started
+        steps = plan_steps(
+            rng, cfg.acceptance, cfg.num_spec_tokens, task, prompt_tokens, max_tokens, elapsed
+        )
+        request_id = request.headers.get("X-Request-Id") or uuid.UUID(int=rng.getrandbits(128)).hex
+        return _Generation(
+            request_id=("chatcmpl-" if chat else "cmpl-") + request_id,
+            chat=chat,
+            created=int(time.time()),
+            prompt_tokens=prompt_tokens,
+            max_tokens=max_tokens,
+            task=task,
+            stream=body.get("stream") is True,
+            include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+            cut=request.headers.get("X-Sim-Fail") == "cut",
+            rng=rng,
+            steps=steps,
+        )
+
+    async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError as error:
+            return error_response(400, f"Invalid JSON: {error}", "BadRequestError", None)
+        try:
+            gen = self._prepare(request, body, chat)
+        except BadRequest as bad:
+            return error_response(bad.status, str(bad), bad.error_type, bad.param)
+        labels = self.metrics.labels()
+        self.metrics.running.labels(**labels).inc()
+        try:
+            if gen.stream:
+                return await self._stream(request, gen)
+            return await self._whole(request, gen)
+        finally:
+            self.metrics.running.labels(**labels).dec()
+
+    # --- generation ----------------------------------------------------------------------------
+
+    def _text(self, gen: _Generation, n: int) -> str:
+        return "".join(" " + WORDS[gen.rng.randrange(len(WORDS))] for _ in range(n))
+
+    async def _run(self, gen: _Generation) -> Any:
+        """Yield (text, finished) per engine step, sleeping as the cost model says."""
+        cost = self.config.cost
+        started = time.perf_counter()
+        self.metrics.prompt_tokens.labels(**self.metrics.labels()).inc(gen.prompt_tokens)
+        await self._sleep(cost.prefill_seconds(gen.prompt_tokens))
+        self.metrics.generation_tokens.labels(**self.metrics.labels()).inc()
+        ttft = time.perf_counter() - started
+        self.metrics.ttft.labels(**self.metrics.labels()).observe(ttft)
+        yield self._text(gen, 1), not gen.steps
+        cut_at = len(gen.steps) // 2 if gen.cut else -1
+        for i, step in enumerate(gen.steps):
+            if i == cut_at:
+                raise ConnectionAbortedError("X-Sim-Fail: cut")
+            await self._sleep(cost.step_seconds(step.drafted))
+            self.metrics.step(step)
+            yield self._text(gen, step.emitted), i == len(gen.steps) - 1
+        self.metrics.e2e.labels(**self.metrics.labels()).observe(time.perf_counter() - started)
+
+    async def _sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds if self.config.sleep else 0)
+
+    def _metrics_block(self, gen: _Generation, ttft: float, generation: float) -> dict[str, Any]:
+        completion = gen.max_tokens
+        block: dict[str, Any] = {
+            "time_to_first_token_ms": ttft * 1000.0,
+            "generation_time_ms": generation * 1000.0,
+            "queue_time_ms": 0.02,
+            "mean_itl_ms": generation * 1000.0 / max(1, completion - 1),
+            "tokens_per_second": completion / max(1e-9, ttft + generation),
+        }
+        mode = self.config.spec_metrics
+        listed = [s for s in gen.steps if s.drafted]
+        if mode == "none" or not listed:
+            return block
+        k = self.config.num_spec_tokens
+        drafted = [s.drafted for s in listed]
+        accepted = [s.accepted for s in listed]
+        histogram = [0] * (k + 1)
+        for a in accepted:
+            histogram[a] += 1
+        spec: dict[str, Any] = {
+            "mean_acceptance_length": 1.0 + sum(accepted) / len(listed),
+            "draft_acceptance_rate": sum(accepted) / sum(drafted),
+            "acceptance_histogram": histogram,
+            "num_spec_steps": len(listed),
+            "num_accepted_draft_tokens": sum(accepted),
+            "num_draft_tokens": sum(drafted),
+            "num_spec_tokens": k,
+        }
+        if mode == "detailed":
+            spec["per_step_accepted"] = accepted
+            spec["per_step_drafted"] = drafted
+        block["speculative_decoding"] = spec
+        return block
+
+    def _usage(self, gen: _Generation) -> dict[str, Any]:
+        return {
+            "prompt_tokens": gen.prompt_tokens,
+            "total_tokens": gen.prompt_tokens + gen.max_tokens,
+            "completion_tokens": gen.max_tokens,
+        }
+
+    async def _whole(self, request: web.Request, gen: _Generation) -> web.StreamResponse:
+        started = time.perf_counter()
+        texts: list[str] = []
+        ttft = 0.0
+        try:
+            async for text, _ in self._run(gen):
+                if not texts:
+                    ttft = time.perf_counter() - started
+                texts.append(text)
+        except ConnectionAbortedError:
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=500)
+        generation = time.perf_counter() - started - ttft
+        text = "".join(texts)
+        if gen.chat:
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": text,
+                    "refusal": None,
+                    "annotations": None,
+                    "audio": None,
+                    "function_call": None,
+                    "reasoning": None,
+                },
+                "logprobs": None,
+                "finish_reason": "length",
+                "stop_reason": None,
+                "token_ids": None,
+                "routed_experts": None,
+            }
+            tail: dict[str, Any] = {
+                "prompt_logprobs": None,
+                "prompt_token_ids": None,
+                "prompt_text": None,
+            }
+        else:
+            choice = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": "length",
+                "stop_reason": None,
+                "token_ids": None,
+                "prompt_logprobs": None,
+                "prompt_token_ids": None,
+                "routed_experts": None,
+            }
+            tail = {}
+        body = {
+            "id": gen.request_id,
+            "object": "chat.completion" if gen.chat else "text_completion",
+            "created": gen.created,
+            "model": self.config.model,
+            "choices": [choice],
+            "service_tier": None,
+            "system_fingerprint": FINGERPRINT,
+            "usage": {**self._usage(gen), "prompt_tokens_details": None},
+            **tail,
+            "kv_transfer_params": None,
+            "ec_transfer_params": None,
+            "metrics": self._metrics_block(gen, ttft, generation),
+        }
+        body["usage"]["completion_tokens_details"] = None
+        return web.Response(
+            body=orjson.dumps(body), content_type="application/json", headers=_id_header(request)
+        )
+
+    def _chunk(self, gen: _Generation, text: str, finished: bool) -> dict[str, Any]:
+        if gen.chat:
+            delta: dict[str, Any] = {"content": text}
+            choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None}
+            choice["finish_reason"] = "length" if finished else None
+            if finished:
+                choice["stop_reason"] = None
+            choice["token_ids"] = None
+            obj = "chat.completion.chunk"
+        else:
+            choice = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": "length" if finished else None,
+                "stop_reason": None,
+                "prompt_token_ids": None,
+                "token_ids": None,
+            }
+            obj = "text_completion"
+        chunk: dict[str, Any] = {
+            "id": gen.request_id,
+            "object": obj,
+            "created": gen.created,
+            "model": self.config.model,
+            "choices": [choice],
+        }
+        if finished and not gen.include_usage:
+            chunk["system_fingerprint"] = FINGERPRINT
+        return chunk
+
+    async def _stream(self, request: web.Request, gen: _Generation) -> web.StreamResponse:
+        response = web.StreamResponse(headers=_id_header(request))
+        response.content_type = "text/event-stream"
+        await response.prepare(request)
+        started = time.perf_counter()
+        ttft = 0.0
+        if gen.chat:
+            role = {
+                "id": gen.request_id,
+                "object": "chat.completion.chunk",
+                "created": gen.created,
+                "model": self.config.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": ""},
+                        "logprobs": None,
+                        "finish_reason": None,
+                    }
+                ],
+                "prompt_token_ids": None,
+                "prompt_text": None,
+            }
+            await response.write(_event(role))
+        first = True
+        try:
+            async for text, finished in self._run(gen):
+                if first:
+                    ttft = time.perf_counter() - started
+                    first = False
+                await response.write(_event(self._chunk(gen, text, finished)))
+        except ConnectionAbortedError:
+            assert request.transport is not None
+            request.transport.close()
+            return response
+        if gen.include_usage:
+            generation = time.perf_counter() - started - ttft
+            usage_chunk = {
+                "id": gen.request_id,
+                "object": "chat.completion.chunk" if gen.chat else "text_completion",
+                "created": gen.created,
+                "model": self.config.model,
+                "choices": [],
+                "usage": self._usage(gen),
+                "system_fingerprint": FINGERPRINT,
+                "metrics": self._metrics_block(gen, ttft, generation),
+            }
+            await response.write(_event(usage_chunk))
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def _dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+def _event(obj: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _id_header(request: web.Request) -> dict[str, str]:
+    request_id = request.headers.get("X-Request-Id")
+    return {"x-request-id": request_id} if request_id else {}

@@ -1,0 +1,85 @@
+"""What the proxy saw of one request, and its reading into a RequestRecord (off the request path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specwatch.analysis.tasks import RequestFeatures, classify
+from specwatch.conventions import OTHER, Outcome, ParseSource
+from specwatch.health import Health
+from specwatch.model import Latency, RequestRecord
+from specwatch.settings import TaskSettings
+from specwatch.sources.vllm_response import (
+    ParsedResponse,
+    ParseFailure,
+    decode_json,
+    event_data,
+    parse_response_body,
+    parse_response_object,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Raw material from the proxy; `payload` is the whole body, or the stream's usage event."""
+
+    ts: float
+    request_id: str
+    features: RequestFeatures
+    outcome: str | None  # decided by the proxy (errors, aborts), or None: read the payload
+    stream: bool
+    payload: bytes | None
+    e2e: float | None  # seconds, as the client saw it
+    first_byte: float | None  # seconds to the first body byte (streams: first token)
+    parse_failure: str | None = None  # found by the proxy itself (e.g. a truncated stream)
+
+
+def _parse(obs: Observation) -> ParsedResponse | None:
+    if obs.payload is None:
+        return None
+    if obs.stream:
+        data = event_data(obs.payload)
+        if data is None:
+            raise ParseFailure("bad_usage_event")
+        return parse_response_object(decode_json(data))
+    return parse_response_body(obs.payload)
+
+
+def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestRecord:
+    """Classify and parse one observation; every failure is counted, none raises."""
+    task = classify(obs.features, tasks)
+    outcome = obs.outcome
+    parsed: ParsedResponse | None = None
+    source = ParseSource.SSE if obs.stream else ParseSource.RESPONSE
+    if obs.parse_failure is not None:
+        health.parse_error(source, obs.parse_failure)
+    if outcome is None:
+        try:
+            parsed = _parse(obs)
+        except ParseFailure as failure:
+            health.parse_error(source, failure.reason)
+            outcome = Outcome.PARSE_ERROR
+        else:
+            if parsed is None or parsed.spec is None:
+                outcome = Outcome.NO_SPEC_METRICS
+            else:
+                outcome = Outcome.OBSERVED
+            for field in parsed.bad_fields if parsed else ():
+                health.parse_error(source, f"bad_{field}")
+    model = (parsed.model if parsed else None) or obs.features.model or OTHER
+    latency = parsed.latency if parsed else Latency()
+    return RequestRecord(
+        ts=obs.ts,
+        request_id=obs.request_id,
+        model=model,
+        task=task,
+        outcome=outcome,
+        prompt_tokens=parsed.prompt_tokens if parsed else None,
+        completion_tokens=parsed.completion_tokens if parsed else None,
+        spec=parsed.spec if parsed else None,
+        latency=Latency(
+            ttft=latency.ttft if latency.ttft is not None else obs.first_byte if obs.stream else None,
+            tpot=latency.tpot,
+            e2e=obs.e2e,
+        ),
+    )

@@ -1,0 +1,333 @@
+"""The reverse proxy in front of vLLM's OpenAI API.
+
+Bytes go back to the client as they arrive. The only change made on the way: a stream whose
+client did not ask for usage gets `stream_options.include_usage` upstream, and the usage chunk
+it then brings is taken out of what the client receives. The final JSON body, or the usage
+chunk, is handed to the analysis queue after the response is done; nothing here parses more
+than it must to find it, and nothing here can fail a request that the upstream served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+import structlog
+from aiohttp import web
+from multidict import CIMultiDict
+
+from specwatch.analysis.tasks import features_of
+from specwatch.conventions import OBSERVED_PATHS, Outcome, ParseSource
+from specwatch.health import Health
+from specwatch.settings import Settings
+from specwatch.sources.observation import Observation
+from specwatch.sources.vllm_response import SseSplitter, event_data, is_usage_event
+
+log = structlog.get_logger("specwatch.proxy")
+
+# Hop-by-hop headers (RFC 9110 7.6.1) and those the transport recomputes.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+
+Submit = Callable[[Observation], None]
+
+
+def _forwardable(headers: Any) -> CIMultiDict[str]:
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        if name.lower() not in _HOP_BY_HOP:
+            out.add(name, value)
+    return out
+
+
+def openai_error(status: int, message: str, error_type: str) -> web.Response:
+    """An error in the shape vLLM and OpenAI use, so clients handle it as usual."""
+    body = {"error": {"message": message, "type": error_type, "param": None, "code": status}}
+    return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
+
+
+_UPSTREAM_LOST_EVENT = (
+    b'data: {"error": {"message": "specwatch: the upstream connection was lost mid-stream", '
+    b'"type": "BadGateway", "param": null, "code": 502}}\n\n'
+)
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """What one observed request has shown so far."""
+
+    outcome: str | None = None
+    payload: bytes | None = None
+    first_byte: float | None = None
+    parse_failure: str | None = None
+
+
+class Proxy:
+    """aiohttp handlers of the proxy; `submit` receives one Observation per observed request."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        health: Health,
+        submit: Submit,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._settings = settings
+        self._upstream = settings.upstream
+        self._health = health
+        self._submit = submit
+        self._clock = clock
+        self._task_header = settings.tasks.header
+        self._max_response = settings.limits.max_response_bytes
+        self._session: aiohttp.ClientSession | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self._settings.limits.max_request_bytes)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_startup.append(self._open)
+        app.on_cleanup.append(self._close)
+        return app
+
+    async def _open(self, _app: web.Application) -> None:
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=10.0, sock_read=self._settings.upstream_timeout_seconds
+        )
+        self._session = aiohttp.ClientSession(
+            timeout=timeout,
+            auto_decompress=False,  # pass bytes through as the upstream encoded them
+            skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
+            connector=aiohttp.TCPConnector(limit=0, force_close=False),
+        )
+
+    async def _close(self, _app: web.Application) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        assert self._session is not None, "the proxy app has not started"
+        return self._session
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.method == "POST" and request.path in OBSERVED_PATHS:
+            return await self._observed(request)
+        return await self._passthrough(request)
+
+    # --- every other path: bytes in, bytes out ----------------------------------------------
+
+    async def _passthrough(self, request: web.Request) -> web.StreamResponse:
+        data = request.content.iter_any() if request.body_exists else None
+        try:
+            async with self.session.request(
+                request.method,
+                self._upstream + request.raw_path,
+                headers=_forwardable(request.headers),
+                data=data,
+                allow_redirects=False,
+            ) as upstream:
+                self._health.passthrough[f"{upstream.status // 100}xx"] += 1
+                response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+                response.headers.update(_forwardable(upstream.headers))
+                if upstream.content_length is not None:
+                    response.content_length = upstream.content_length
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                await response.write_eof()
+                return response
+        except (aiohttp.ClientError, TimeoutError) as error:
+            self._health.passthrough["5xx"] += 1
+            log.warning("upstream_unreachable", path=request.path, error=repr(error))
+            return openai_error(502, f"specwatch: upstream unreachable: {error!r}", "BadGateway")
+
+    # --- completions and chat completions ---------------------------------------------------
+
+    async def _observed(self, request: web.Request) -> web.StreamResponse:
+        started = time.perf_counter()
+        raw = await request.read()
+        body: Any = None
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            self._health.parse_error(ParseSource.REQUEST, "invalid_json")
+        if not isinstance(body, dict):
+            body = None
+        stream = body is not None and body.get("stream") is True
+        inject = False
+        if body is not None and stream:
+            options = body.get("stream_options")
+            if not (isinstance(options, dict) and options.get("include_usage") is True):
+                options = dict(options) if isinstance(options, dict) else {}
+                options["include_usage"] = True
+                raw = orjson.dumps({**body, "stream_options": options})
+                inject = True
+        features = features_of(request.path, request.headers.get(self._task_header), body)
+        request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+        exchange = _Exchange()
+        self._health.proxy_overhead.observe(time.perf_counter() - started)
+        try:
+            return await self._forward(request, raw, stream, inject, exchange, started)
+        except asyncio.CancelledError:
+            exchange.outcome = Outcome.CLIENT_ABORTED
+            raise
+        finally:
+            self._submit(
+                Observation(
+                    ts=self._clock(),
+                    request_id=request_id,
+                    features=features,
+                    outcome=exchange.outcome,
+                    stream=stream,
+                    payload=exchange.payload,
+                    e2e=time.perf_counter() - started,
+                    first_byte=exchange.first_byte,
+                    parse_failure=exchange.parse_failure,
+                )
+            )
+
+    async def _forward(
+        self,
+        request: web.Request,
+        raw: bytes,
+        stream: bool,
+        inject: bool,
+        exchange: _Exchange,
+        started: float,
+    ) -> web.StreamResponse:
+        headers = _forwardable(request.headers)
+        response: web.StreamResponse | None = None
+        try:
+            async with self.session.post(
+                self._upstream + request.raw_path, data=raw, headers=headers
+            ) as upstream:
+                response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+                response.headers.update(_forwardable(upstream.headers))
+                ok = 200 <= upstream.status < 300
+                event_stream = upstream.content_type == "text/event-stream"
+                if not ok:
+                    exchange.outcome = Outcome.UPSTREAM_ERROR
+                elif upstream.headers.get("Content-Encoding", "identity") != "identity":
+                    exchange.outcome = Outcome.PARSE_ERROR
+                    exchange.parse_failure = "encoded_body"
+                if ok and event_stream and exchange.outcome is None:
+                    await response.prepare(request)
+                    await self._relay_stream(upstream, response, inject, exchange, started)
+                else:
+                    if upstream.content_length is not None:
+                        response.content_length = upstream.content_length
+                    await response.prepare(request)
+                    await self._relay_body(upstream, response, exchange, started)
+                await response.write_eof()
+                return response
+        except (aiohttp.ClientError, TimeoutError) as error:
+            if isinstance(error, ConnectionResetError):  # the client went away while we wrote
+                exchange.outcome = Outcome.CLIENT_ABORTED
+                assert response is not None
+                return response
+            exchange.outcome = Outcome.UPSTREAM_FAILED
+            log.warning("upstream_failed", path=request.path, error=repr(error))
+            if response is None or not response.prepared:
+                return openai_error(502, f"specwatch: upstream failed: {error!r}", "BadGateway")
+            if stream:
+                await self._try_write(response, _UPSTREAM_LOST_EVENT)
+            # The body is cut short: close the connection so the client sees it as broken.
+            if request.transport is not None:
+                request.transport.close()
+            return response
+        except ConnectionResetError:
+            exchange.outcome = Outcome.CLIENT_ABORTED
+            return response or web.Response(status=499)
+
+    @staticmethod
+    async def _try_write(response: web.StreamResponse, data: bytes) -> None:
+        try:
+            await response.write(data)
+        except ConnectionResetError:
+            pass
+
+    async def _relay_body(
+        self,
+        upstream: aiohttp.ClientResponse,
+        response: web.StreamResponse,
+        exchange: _Exchange,
+        started: float,
+    ) -> None:
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in upstream.content.iter_any():
+            if exchange.first_byte is None:
+                exchange.first_byte = time.perf_counter() - started
+            await response.write(chunk)
+            if size <= self._max_response:
+                parts.append(chunk)
+                size += len(chunk)
+        if exchange.outcome is not None:
+            return
+        if size > self._max_response:
+            exchange.outcome = Outcome.PARSE_ERROR
+            exchange.parse_failure = "response_too_large"
+        else:
+            exchange.payload = b"".join(parts)
+
+    async def _relay_stream(
+        self,
+        upstream: aiohttp.ClientResponse,
+        response: web.StreamResponse,
+        inject: bool,
+        exchange: _Exchange,
+        started: float,
+    ) -> None:
+        splitter = SseSplitter(self._max_response)
+        usage: bytes | None = None
+        done = errored = False
+        async for chunk in upstream.content.iter_any():
+            if exchange.first_byte is None:
+                exchange.first_byte = time.perf_counter() - started
+            if not inject:
+                await response.write(chunk)
+            events = splitter.feed(chunk)
+            forward = []
+            for event in events:
+                if is_usage_event(event):
+                    usage = event
+                    if inject:
+                        continue
+                elif b"[DONE]" in event and event_data(event) == b"[DONE]":
+                    done = True
+                elif event.startswith(b'data: {"error"'):
+                    errored = True
+                forward.append(event)
+            if inject and forward:
+                await response.write(b"".join(forward))
+        rest = splitter.flush()
+        if inject and rest:
+            await response.write(rest)
+        if splitter.oversized:
+            exchange.parse_failure = "oversized_event"
+        elif rest.strip() or not done:
+            exchange.parse_failure = "truncated_stream"
+        if errored:
+            exchange.outcome = Outcome.UPSTREAM_ERROR
+        elif usage is None and exchange.parse_failure is not None:
+            exchange.outcome = Outcome.PARSE_ERROR
+        exchange.payload = usage

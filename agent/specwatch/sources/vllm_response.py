@@ -1,0 +1,222 @@
+"""Read vLLM's OpenAI responses: the final JSON body, or the SSE stream's final usage chunk.
+
+Nothing here raises anything but ParseFailure, whose `reason` becomes the `reason` label of
+specwatch_parse_errors_total. Shapes: REFERENCE.md and ../shared/fixtures.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from specwatch.model import Latency, SpecDecodeBlock
+
+
+class ParseFailure(Exception):
+    """A response specwatch cannot read; `reason` is a short, bounded label value."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedResponse:
+    """What one response (or one stream's final chunk) tells about the request."""
+
+    response_id: str | None
+    model: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    spec: SpecDecodeBlock | None
+    latency: Latency
+    bad_fields: tuple[str, ...] = ()  # readable response, unreadable optional fields
+
+
+def _count(value: Any) -> int | None:
+    """A non-negative int that is not a bool, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _counts(value: Any, field: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise ParseFailure("bad_spec_block", f"{field} is not a list")
+    out = tuple(_count(v) for v in value)
+    if any(v is None for v in out):
+        raise ParseFailure("bad_spec_block", f"{field} holds a non-count")
+    return out  # type: ignore[return-value]  # None was excluded just above
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value) / 1000.0
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _check_total(block: dict[str, Any], key: str, expected: int) -> None:
+    if key in block and block[key] is not None and _count(block[key]) != expected:
+        raise ParseFailure("inconsistent_spec_block", f"{key}={block[key]!r}, steps say {expected}")
+
+
+def parse_spec_block(block: Any) -> SpecDecodeBlock:
+    """`metrics.speculative_decoding`, detailed (per-step arrays) or summary (histogram)."""
+    if not isinstance(block, dict):
+        raise ParseFailure("bad_spec_block", "not an object")
+    k = _count(block.get("num_spec_tokens"))
+    if "per_step_drafted" in block or "per_step_accepted" in block:
+        drafted = _counts(block.get("per_step_drafted"), "per_step_drafted")
+        accepted = _counts(block.get("per_step_accepted"), "per_step_accepted")
+        if len(drafted) != len(accepted):
+            raise ParseFailure("inconsistent_spec_block", "per-step arrays differ in length")
+        if any(a > d for a, d in zip(accepted, drafted, strict=True)):
+            raise ParseFailure("inconsistent_spec_block", "a step accepted more than it drafted")
+        if k is None:
+            k = max(drafted, default=0)
+        if any(d > k for d in drafted):
+            raise ParseFailure("inconsistent_spec_block", "a step drafted more than K")
+        ordered = True
+    else:
+        histogram = _counts(block.get("acceptance_histogram"), "acceptance_histogram")
+        if k is None:
+            k = len(histogram) - 1
+        if len(histogram) != k + 1:
+            raise ParseFailure("inconsistent_spec_block", "histogram length is not K + 1")
+        accepted = tuple(a for a, n in enumerate(histogram) for _ in range(n))
+        drafted = (k,) * len(accepted)
+        ordered = False
+    _check_total(block, "num_spec_steps", len(drafted))
+    _check_total(block, "num_draft_tokens", sum(drafted))
+    _check_total(block, "num_accepted_draft_tokens", sum(accepted))
+    return SpecDecodeBlock(num_spec_tokens=k, drafted=drafted, accepted=accepted, ordered=ordered)
+
+
+def parse_response_object(obj: Any) -> ParsedResponse:
+    """A decoded completion / chat completion body, or a stream's final usage chunk."""
+    if not isinstance(obj, dict):
+        raise ParseFailure("not_an_object")
+    bad: list[str] = []
+    usage = obj.get("usage")
+    prompt_tokens = completion_tokens = None
+    if isinstance(usage, dict):
+        prompt_tokens = _count(usage.get("prompt_tokens"))
+        completion_tokens = _count(usage.get("completion_tokens"))
+        if prompt_tokens is None or completion_tokens is None:
+            bad.append("usage")
+    elif usage is not None:
+        bad.append("usage")
+    metrics = obj.get("metrics")
+    spec = None
+    latency = Latency()
+    if isinstance(metrics, dict):
+        if metrics.get("speculative_decoding") is not None:
+            spec = parse_spec_block(metrics["speculative_decoding"])
+        ttft = _seconds(metrics.get("time_to_first_token_ms"))
+        tpot = _seconds(metrics.get("mean_itl_ms"))
+        generation = _seconds(metrics.get("generation_time_ms"))
+        if tpot is None and generation is not None and completion_tokens and completion_tokens > 1:
+            tpot = generation / (completion_tokens - 1)
+        e2e = None if ttft is None or generation is None else ttft + generation
+        latency = Latency(ttft=ttft, tpot=tpot, e2e=e2e)
+    elif metrics is not None:
+        raise ParseFailure("bad_metrics", "metrics is not an object")
+    model = obj.get("model")
+    response_id = obj.get("id")
+    return ParsedResponse(
+        response_id=response_id if isinstance(response_id, str) else None,
+        model=model if isinstance(model, str) and model else None,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        spec=spec,
+        latency=latency,
+        bad_fields=tuple(bad),
+    )
+
+
+def decode_json(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise ParseFailure("invalid_json", str(error)[:120]) from None
+
+
+def parse_response_body(body: bytes) -> ParsedResponse:
+    """A non-streaming response body."""
+    return parse_response_object(decode_json(body))
+
+
+# --- server-sent events -------------------------------------------------------------------
+
+_SEPARATORS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+
+
+class SseSplitter:
+    """Split a byte stream into whole SSE events, each with its terminator, bytes unchanged."""
+
+    __slots__ = ("_pending", "max_event_bytes", "oversized")
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self._pending = b""
+        self.max_event_bytes = max_event_bytes
+        self.oversized = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        data = self._pending + chunk if self._pending else chunk
+        events: list[bytes] = []
+        start = 0
+        while True:
+            end, sep_len = _find_separator(data, start)
+            if end < 0:
+                break
+            events.append(data[start : end + sep_len])
+            start = end + sep_len
+        self._pending = data[start:]
+        if len(self._pending) > self.max_event_bytes:
+            # Not SSE as we know it: pass the bytes on as an event so nothing is held back.
+            self.oversized = True
+            events.append(self._pending)
+            self._pending = b""
+        return events
+
+    def flush(self) -> bytes:
+        """Bytes after the last terminator (a truncated stream leaves some)."""
+        rest, self._pending = self._pending, b""
+        return rest
+
+
+def _find_separator(data: bytes, start: int) -> tuple[int, int]:
+    best, best_len = -1, 0
+    for sep in _SEPARATORS:
+        at = data.find(sep, start)
+        if at >= 0 and (best < 0 or at < best):
+            best, best_len = at, len(sep)
+    return best, best_len
+
+
+def event_data(event: bytes) -> bytes | None:
+    """The joined `data:` field of one event, or None when it has none."""
+    parts = []
+    for line in event.splitlines():
+        if line.startswith(b"data:"):
+            value = line[5:]
+            parts.append(value[1:] if value.startswith(b" ") else value)
+    return b"\n".join(parts) if parts else None
+
+
+_EMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*\]')
+
+
+def is_usage_event(event: bytes) -> bool:
+    """The final usage chunk of an OpenAI stream: `"choices": []` with usage (cheap byte test)."""
+    return b'"usage"' in event and _EMPTY_CHOICES.search(event) is not None
+
+
+def is_done_event(event: bytes) -> bool:
+    return event_data(event) == b"[DONE]"
