@@ -127,7 +127,11 @@ async def _run_sim(args: argparse.Namespace) -> int:
     from specwatch.sim.acceptance import AcceptanceModel, CostModel, Drop
     from specwatch.sim.server import SimConfig, SimServer
 
-    drops = () if args.drop_after is None else (Drop(args.drop_after, args.drop_factor, args.drop_task),)
+    drops = (
+        ()
+        if args.drop_after is None
+        else (Drop(args.drop_after, args.drop_factor, args.drop_task),)
+    )
     config = SimConfig(
         model=args.model,
         num_spec_tokens=args.num_spec_tokens,

@@ -86,7 +86,9 @@ async def run_demo(args: argparse.Namespace) -> int:
     console = Console()
     # Translation is red, chat yellow, code green at short context; halfway through, the
     # summarization draft gets worse: watch its slices leave green.
-    acceptance = AcceptanceModel(drops=(Drop(after=args.duration / 2, factor=0.75, task="summarization"),))
+    acceptance = AcceptanceModel(
+        drops=(Drop(after=args.duration / 2, factor=0.75, task="summarization"),)
+    )
     sim = SimServer(SimConfig(seed=args.seed, acceptance=acceptance))
     sim_runner = web.AppRunner(sim.app(), handler_cancellation=True, access_log=None)
     await sim_runner.setup()

@@ -118,8 +118,8 @@ class Sidecar:
 
     # --- lifecycle -----------------------------------------------------------------------------
 
-    async def _serve(self, app: web.Application, port: int, **kwargs: bool) -> int:
-        runner = web.AppRunner(app, access_log=None, **kwargs)
+    async def _serve(self, app: web.Application, port: int, cancel_on_disconnect: bool) -> int:
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=cancel_on_disconnect)
         await runner.setup()
         site = web.TCPSite(runner, self.settings.host, port)
         await site.start()
@@ -130,11 +130,9 @@ class Sidecar:
         for coroutine in (self._consume(), self._evaluate(), self._probe_upstream()):
             self._tasks.append(asyncio.create_task(coroutine))
         admin = admin_app(self.registry, self.sources, self.ready)
-        admin_port = await self._serve(admin, self.settings.admin_port)
+        admin_port = await self._serve(admin, self.settings.admin_port, False)
         # handler_cancellation: a client that goes away cancels its upstream request too.
-        proxy_port = await self._serve(
-            self.proxy.app(), self.settings.port, handler_cancellation=True
-        )
+        proxy_port = await self._serve(self.proxy.app(), self.settings.port, True)
         self.ports = Ports(proxy=proxy_port, admin=admin_port)
         log.info(
             "specwatch_started",

@@ -122,7 +122,9 @@ class Analyzer:
         spec = record.spec
         if spec is None or not spec.steps:
             return
-        self._observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + sum(spec.accepted) / spec.steps)
+        self._observe(
+            C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + sum(spec.accepted) / spec.steps
+        )
         if prompt is None:
             whole = Counts(self._max_position)
             whole.add_steps(spec.drafted, spec.accepted)

@@ -29,9 +29,10 @@ class CtxBuckets:
     def __init__(self, bounds: Sequence[int]) -> None:
         self.bounds = tuple(bounds)
         lows = (0, *self.bounds)
-        self.labels = tuple(
-            f"{_short(lo)}-{_short(hi)}" for lo, hi in zip(lows, self.bounds, strict=False)
-        ) + (f"{_short(self.bounds[-1])}+",)
+        self.labels = (
+            *(f"{_short(lo)}-{_short(hi)}" for lo, hi in zip(lows, self.bounds, strict=False)),
+            f"{_short(self.bounds[-1])}+",
+        )
 
     def label(self, position: int) -> str:
         return self.labels[bisect_right(self.bounds, position)]

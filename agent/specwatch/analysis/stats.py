@@ -68,4 +68,3 @@ class SliceStats:
             reached = counts.by_position[: counts.max_drafted]
             per_position = tuple(n / counts.steps for n in reached)
         return cls(alpha=alpha, rate=rate, tau=tau, per_position=per_position)
-

@@ -63,9 +63,7 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # OpenAI content parts
-        return " ".join(
-            part.get("text", "") for part in content if isinstance(part, dict)
-        ).strip()
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict)).strip()
     return ""
 
 

@@ -53,9 +53,7 @@ class SpecwatchCollector(Collector):
             "steps": CounterMetricFamily(
                 C.SPEC_STEPS, "Speculative steps (vLLM's drafts) seen by the proxy.", labels=SLICE
             ),
-            "drafted": CounterMetricFamily(
-                C.DRAFT_TOKENS, "Draft tokens proposed.", labels=SLICE
-            ),
+            "drafted": CounterMetricFamily(C.DRAFT_TOKENS, "Draft tokens proposed.", labels=SLICE),
             "accepted": CounterMetricFamily(
                 C.ACCEPTED_TOKENS, "Draft tokens accepted by the target.", labels=SLICE
             ),
@@ -93,7 +91,9 @@ class SpecwatchCollector(Collector):
         for (key, outcome), n in sorted(snapshot.requests.items(), key=lambda kv: str(kv[0])):
             requests.add_metric([*_labels(key), outcome], n)
         if health.dropped:
-            requests.add_metric([C.OTHER, C.UNKNOWN_CTX, C.OTHER, C.Outcome.DROPPED], health.dropped)
+            requests.add_metric(
+                [C.OTHER, C.UNKNOWN_CTX, C.OTHER, C.Outcome.DROPPED], health.dropped
+            )
         yield requests
         prompt = CounterMetricFamily(C.PROMPT_TOKENS, "Prompt tokens.", labels=SLICE)
         completion = CounterMetricFamily(C.COMPLETION_TOKENS, "Completion tokens.", labels=SLICE)
@@ -120,7 +120,9 @@ class SpecwatchCollector(Collector):
     @staticmethod
     def _judgements(snapshot: Snapshot) -> Iterator[Metric]:
         zone = GaugeMetricFamily(
-            C.ZONE, "1 for the slice's current zone, 0 for the others.", labels=[*SLICE, C.LABEL_ZONE]
+            C.ZONE,
+            "1 for the slice's current zone, 0 for the others.",
+            labels=[*SLICE, C.LABEL_ZONE],
         )
         alpha = GaugeMetricFamily(
             C.ACCEPTANCE_ALPHA,
@@ -128,7 +130,9 @@ class SpecwatchCollector(Collector):
             labels=[*SLICE, C.LABEL_BOUND],
         )
         rate = GaugeMetricFamily(
-            C.ACCEPTANCE_RATE, "vLLM's acceptance rate (accepted / drafted) over the window.", labels=SLICE
+            C.ACCEPTANCE_RATE,
+            "vLLM's acceptance rate (accepted / drafted) over the window.",
+            labels=SLICE,
         )
         tau = GaugeMetricFamily(
             C.MEAN_ACCEPTANCE_LENGTH, "Mean tokens per step over the window.", labels=SLICE

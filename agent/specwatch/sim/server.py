@@ -215,7 +215,9 @@ class SimServer:
     def _prepare(self, request: web.Request, body: Any, chat: bool) -> _Generation:
         cfg = self.config
         if not isinstance(body, dict):
-            raise BadRequest(400, "The request body must be a JSON object.", "BadRequestError", None)
+            raise BadRequest(
+                400, "The request body must be a JSON object.", "BadRequestError", None
+            )
         if body.get("model", cfg.model) != cfg.model:
             raise BadRequest(
                 404, f"The model `{body.get('model')}` does not exist.", "NotFoundError", "model"
@@ -501,7 +503,7 @@ class SimServer:
             return response
         if gen.include_usage:
             generation = time.perf_counter() - started - ttft
-            usage_chunk = {
+            usage_chunk: dict[str, Any] = {
                 "id": gen.request_id,
                 "object": "chat.completion.chunk" if gen.chat else "text_completion",
                 "created": gen.created,

@@ -1,4 +1,4 @@
-"""What the proxy saw of one request, and its reading into a RequestRecord (off the request path)."""
+"""What the proxy saw of one request; its reading into a RequestRecord, off the request path."""
 
 from __future__ import annotations
 
@@ -78,7 +78,11 @@ def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestR
         completion_tokens=parsed.completion_tokens if parsed else None,
         spec=parsed.spec if parsed else None,
         latency=Latency(
-            ttft=latency.ttft if latency.ttft is not None else obs.first_byte if obs.stream else None,
+            ttft=latency.ttft
+            if latency.ttft is not None
+            else obs.first_byte
+            if obs.stream
+            else None,
             tpot=latency.tpot,
             e2e=obs.e2e,
         ),

@@ -10,6 +10,7 @@ than it must to find it, and nothing here can fail a request that the upstream s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -27,7 +28,13 @@ from specwatch.conventions import OBSERVED_PATHS, Outcome, ParseSource
 from specwatch.health import Health
 from specwatch.settings import Settings
 from specwatch.sources.observation import Observation
-from specwatch.sources.vllm_response import SseSplitter, event_data, is_usage_event
+from specwatch.sources.vllm_response import (
+    SseSplitter,
+    event_data,
+    finishes,
+    is_usage_event,
+    restore_fingerprint,
+)
 
 log = structlog.get_logger("specwatch.proxy")
 
@@ -260,10 +267,8 @@ class Proxy:
 
     @staticmethod
     async def _try_write(response: web.StreamResponse, data: bytes) -> None:
-        try:
+        with contextlib.suppress(ConnectionResetError):
             await response.write(data)
-        except ConnectionResetError:
-            pass
 
     async def _relay_body(
         self,
@@ -299,26 +304,36 @@ class Proxy:
     ) -> None:
         splitter = SseSplitter(self._max_response)
         usage: bytes | None = None
+        held: bytes | None = None  # the last content chunk, until we know if usage follows
         done = errored = False
         async for chunk in upstream.content.iter_any():
             if exchange.first_byte is None:
                 exchange.first_byte = time.perf_counter() - started
             if not inject:
                 await response.write(chunk)
-            events = splitter.feed(chunk)
             forward = []
-            for event in events:
+            for event in splitter.feed(chunk):
                 if is_usage_event(event):
                     usage = event
                     if inject:
+                        held = held and restore_fingerprint(held, event)
                         continue
                 elif b"[DONE]" in event and event_data(event) == b"[DONE]":
                     done = True
                 elif event.startswith(b'data: {"error"'):
                     errored = True
+                if inject:
+                    if held is not None:
+                        forward.append(held)
+                        held = None
+                    if finishes(event):
+                        held = event
+                        continue
                 forward.append(event)
             if inject and forward:
                 await response.write(b"".join(forward))
+        if held is not None:
+            await response.write(held)
         rest = splitter.flush()
         if inject and rest:
             await response.write(rest)

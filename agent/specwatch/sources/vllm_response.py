@@ -220,3 +220,32 @@ def is_usage_event(event: bytes) -> bool:
 
 def is_done_event(event: bytes) -> bool:
     return event_data(event) == b"[DONE]"
+
+
+def finishes(event: bytes) -> bool:
+    """A chunk that carries a finish_reason (for n = 1: the last content chunk)."""
+    return b'"finish_reason":' in event and b'"finish_reason":null' not in event
+
+
+def restore_fingerprint(held: bytes, usage: bytes) -> bytes:
+    """Give the last content chunk the system_fingerprint vLLM puts there without usage.
+
+    vLLM moves `system_fingerprint` from the last content chunk to the usage chunk when usage
+    is asked for; when specwatch asked for it on the client's behalf, the client gets the
+    chunk it would have got. Any doubt: the chunk is returned unchanged.
+    """
+    if b'"system_fingerprint"' in held:
+        return held
+    try:
+        usage_data, held_data = event_data(usage), event_data(held)
+        if usage_data is None or held_data is None:
+            return held
+        fingerprint = orjson.loads(usage_data).get("system_fingerprint")
+        chunk = orjson.loads(held_data)
+    except (orjson.JSONDecodeError, AttributeError):
+        return held
+    if not isinstance(fingerprint, str) or not isinstance(chunk, dict):
+        return held
+    chunk["system_fingerprint"] = fingerprint
+    terminator = held[len(held.rstrip(b"\r\n")) :]
+    return b"data: " + orjson.dumps(chunk) + terminator

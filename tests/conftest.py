@@ -1,0 +1,58 @@
+"""Shared test fixtures: the real vLLM captures, a simulator and a sidecar on loopback ports."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from specwatch.runtime import Sidecar
+from specwatch.settings import Settings, load_settings
+from specwatch.sim.acceptance import CostModel
+from specwatch.sim.server import SimConfig, SimServer
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SPECWATCH_SHARED", ROOT.parent / "shared"))
+CAPTURES = SHARED / "fixtures" / "vllm-0.32.0-cpu"
+
+
+@pytest.fixture(scope="session")
+def captures() -> Path:
+    assert CAPTURES.is_dir(), f"the vLLM captures are missing: {CAPTURES}"
+    return CAPTURES
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    """Serve an app on a free loopback port, cancelling handlers on disconnect like vLLM."""
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
+@pytest.fixture
+def sim_config() -> SimConfig:
+    """No sleeping: fast and deterministic. Tests that need latency override this."""
+    return SimConfig(sleep=False, cost=CostModel(target_step_ms=0.0, prefill_ms_per_token=0.0))
+
+
+@pytest.fixture
+async def sim(sim_config: SimConfig) -> AsyncIterator[tuple[SimServer, str]]:
+    server = SimServer(sim_config)
+    runner, url = await serve(server.app())
+    yield server, url
+    await runner.cleanup()
+
+
+def sidecar_settings(upstream: str, **overrides: object) -> Settings:
+    return load_settings(upstream=upstream, port=0, admin_port=0, **overrides)
+
+
+@pytest.fixture
+async def sidecar(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
+    car = Sidecar(sidecar_settings(sim[1]))
+    await car.start()
+    yield car
+    await car.stop()

@@ -1,0 +1,335 @@
+"""The proxy between real HTTP clients and the simulated vLLM, on loopback sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from specwatch import conventions as C
+from specwatch.runtime import Sidecar
+from specwatch.sim.acceptance import CostModel
+from specwatch.sim.server import SimConfig, SimServer
+from specwatch.sources.vllm_response import SseSplitter, event_data, is_usage_event
+
+from tests.conftest import serve, sidecar_settings
+from tests.integration.helpers import by_label, post, scrape, total
+
+TASK_HEADERS = ["code", "chat", "translation", "summarization", "not-a-task", None]
+
+
+def mixed_requests(seed: int, n: int) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        chat = i % 2 == 0
+        words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(20 + 7 * i))
+        body: dict[str, Any] = {"max_tokens": rng.randrange(16, 64), "temperature": 0}
+        if chat:
+            body["messages"] = [{"role": "user", "content": words}]
+        else:
+            body["prompt"] = words
+        mode = i % 3
+        if mode:
+            body["stream"] = True
+        if mode == 2:
+            body["stream_options"] = {"include_usage": True}
+        header = TASK_HEADERS[i % len(TASK_HEADERS)]
+        headers = {"X-Task-Type": header} if header else {}
+        out.append(("/v1/chat/completions" if chat else "/v1/completions", body, headers))
+    return out
+
+
+@pytest.fixture
+def sim_config() -> SimConfig:
+    # Prefill takes 1 ms per prompt token, steps 0.2 ms: a client that gives up after 150 ms on
+    # a 600-token prompt leaves during prefill, before vLLM (here, the simulator) runs any step.
+    return SimConfig(cost=CostModel(target_step_ms=0.2, prefill_ms_per_token=1.0))
+
+
+async def test_totals_over_all_slices_equal_the_upstreams_counters_exactly(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    server, _ = sim
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
+    requests = mixed_requests(seed=1, n=48)
+    errors = [
+        ({"prompt": "x", "n": 2, "temperature": 0}, {}),  # vLLM: 400
+        ({"prompt": "x", "max_tokens": 10**9}, {}),  # 400
+        ({"prompt": "x", "model": "no-such-model"}, {}),  # 404
+        ({"prompt": "x"}, {"X-Sim-Fail": "500"}),  # 500
+    ]
+    aborted = [
+        ({"prompt": "word " * 600, "stream": stream}, {"X-Task-Type": "code"})
+        for stream in (True, False, True)
+    ]
+    async with aiohttp.ClientSession() as session:
+        ok = await asyncio.gather(*(post(session, proxy + p, b, h) for p, b, h in requests))
+        failed = [await post(session, proxy + "/v1/completions", b, h) for b, h in errors]
+        for body, headers in aborted:
+            with pytest.raises(asyncio.TimeoutError):
+                async with asyncio.timeout(0.15):
+                    await post(session, proxy + "/v1/completions", body, headers)
+    assert all(200 == status for status, _ in ok)
+    assert [400, 400, 404, 500] == [status for status, _ in failed]
+    await asyncio.sleep(0.3)  # let the upstream see the aborts
+    await sidecar.drained()
+    metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
+
+    upstream = {
+        "steps": server.metrics.total(C.VLLM_NUM_DRAFTS),
+        "drafted": server.metrics.total(C.VLLM_NUM_DRAFT_TOKENS),
+        "accepted": server.metrics.total(C.VLLM_NUM_ACCEPTED_TOKENS),
+    }
+    ours = {
+        "steps": total(metrics, C.SPEC_STEPS + "_total"),
+        "drafted": total(metrics, C.DRAFT_TOKENS + "_total"),
+        "accepted": total(metrics, C.ACCEPTED_TOKENS + "_total"),
+    }
+    assert upstream["steps"] > 0
+    assert upstream == ours
+    outcomes = by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+    assert {
+        C.Outcome.OBSERVED: len(requests),
+        C.Outcome.UPSTREAM_ERROR: len(errors),
+        C.Outcome.CLIENT_ABORTED: len(aborted),
+    } == outcomes
+    # unknown header values never became labels
+    tasks = by_label(metrics, C.REQUESTS + "_total", C.LABEL_TASK)
+    assert "not-a-task" not in tasks
+    assert set(tasks) <= {*sidecar.settings.tasks.allowlist, C.OTHER}
+
+
+def _events(data: bytes) -> list[Any]:
+    """Events with the per-request id, timestamp and timings taken out."""
+    out = []
+    for event in SseSplitter(1 << 20).feed(data):
+        payload = event_data(event)
+        assert payload is not None
+        if payload == b"[DONE]":
+            out.append("[DONE]")
+            continue
+        obj = orjson.loads(payload)
+        obj.pop("id")
+        obj.pop("created")
+        if "metrics" in obj:
+            obj["metrics"] = obj["metrics"]["speculative_decoding"]
+        out.append(obj)
+    return out
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions"])
+async def test_a_stream_without_usage_reaches_the_client_as_if_there_were_no_proxy(
+    sim: tuple[SimServer, str], sidecar: Sidecar, path: str
+) -> None:
+    _, direct = sim
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
+    key = "prompt" if path == "/v1/completions" else "messages"
+    prompt: Any = "def add(a, b): return a + b"
+    if key == "messages":
+        prompt = [{"role": "user", "content": prompt}]
+    body = {key: prompt, "max_tokens": 48, "temperature": 0, "stream": True}
+    async with aiohttp.ClientSession() as session:
+        _, upstream_bytes = await post(session, direct + path, body)
+        status, proxied_bytes = await post(session, proxy + path, body)
+    assert 200 == status
+    assert not any(is_usage_event(e) for e in SseSplitter(1 << 20).feed(proxied_bytes))
+    assert _events(upstream_bytes) == _events(proxied_bytes)
+    await sidecar.drained()
+    metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
+    assert 1 == total(metrics, C.REQUESTS + "_total", outcome=C.Outcome.OBSERVED)
+
+
+async def test_a_client_that_asked_for_usage_gets_the_upstream_bytes_unchanged(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    _, direct = sim
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
+    body = {"prompt": "x y z", "max_tokens": 20, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True}}  # fmt: skip
+    headers = {"X-Request-Id": "fixed-id"}
+    async with aiohttp.ClientSession() as session:
+        _, upstream_bytes = await post(session, direct + "/v1/completions", body, headers)
+        _, proxied_bytes = await post(session, proxy + "/v1/completions", body, headers)
+    assert _events(upstream_bytes) == _events(proxied_bytes)
+    assert b"fixed-id" in proxied_bytes
+
+
+async def test_other_paths_pass_through_unchanged(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    _, direct = sim
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
+    async with aiohttp.ClientSession() as session:
+        for path in ("/v1/models", "/health"):
+            async with session.get(direct + path) as a, session.get(proxy + path) as b:
+                assert (a.status, await a.read()) == (b.status, await b.read())
+        async with session.get(proxy + "/metrics") as response:
+            assert C.VLLM_NUM_DRAFTS in await response.text()
+        async with session.get(proxy + "/no/such/path") as response:
+            assert 404 == response.status
+    metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
+    assert 4 == total(metrics, C.PASSTHROUGH_REQUESTS + "_total")
+
+
+async def test_an_unreachable_upstream_gives_a_502_in_openais_error_shape() -> None:
+    car = Sidecar(sidecar_settings("http://127.0.0.1:9"))  # discard port: nothing listens
+    await car.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            status, data = await post(
+                session, f"http://127.0.0.1:{car.ports.proxy}/v1/completions", {"prompt": "hi"}
+            )
+        assert 502 == status
+        error = orjson.loads(data)["error"]
+        assert {"message", "type", "param", "code"} == set(error)
+        assert 502 == error["code"]
+        await car.drained()
+        metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
+        assert 1 == total(metrics, C.REQUESTS + "_total", outcome=C.Outcome.UPSTREAM_FAILED)
+    finally:
+        await car.stop()
+
+
+async def test_an_upstream_cut_mid_stream_gives_the_client_an_error_event(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
+    body = {"prompt": "a b c", "max_tokens": 60, "temperature": 0, "stream": True}
+    async with aiohttp.ClientSession() as session:
+        async with session.post(
+            proxy + "/v1/completions", json=body, headers={"X-Sim-Fail": "cut"}
+        ) as response:
+            assert 200 == response.status
+            with pytest.raises(aiohttp.ClientPayloadError):
+                await response.read()
+        # the proxy still serves
+        status, _ = await post(session, proxy + "/v1/completions", {"prompt": "ok"})
+        assert 200 == status
+    await sidecar.drained()
+    metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
+    outcomes = by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+    assert {C.Outcome.UPSTREAM_FAILED: 1, C.Outcome.OBSERVED: 1} == outcomes
+
+
+async def test_status_reports_window_and_since_start_counts(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
+    admin = f"http://127.0.0.1:{sidecar.ports.admin}"
+    async with aiohttp.ClientSession() as session:
+        for i in range(5):
+            await post(session, proxy + "/v1/completions", {"prompt": f"p{i}", "max_tokens": 32},
+                       {"X-Task-Type": "code"})  # fmt: skip
+        await sidecar.drained()
+        async with session.get(admin + "/status") as response:
+            status = await response.json()
+        async with session.get(admin + "/healthz") as response:
+            assert 200 == response.status
+    (code,) = [s for s in status["slices"] if s["task"] == "code"]
+    assert 5 == code["requests"] == code["since_start"]["requests"]
+    assert code["spec_steps"] == code["since_start"]["spec_steps"] > 0
+    assert {"estimate", "lower", "upper"} == set(code["alpha"])
+    assert C.Zone.INSUFFICIENT == code["zone"]  # 5 requests are below the gate
+    assert {"model", "ctx_bucket", "task"} <= set(code)
+    assert 1 == len(status["models"])
+    assert "all" == status["models"][0]["ctx_bucket"]
+
+
+@pytest.fixture
+async def broken_upstream() -> AsyncIterator[tuple[dict[str, Any], str]]:
+    """An upstream that answers whatever the test puts in `state`."""
+    from aiohttp import web
+
+    state: dict[str, Any] = {"body": b"", "content_type": "application/json"}
+
+    async def handler(_request: web.Request) -> web.Response:
+        return web.Response(body=state["body"], headers={"Content-Type": state["content_type"]})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner, url = await serve(app)
+    yield state, url
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def broken_sidecar(
+    broken_upstream: tuple[dict[str, Any], str],
+) -> AsyncIterator[Sidecar]:
+    car = Sidecar(sidecar_settings(broken_upstream[1]))
+    await car.start()
+    yield car
+    await car.stop()
+
+
+_VALID_USAGE = (
+    b'data: {"id":"x","object":"text_completion","created":1,"model":"m","choices":[],'
+    b'"usage":{"prompt_tokens":3,"total_tokens":5,"completion_tokens":2},'
+    b'"metrics":{"speculative_decoding":{"num_spec_tokens":2,'
+    b'"per_step_drafted":[2],"per_step_accepted":[1]}}}\n\n'
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    body=st.one_of(
+        st.binary(max_size=600),
+        st.sampled_from([b'{"usage": {"prompt_tokens": 3', b"{}", b"[1, 2]", b'{"metrics": 7}']),
+    ),
+    stream=st.booleans(),
+)
+async def test_whatever_the_upstream_sends_the_client_gets_it_and_failures_are_counted(
+    broken_upstream: tuple[dict[str, Any], str], broken_sidecar: Sidecar, body: bytes, stream: bool
+) -> None:
+    state, _ = broken_upstream
+    state["body"] = body
+    state["content_type"] = "text/event-stream" if stream else "application/json"
+    proxy = f"http://127.0.0.1:{broken_sidecar.ports.proxy}"
+    before_snapshot, before_health = broken_sidecar.sources()
+    async with aiohttp.ClientSession() as session:
+        request = {"prompt": "hi", "stream": stream}
+        if stream:  # asked for usage: nothing is stripped, the bytes must be identical
+            request["stream_options"] = {"include_usage": True}
+        status, received = await post(session, proxy + "/v1/completions", request)
+    assert (200, body) == (status, received)
+    await broken_sidecar.drained()
+    snapshot, health = broken_sidecar.sources()
+    assert 0 == health.analysis_errors
+    new = {
+        key: n - before_snapshot.requests.get(key, 0)
+        for key, n in snapshot.requests.items()
+        if n != before_snapshot.requests.get(key, 0)
+    }
+    ((_key, outcome),) = new  # exactly one outcome for this one request
+    assert outcome in C.Outcome.ALL
+    if outcome == C.Outcome.PARSE_ERROR:
+        assert sum(health.parse_errors.values()) > sum(before_health.parse_errors.values())
+
+
+async def test_a_broken_sse_stream_with_a_readable_usage_chunk_is_still_observed(
+    broken_upstream: tuple[dict[str, Any], str], broken_sidecar: Sidecar
+) -> None:
+    state, _ = broken_upstream
+    state["content_type"] = "text/event-stream"
+    state["body"] = b'data: {"choices": [{"text": "a"}]}\n\n' + _VALID_USAGE + b"data: [DO"
+    async with aiohttp.ClientSession() as session:
+        status, received = await post(
+            session, f"http://127.0.0.1:{broken_sidecar.ports.proxy}/v1/completions",
+            {"prompt": "hi", "stream": True},
+        )  # fmt: skip
+    assert 200 == status
+    assert b'data: {"choices": [{"text": "a"}]}\n\ndata: [DO' == received  # usage stripped
+    await broken_sidecar.drained()
+    snapshot, health = broken_sidecar.sources()
+    assert {("sse", "truncated_stream"): 1} == health.parse_errors
+    assert [C.Outcome.OBSERVED] == [outcome for (_key, outcome) in snapshot.requests]
+    assert 1 == sum(view.since_start.steps for view in snapshot.slices)

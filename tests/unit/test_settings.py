@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from specwatch.cli import main
+from specwatch.settings import ConfigError, load_settings
+
+
+def test_defaults_match_the_reference_thresholds() -> None:
+    settings = load_settings()
+    assert (8000, 9400, "alpha") == (settings.port, settings.admin_port, settings.zones.metric)
+    assert (0.70, 0.50, 1000, 30) == (
+        settings.zones.green,
+        settings.zones.red,
+        settings.zones.min_trials,
+        settings.zones.min_requests,
+    )
+    assert (512, 2048, 4096, 8192, 32768) == settings.ctx_buckets
+
+
+def test_environment_takes_comma_lists_and_nested_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECWATCH_CTX_BUCKETS", "256,1024")
+    monkeypatch.setenv("SPECWATCH_ZONES__GREEN", "0.8")
+    settings = load_settings()
+    assert (256, 1024) == settings.ctx_buckets
+    assert 0.8 == settings.zones.green
+
+
+def test_flags_override_environment_which_overrides_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "specwatch.yaml"
+    config.write_text("port: 7000\nadmin_port: 7001\nzones:\n  red: 0.4\n  metric: rate\n")
+    monkeypatch.setenv("SPECWATCH_PORT", "7100")
+    settings = load_settings(config, zones={"metric": "alpha"})
+    assert (7100, 7001) == (settings.port, settings.admin_port)
+    # a flag for one nested field keeps the file's other nested fields
+    assert ("alpha", 0.4) == (settings.zones.metric, settings.zones.red)
+
+
+def test_each_bad_field_gets_its_own_line() -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(port="x", ctx_buckets="512,100", upstream="localhost:8001")
+    lines = error.value.lines
+    assert 3 == len(lines)
+    assert any(line.startswith("port:") for line in lines)
+    assert any(line.startswith("ctx_buckets:") and "increasing" in line for line in lines)
+    assert any(line.startswith("upstream:") and "http://" in line for line in lines)
+
+
+def test_thresholds_out_of_order_are_rejected() -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(zones={"green": 0.5, "red": 0.6})
+    assert "red <= red_exit <= green_exit <= green" in error.value.lines[0]
+
+
+def test_unknown_settings_in_yaml_are_named(tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text("zones:\n  gren: 0.8\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings(config)
+    assert ["zones.gren: unknown setting (got 0.8)"] == error.value.lines
+
+
+def test_check_config_exits_non_zero_with_one_line_per_bad_field(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["check-config", "--port", "99999", "--zone-metric", "median"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert 2 == code
+    assert 2 == len(err)
+    assert all(line.startswith("specwatch: config: ") for line in err)
+
+
+def test_check_config_prints_the_resolved_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert 0 == main(["check-config", "--ctx-buckets", "128,1024", "--window", "60"])
+    out = capsys.readouterr().out
+    assert '"ctx_buckets": [\n    128,\n    1024\n  ]' in out
+    assert '"length_seconds": 60.0' in out
+
+
+def test_a_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(tmp_path / "nope.yaml")
+    assert "no such file" in error.value.lines[0]

@@ -1,0 +1,226 @@
+"""The response parsers against real vLLM 0.32 captures, and against anything at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+from specwatch.analysis.tasks import features_of
+from specwatch.conventions import Outcome
+from specwatch.health import Health
+from specwatch.settings import TaskSettings
+from specwatch.sources.observation import Observation, to_record
+from specwatch.sources.vllm_response import (
+    ParseFailure,
+    SseSplitter,
+    event_data,
+    is_usage_event,
+    parse_response_body,
+    parse_response_object,
+    parse_spec_block,
+)
+
+
+def usage_event(path: Path) -> bytes | None:
+    events = SseSplitter(1 << 20).feed(path.read_bytes())
+    found = [e for e in events if is_usage_event(e)]
+    return found[-1] if found else None
+
+
+def parsed_captures(captures: Path) -> dict[str, tuple[int, int, int]]:
+    out = {}
+    for name in ("nonstream.json", "chat.json"):
+        spec = parse_response_body((captures / name).read_bytes()).spec
+        assert spec is not None
+        out[name] = (spec.steps, sum(spec.drafted), sum(spec.accepted))
+    for name in ("stream_usage.sse", "chat_stream_usage.sse"):
+        event = usage_event(captures / name)
+        assert event is not None
+        data = event_data(event)
+        assert data is not None
+        spec = parse_response_object(orjson.loads(data)).spec
+        assert spec is not None
+        out[name] = (spec.steps, sum(spec.drafted), sum(spec.accepted))
+    return out
+
+
+def test_non_streaming_capture_gives_its_own_totals(captures: Path) -> None:
+    parsed = parse_response_body((captures / "nonstream.json").read_bytes())
+    assert ("cmpl-cap-ns-1", "tiny-llama", 14, 40) == (
+        parsed.response_id,
+        parsed.model,
+        parsed.prompt_tokens,
+        parsed.completion_tokens,
+    )
+    assert parsed.spec is not None
+    assert (3, 9, 27, 27) == (
+        parsed.spec.num_spec_tokens,
+        parsed.spec.steps,
+        sum(parsed.spec.drafted),
+        sum(parsed.spec.accepted),
+    )
+    assert parsed.latency.ttft == pytest.approx(1.1541183920001004)
+
+
+def test_captures_with_metrics_add_up_to_vllms_counters(captures: Path) -> None:
+    """The four captures that carry the block, plus the stream without usage (the same request
+    as nonstream.json, 9 steps of 3), are everything vLLM's /metrics counted."""
+    totals = parsed_captures(captures)
+    assert {
+        "nonstream.json": (9, 27, 27),
+        "chat.json": (6, 18, 18),
+        "stream_usage.sse": (9, 27, 27),
+        "chat_stream_usage.sse": (6, 18, 18),
+    } == totals
+    assert usage_event(captures / "stream_nousage.sse") is None
+    counters = {}
+    for family in text_string_to_metric_families((captures / "metrics.txt").read_text()):
+        for sample in family.samples:
+            name = sample.name
+            per_position = "_per_pos" in name
+            if (
+                name.startswith("vllm:spec_decode_num_")
+                and name.endswith("_total")
+                and not per_position
+            ):
+                counters[name] = counters.get(name, 0.0) + sample.value
+    unseen = totals["nonstream.json"]  # stream_nousage.sse: same prompt, same steps
+    steps, drafted, accepted = (sum(t[i] for t in totals.values()) + unseen[i] for i in range(3))
+    assert {
+        "vllm:spec_decode_num_drafts_total": steps,
+        "vllm:spec_decode_num_draft_tokens_total": drafted,
+        "vllm:spec_decode_num_accepted_tokens_total": accepted,
+    } == counters
+
+
+def test_error_bodies_carry_no_block_and_are_not_parse_errors(captures: Path) -> None:
+    for name in ("n2.json", "error_toolong.json"):
+        parsed = parse_response_body((captures / name).read_bytes())
+        assert parsed.spec is None
+
+
+def test_summary_form_is_rebuilt_from_the_histogram() -> None:
+    spec = parse_spec_block(
+        {
+            "acceptance_histogram": [2, 1, 0, 3],
+            "num_spec_steps": 6,
+            "num_draft_tokens": 18,
+            "num_accepted_draft_tokens": 10,
+            "num_spec_tokens": 3,
+        }
+    )
+    assert (6, 18, 10, False) == (spec.steps, sum(spec.drafted), sum(spec.accepted), spec.ordered)
+
+
+@pytest.mark.parametrize(
+    ("block", "reason"),
+    [
+        ("x", "bad_spec_block"),
+        ({"per_step_drafted": [3], "per_step_accepted": [4]}, "inconsistent_spec_block"),
+        ({"per_step_drafted": [3, 3], "per_step_accepted": [1]}, "inconsistent_spec_block"),
+        ({"per_step_drafted": [3], "per_step_accepted": [True]}, "bad_spec_block"),
+        (
+            {"per_step_drafted": [3], "per_step_accepted": [1], "num_draft_tokens": 4},
+            "inconsistent_spec_block",
+        ),
+        ({"acceptance_histogram": [1, 2], "num_spec_tokens": 3}, "inconsistent_spec_block"),
+    ],
+)
+def test_malformed_blocks_fail_with_a_reason(block: object, reason: str) -> None:
+    with pytest.raises(ParseFailure) as failure:
+        parse_spec_block(block)
+    assert reason == failure.value.reason
+
+
+@given(st.binary(max_size=2000))
+def test_arbitrary_bytes_never_raise_anything_but_a_parse_failure(data: bytes) -> None:
+    try:
+        parse_response_body(data)
+    except ParseFailure as failure:
+        reason = failure.reason
+    else:
+        reason = "parsed"
+    assert reason
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 50) | st.floats() | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
+    max_leaves=8,
+)
+spec_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "per_step_drafted": json_values | st.lists(st.integers(-1, 5), max_size=6),
+        "per_step_accepted": json_values | st.lists(st.integers(-1, 5), max_size=6),
+        "acceptance_histogram": json_values | st.lists(st.integers(-1, 5), max_size=6),
+        "num_spec_tokens": json_values,
+        "num_draft_tokens": json_values,
+    },
+)
+response_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "model": json_values,
+        "usage": json_values | st.fixed_dictionaries({"prompt_tokens": json_values}),
+        "metrics": json_values | st.fixed_dictionaries({"speculative_decoding": spec_like}),
+    },
+)
+
+
+@given(response_like)
+def test_json_of_the_right_shape_with_wrong_values_never_escapes(obj: object) -> None:
+    try:
+        parsed = parse_response_object(obj)
+    except ParseFailure as failure:
+        assert failure.reason  # noqa: PT017  # any reason, as long as there is one
+        return
+    if parsed.spec is not None:
+        steps = zip(parsed.spec.accepted, parsed.spec.drafted, strict=True)
+        assert all(0 <= a <= d for a, d in steps)
+
+
+@given(st.binary(max_size=3000), st.lists(st.integers(1, 200), max_size=20))
+def test_the_sse_splitter_returns_every_byte_in_order_however_it_is_chunked(
+    data: bytes, cuts: list[int]
+) -> None:
+    splitter = SseSplitter(max_event_bytes=1 << 20)
+    out: list[bytes] = []
+    position = 0
+    for size in cuts:
+        out.extend(splitter.feed(data[position : position + size]))
+        position += size
+    out.extend(splitter.feed(data[position:]))
+    assert data == b"".join(out) + splitter.flush()
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=1500), st.booleans(), st.sampled_from([None, "truncated_stream"]))
+def test_to_record_never_raises_and_counts_every_failure(
+    payload: bytes, stream: bool, proxy_failure: str | None
+) -> None:
+    health = Health()
+    observation = Observation(
+        ts=1.0,
+        request_id="r",
+        features=features_of("/v1/completions", None, None),
+        outcome=None,
+        stream=stream,
+        payload=payload,
+        e2e=0.1,
+        first_byte=0.01,
+        parse_failure=proxy_failure,
+    )
+    record = to_record(observation, TaskSettings(), health)
+    assert record.outcome in Outcome.ALL
+    failures = sum(health.parse_errors.values())
+    if record.outcome == Outcome.PARSE_ERROR:
+        assert failures >= 1
+    if proxy_failure is not None:
+        assert failures >= 1

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from specwatch.analysis.stats import Interval
+from specwatch.analysis.zones import ZoneState, next_zone
+from specwatch.conventions import Zone
+from specwatch.settings import ZoneSettings
+
+CFG = ZoneSettings(min_dwell_seconds=0.0)
+
+
+def interval(estimate: float, half: float = 0.01) -> Interval:
+    return Interval(estimate, estimate - half, estimate + half)
+
+
+def run(estimates: list[float], cfg: ZoneSettings = CFG, half: float = 0.01) -> list[str]:
+    state = ZoneState()
+    zones = []
+    for t, estimate in enumerate(estimates):
+        next_zone(state, interval(estimate, half), True, float(t * 10), cfg)
+        zones.append(state.zone)
+    return zones
+
+
+def test_a_slice_below_the_sample_gate_is_insufficient_whatever_its_estimate() -> None:
+    state = ZoneState()
+    next_zone(state, interval(0.95), False, 0.0, CFG)
+    assert Zone.INSUFFICIENT == state.zone
+    next_zone(state, interval(0.10), False, 10.0, CFG)
+    assert Zone.INSUFFICIENT == state.zone
+
+
+def test_first_verdicts_follow_the_confidence_bounds() -> None:
+    assert [Zone.GREEN] == run([0.80])
+    assert [Zone.RED] == run([0.40])
+    assert [Zone.YELLOW] == run([0.60])
+    # estimate above 0.70 but the lower bound is not: not green yet
+    assert [Zone.YELLOW] == run([0.71], half=0.03)
+
+
+def test_a_series_oscillating_around_the_green_threshold_does_not_flap() -> None:
+    zones = run([0.75] + [0.69, 0.71] * 20)
+    assert {Zone.GREEN} == set(zones)
+
+
+def test_a_series_oscillating_around_the_red_threshold_does_not_flap() -> None:
+    zones = run([0.40] + [0.49, 0.52] * 20)
+    assert {Zone.RED} == set(zones)
+
+
+def test_green_is_left_after_three_evaluations_at_or_below_the_exit() -> None:
+    zones = run([0.80, 0.66, 0.66, 0.66, 0.66])
+    assert [Zone.GREEN, Zone.GREEN, Zone.GREEN, Zone.YELLOW, Zone.YELLOW] == zones
+
+
+def test_red_is_left_after_three_evaluations_at_or_above_the_exit() -> None:
+    zones = run([0.40, 0.60, 0.60, 0.60])
+    assert [Zone.RED, Zone.RED, Zone.RED, Zone.YELLOW] == zones
+
+
+def test_a_collapse_from_green_goes_straight_to_red() -> None:
+    zones = run([0.80, 0.30, 0.30, 0.30])
+    assert Zone.RED == zones[-1]
+
+
+def test_no_two_verdict_changes_come_closer_than_the_dwell_time() -> None:
+    cfg = ZoneSettings(min_dwell_seconds=60.0)
+    # evaluations every 10 s: yellow at t=0, could go green at t=10 but must wait until t=60
+    zones = run([0.60] + [0.90] * 8, cfg)
+    assert Zone.YELLOW == zones[5]
+    assert Zone.GREEN == zones[6]
+
+
+def test_losing_evidence_drops_to_insufficient_at_once() -> None:
+    state = ZoneState()
+    next_zone(state, interval(0.9), True, 0.0, CFG)
+    change = next_zone(state, interval(0.9), False, 10.0, CFG)
+    assert change is not None
+    assert (Zone.GREEN, Zone.INSUFFICIENT) == (change.previous, change.current)
