@@ -8,7 +8,7 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,16 +152,26 @@ async def _run_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(coroutine: Coroutine[Any, Any, int]) -> int:
+    """Run on uvloop where it is installed (Linux, macOS): a faster loop for the proxy path."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - e.g. Windows
+        return asyncio.run(coroutine)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coroutine)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "sim":
             configure("info", "console")
-            return asyncio.run(_run_sim(args))
+            return _run(_run_sim(args))
         if args.command == "demo":
             from specwatch.demo import run_demo
 
-            return asyncio.run(run_demo(args))
+            return _run(run_demo(args))
         settings = settings_from(args)
     except ConfigError as error:
         for line in error.lines:
@@ -173,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("specwatch: config ok", file=sys.stderr)
         return 0
     try:
-        return asyncio.run(_run_proxy(settings))
+        return _run(_run_proxy(settings))
     except OSError as error:  # e.g. the port is taken
         print(f"specwatch: {error}", file=sys.stderr)
         return 1
