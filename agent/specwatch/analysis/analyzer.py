@@ -171,7 +171,10 @@ class Analyzer:
         window = self._window.totals(now)
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
-        for key in sorted(self._total, key=lambda k: (k.model, k.ctx_bucket, k.task)):
+        order = {label: i for i, label in enumerate(self._buckets.labels)}
+        for key in sorted(
+            self._total, key=lambda k: (k.model, order.get(k.ctx_bucket, len(order)), k.task)
+        ):
             counts = window.get(key) or Counts(self._max_position)
             state = self._zones.get(key) or ZoneState()
             view = SliceView(
