@@ -8,10 +8,15 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from hypothesis import HealthCheck, settings
 from specwatch.runtime import Sidecar
 from specwatch.settings import Settings, load_settings
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
+
+# Wall-clock health checks and deadlines fail on a cold or busy machine, not on a bug: off.
+settings.register_profile("specwatch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("specwatch")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SPECWATCH_SHARED", ROOT.parent / "shared"))
