@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import structlog
 from aiohttp import web
 from hypothesis import HealthCheck, settings
 from specwatch.runtime import Sidecar
@@ -21,6 +22,12 @@ settings.load_profile("specwatch")
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SPECWATCH_SHARED", ROOT.parent / "shared"))
 CAPTURES = SHARED / "fixtures" / "vllm-0.32.0-cpu"
+
+
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> None:
+    """A command run in one test configures structlog for the process: undo it for the next."""
+    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="session")

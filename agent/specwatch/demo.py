@@ -81,9 +81,9 @@ def slice_table(snapshot: Snapshot, title: str) -> Table:
     return table
 
 
-async def run_demo(args: argparse.Namespace) -> int:
+async def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     configure("warning", "console")
-    console = Console()
+    console = console or Console()
     # Translation is red, chat yellow, code green at short context; halfway through, the
     # summarization draft gets worse: watch its slices leave green.
     acceptance = AcceptanceModel(

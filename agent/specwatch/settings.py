@@ -139,7 +139,6 @@ class Settings(BaseSettings):
     ctx_buckets: Annotated[tuple[int, ...], NoDecode] = (512, 2048, 4096, 8192, 32768)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["console", "json"] = "console"
-    log_prompts: bool = False
     tasks: TaskSettings = TaskSettings()
     window: WindowSettings = WindowSettings()
     zones: ZoneSettings = ZoneSettings()

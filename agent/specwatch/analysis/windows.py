@@ -6,7 +6,7 @@ Memory is bounded by slices x buckets per window, never by the number of request
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -183,7 +183,3 @@ class Histogram:
         out.buckets = list(self.buckets)
         out.count, out.sum = self.count, self.sum
         return out
-
-
-def sum_counts(parts: Mapping[K, Counts], max_position: int) -> Counts:
-    return Counts.total(parts.values(), max_position)

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from specwatch import conventions as C
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.model import Latency, RequestRecord, SliceKey, SpecDecodeBlock
+from specwatch.settings import load_settings
+from structlog.testing import capture_logs
+
+
+def record(
+    ts: float,
+    accepted: tuple[int, ...],
+    *,
+    model: str = "m",
+    task: str = "code",
+    prompt: int | None = 100,
+    outcome: str = C.Outcome.OBSERVED,
+) -> RequestRecord:
+    spec = SpecDecodeBlock(3, (3,) * len(accepted), accepted) if accepted else None
+    return RequestRecord(
+        ts=ts,
+        request_id="r",
+        model=model,
+        task=task,
+        outcome=outcome,
+        prompt_tokens=prompt,
+        completion_tokens=len(accepted) * 2,
+        spec=spec,
+        latency=Latency(ttft=0.01, tpot=0.002, e2e=0.2),
+    )
+
+
+def analyzer(**overrides: object) -> Analyzer:
+    settings = load_settings(
+        ctx_buckets="512,2048",
+        window={"length_seconds": 60, "bucket_seconds": 10},
+        zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
+        **overrides,
+    )
+    return Analyzer(settings, started=0.0)
+
+
+def test_counts_land_in_the_slice_of_each_step_and_in_the_model_rollup() -> None:
+    a = analyzer()
+    a.ingest(record(1.0, (3, 3, 3), prompt=505))  # steps at 506, 510, 514: crosses 512
+    snapshot = a.snapshot(2.0)
+    steps = {view.key: view.since_start.steps for view in snapshot.slices}
+    assert {SliceKey("m", "0-512", "code"): 2, SliceKey("m", "512-2k", "code"): 1} == steps
+    (rollup,) = snapshot.rollups
+    assert (SliceKey("m", C.ALL, C.ALL), 3, 1) == (
+        rollup.key,
+        rollup.since_start.steps,
+        rollup.since_start.requests,
+    )
+    # the request-level series use the prompt's bucket
+    assert {(SliceKey("m", "0-512", "code"), C.Outcome.OBSERVED): 1} == snapshot.requests
+
+
+def test_a_request_without_usage_counts_in_the_unknown_bucket() -> None:
+    a = analyzer()
+    a.ingest(record(1.0, (1,), prompt=None))
+    assert [SliceKey("m", C.UNKNOWN_CTX, "code")] == [v.key for v in a.snapshot(1.0).slices]
+
+
+def test_models_past_the_cap_fold_into_other_and_are_counted() -> None:
+    a = analyzer(limits={"max_models": 2})
+    for i in range(5):
+        a.ingest(record(1.0, (1,), model=f"m{i}"))
+    # a name from an error response (not served) never takes a place under the cap
+    a.ingest(record(1.0, (), model="typo", outcome=C.Outcome.UPSTREAM_ERROR))
+    snapshot = a.snapshot(1.0)
+    assert {"m0", "m1", C.OTHER} == {view.key.model for view in snapshot.slices}
+    assert 4 == snapshot.folded_models
+
+
+def test_zone_changes_are_logged_once_with_the_evidence() -> None:
+    a = analyzer()
+    for i in range(20):
+        a.ingest(record(float(i), (3, 3, 3, 3)))
+    with capture_logs() as logs:
+        a.evaluate(20.0)
+        a.evaluate(21.0)
+    changes = [entry for entry in logs if entry["event"] == "zone_changed"]
+    assert 2 == len(changes)  # the slice and its model rollup, once each
+    slice_change = next(entry for entry in changes if entry["task"] == "code")
+    assert (C.Zone.INSUFFICIENT, C.Zone.GREEN, 240) == (
+        slice_change["previous"],
+        slice_change["zone"],
+        slice_change["window_trials"],
+    )
+
+
+def test_the_window_forgets_while_since_start_remembers() -> None:
+    a = analyzer()
+    a.ingest(record(1.0, (2, 0)))
+    a.ingest(record(100.0, (1,)))
+    (view,) = a.snapshot(100.0).slices
+    assert (3, 1) == (view.since_start.steps, view.window.steps)
+
+
+def test_latency_and_acceptance_length_histograms_are_per_request_slice() -> None:
+    a = analyzer()
+    a.ingest(record(1.0, (3, 1)))
+    histograms = a.snapshot(1.0).histograms
+    key = SliceKey("m", "0-512", "code")
+    assert 1 == histograms[C.TTFT_SECONDS][key].count
+    assert 3.0 == histograms[C.REQUEST_ACCEPTANCE_LENGTH][key].sum  # 1 + 4 / 2
