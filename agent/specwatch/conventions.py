@@ -78,6 +78,18 @@ LABEL_LABEL: Final = "label"
 FOLDED_LABEL_VALUES: Final = PREFIX + "folded_label_values"
 BUILD_INFO: Final = PREFIX + "build_info"
 
+# --- vLLM's own view, read from its /metrics and its log (the cross-check) -----------------
+VLLM_ACCEPTANCE_ALPHA: Final = PREFIX + "vllm_acceptance_alpha"
+VLLM_ACCEPTANCE_RATE: Final = PREFIX + "vllm_acceptance_rate"
+VLLM_COUNTER_RESETS: Final = PREFIX + "vllm_counter_resets"
+VLLM_LOG_SPEC_LINES: Final = PREFIX + "vllm_log_spec_lines"
+VLLM_LOG_ACCEPTED_TOKENS: Final = PREFIX + "vllm_log_accepted_tokens"
+VLLM_LOG_DRAFT_TOKENS: Final = PREFIX + "vllm_log_draft_tokens"
+CYCLE_LOG_ERRORS: Final = PREFIX + "cycle_log_errors"
+
+SOURCE_PROXY: Final = "proxy"  # where a slice's counts came from (/status `source`)
+SOURCE_VLLM_METRICS: Final = "vllm_metrics"
+
 PROXY_OVERHEAD_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 
 
@@ -130,6 +142,7 @@ VLLM_NUM_DRAFTS: Final = "vllm:spec_decode_num_drafts"
 VLLM_NUM_DRAFT_TOKENS: Final = "vllm:spec_decode_num_draft_tokens"
 VLLM_NUM_ACCEPTED_TOKENS: Final = "vllm:spec_decode_num_accepted_tokens"
 VLLM_NUM_ACCEPTED_PER_POS: Final = "vllm:spec_decode_num_accepted_tokens_per_pos"
+VLLM_REQUEST_SUCCESS: Final = "vllm:request_success"
 VLLM_PROMPT_TOKENS: Final = "vllm:prompt_tokens"
 VLLM_GENERATION_TOKENS: Final = "vllm:generation_tokens"
 VLLM_TTFT_SECONDS: Final = "vllm:time_to_first_token_seconds"

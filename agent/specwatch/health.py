@@ -17,6 +17,7 @@ class HealthSnapshot:
     parse_errors: dict[tuple[str, str], int]
     dropped: int
     analysis_errors: int
+    cycle_log_errors: int
     passthrough: dict[str, int]
     proxy_overhead: Histogram
     upstream_up: bool | None
@@ -27,6 +28,7 @@ class Health:
         self.parse_errors: dict[tuple[str, str], int] = defaultdict(int)
         self.dropped = 0
         self.analysis_errors = 0
+        self.cycle_log_errors = 0
         self.passthrough: dict[str, int] = defaultdict(int)
         self.proxy_overhead = Histogram(PROXY_OVERHEAD_BUCKETS)
         self.upstream_up: bool | None = None  # None: not probed yet
@@ -39,6 +41,7 @@ class Health:
             parse_errors=dict(self.parse_errors),
             dropped=self.dropped,
             analysis_errors=self.analysis_errors,
+            cycle_log_errors=self.cycle_log_errors,
             passthrough=dict(self.passthrough),
             proxy_overhead=self.proxy_overhead.copy(),
             upstream_up=self.upstream_up,

@@ -56,3 +56,36 @@ class RequestRecord:
     spec: SpecDecodeBlock | None = None
     latency: Latency = field(default_factory=Latency)
     variant: str = "spec"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSample:
+    """Cumulative counter values for one served model, summed over engines, at time `ts`."""
+
+    ts: float
+    model: str
+    drafts: float
+    draft_tokens: float
+    accepted_tokens: float
+    accepted_per_position: tuple[float, ...]  # position 0 .. K-1
+    requests: float  # finished requests (vllm:request_success_total, every reason)
+
+
+@dataclass(frozen=True, slots=True)
+class SpecLogRecord:
+    """One `SpecDecoding metrics` line: counts over the interval since the previous line."""
+
+    accepted: int
+    drafted: int
+    mean_acceptance_length: float | None
+    per_position: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineLogRecord:
+    engine: int
+    running: int | None
+    waiting: int | None
+    kv_cache_usage: float | None  # fraction, 0..1
+    prompt_throughput: float | None  # tokens/s
+    generation_throughput: float | None

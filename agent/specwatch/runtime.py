@@ -13,22 +13,24 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import aiohttp
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from specwatch.analysis.analyzer import Analyzer, Snapshot
+from specwatch.conventions import ParseSource
 from specwatch.export.admin import admin_app
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.health import Health, HealthSnapshot
 from specwatch.settings import Settings
+from specwatch.sources.cyclelog import CycleLogWriter
+from specwatch.sources.logfollow import LogFollower
 from specwatch.sources.observation import Observation, to_record
 from specwatch.sources.proxy import Proxy
+from specwatch.sources.scraper import Scraper
+from specwatch.sources.vllm_log import LogParseFailure, parse_line
 
 log = structlog.get_logger("specwatch")
-
-UPSTREAM_PROBE_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +42,23 @@ class Ports:
 class Sidecar:
     """Owns every long-lived part; `start()` binds the ports, `stop()` releases everything."""
 
-    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Callable[[], float] = time.time,
+        fresh_engine: bool = False,
+    ) -> None:
+        """`fresh_engine`: vLLM was started with specwatch, its counters count from zero."""
         self.settings = settings
         self._clock = clock
         self.health = Health()
-        self.analyzer = Analyzer(settings, started=clock())
+        self.analyzer = Analyzer(settings, started=clock(), fresh_engine=fresh_engine)
+        cycle_log = settings.cycle_log
+        self._cycle_log = (
+            CycleLogWriter(cycle_log.path, cycle_log.max_bytes, cycle_log.backups)
+            if cycle_log.path is not None
+            else None
+        )
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SpecwatchCollector(self.sources))
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
@@ -68,6 +82,23 @@ class Sidecar:
         except Exception:  # a bug must cost one observation, never the sidecar
             self.health.analysis_errors += 1
             log.exception("analysis_failed", request_id=observation.request_id)
+            return
+        if self._cycle_log is not None:
+            try:
+                self._cycle_log.write(record)
+            except OSError as error:  # a full disk loses cycle-log lines, not requests
+                self.health.cycle_log_errors += 1
+                log.warning("cycle_log_failed", error=repr(error))
+
+    def log_line(self, line: str) -> None:
+        """One line of vLLM's output (child's stdout or a followed file)."""
+        try:
+            record = parse_line(line)
+        except LogParseFailure as failure:
+            self.health.parse_error(ParseSource.LOG, failure.reason)
+            return
+        if record is not None:
+            self.analyzer.ingest_log(record)
 
     async def _consume(self) -> None:
         while True:
@@ -94,21 +125,6 @@ class Sidecar:
                 log.exception("evaluation_failed")
             await asyncio.sleep(interval)
 
-    async def _probe_upstream(self) -> None:
-        url = self.settings.upstream + "/health"
-        timeout = aiohttp.ClientTimeout(total=UPSTREAM_PROBE_SECONDS)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            while True:
-                try:
-                    async with session.get(url) as response:
-                        up = response.status == 200
-                except (aiohttp.ClientError, TimeoutError):
-                    up = False
-                if up != self.health.upstream_up:
-                    log.info("upstream_health", up=up, url=url)
-                self.health.upstream_up = up
-                await asyncio.sleep(UPSTREAM_PROBE_SECONDS)
-
     def ready(self) -> tuple[bool, str]:
         if self.health.upstream_up:
             return True, "ready"
@@ -127,7 +143,17 @@ class Sidecar:
         return int(runner.addresses[-1][1])  # the bound port, when 0 asked the OS to choose
 
     async def start(self) -> Ports:
-        for coroutine in (self._consume(), self._evaluate(), self._probe_upstream()):
+        scraper = Scraper(
+            self.settings.upstream,
+            self.settings.scrape_interval_seconds,
+            self.health,
+            self.analyzer.ingest_engine,
+            self._clock,
+        )
+        coroutines = [self._consume(), self._evaluate(), scraper.run()]
+        if self.settings.vllm_log is not None:
+            coroutines.append(LogFollower(self.settings.vllm_log, self.log_line).run())
+        for coroutine in coroutines:
             self._tasks.append(asyncio.create_task(coroutine))
         admin = admin_app(self.registry, self.sources, self.ready)
         admin_port = await self._serve(admin, self.settings.admin_port, False)
@@ -152,3 +178,5 @@ class Sidecar:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        if self._cycle_log is not None:
+            self._cycle_log.close()

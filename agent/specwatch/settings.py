@@ -121,6 +121,21 @@ class LimitSettings(_Part):
     max_position: int = Field(default=16, ge=1)
 
 
+class CycleLogSettings(_Part):
+    """`--cycle-log FILE`: one JSON line per observed request, rotated by size."""
+
+    path: Path | None = None
+    max_bytes: int = Field(default=64 * 1024 * 1024, ge=4096)
+    backups: int = Field(default=3, ge=0)
+
+
+class ServeSettings(_Part):
+    """`specwatch serve`: how vLLM is stopped, and how long /metrics outlives it."""
+
+    drain_seconds: float = Field(default=30.0, ge=0)
+    exit_grace_seconds: float = Field(default=5.0, ge=0)
+
+
 class Settings(BaseSettings):
     """The root: every command reads its part of this."""
 
@@ -136,6 +151,8 @@ class Settings(BaseSettings):
     admin_port: int = Field(default=9400, ge=0, le=65535)
     upstream: str = "http://127.0.0.1:8001"
     upstream_timeout_seconds: float = Field(default=600.0, gt=0)
+    scrape_interval_seconds: float = Field(default=5.0, gt=0)
+    vllm_log: Path | None = None
     ctx_buckets: Annotated[tuple[int, ...], NoDecode] = (512, 2048, 4096, 8192, 32768)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["console", "json"] = "console"
@@ -143,6 +160,8 @@ class Settings(BaseSettings):
     window: WindowSettings = WindowSettings()
     zones: ZoneSettings = ZoneSettings()
     limits: LimitSettings = LimitSettings()
+    cycle_log: CycleLogSettings = CycleLogSettings()
+    serve: ServeSettings = ServeSettings()
 
     _split = field_validator("ctx_buckets", mode="before")(_split_csv)
 

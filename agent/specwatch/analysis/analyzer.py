@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import structlog
 
 from specwatch import conventions as C
+from specwatch.analysis.engine import EngineCounters, LogTotals
 from specwatch.analysis.slicing import CtxBuckets, split_steps
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import Counts, Histogram, SlidingWindow
 from specwatch.analysis.zones import ZoneState, next_zone
-from specwatch.model import RequestRecord, SliceKey
+from specwatch.model import EngineLogRecord, EngineSample, RequestRecord, SliceKey, SpecLogRecord
 from specwatch.settings import Settings
 
 log = structlog.get_logger("specwatch.analysis")
@@ -38,6 +39,18 @@ class SliceView:
     stats: SliceStats
     zone: str
     zone_since: float | None
+    source: str = C.SOURCE_PROXY
+
+
+@dataclass(frozen=True, slots=True)
+class EngineView:
+    """vLLM's own counters for one model, and how much of them the proxy saw."""
+
+    model: str
+    since_start: Counts
+    window: Counts
+    stats: SliceStats
+    coverage: float | None  # draft tokens seen by the proxy / counted by vLLM, over the window
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +66,9 @@ class Snapshot:
     tokens: dict[SliceKey, tuple[int, int]]  # request slice -> (prompt, completion) tokens
     histograms: dict[str, dict[SliceKey, Histogram]]
     folded_models: int
+    engine: tuple[EngineView, ...] = ()
+    vllm_log: LogTotals | None = None
+    counter_resets: int = 0
 
 
 class Analyzer:
@@ -62,7 +78,7 @@ class Analyzer:
     ctx bucket of the prompt length; step-level counts by each step's own context position.
     """
 
-    def __init__(self, settings: Settings, started: float) -> None:
+    def __init__(self, settings: Settings, started: float, fresh_engine: bool = False) -> None:
         self._cfg = settings
         self._buckets = CtxBuckets(settings.ctx_buckets)
         self._max_position = settings.limits.max_position
@@ -77,6 +93,13 @@ class Analyzer:
         self._histograms: dict[str, dict[SliceKey, Histogram]] = {name: {} for name in HISTOGRAMS}
         self._models: set[str] = set()
         self._folded_models = 0
+        self._engine = EngineCounters(
+            settings.window.length_seconds,
+            settings.window.bucket_seconds,
+            self._max_position,
+            fresh_start=fresh_engine,
+        )
+        self._log = LogTotals()
 
     @property
     def buckets(self) -> CtxBuckets:
@@ -139,12 +162,43 @@ class Analyzer:
         rollup.requests = 1
         self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
 
+    def ingest_engine(self, sample: EngineSample) -> None:
+        self._engine.observe(sample)
+
+    def ingest_log(self, record: SpecLogRecord | EngineLogRecord) -> None:
+        log_totals = self._log
+        if isinstance(record, SpecLogRecord):
+            log_totals.lines += 1
+            log_totals.accepted += record.accepted
+            log_totals.drafted += record.drafted
+        else:
+            log_totals.running = record.running
+            log_totals.waiting = record.waiting
+            log_totals.kv_cache_usage = record.kv_cache_usage
+
+    def _windows(self, now: float) -> tuple[dict[SliceKey, tuple[Counts, str]], dict[str, Counts]]:
+        """Window counts per key with their source, and vLLM's own per model.
+
+        A model whose requests carried no per-request data in the window (an older vLLM, or the
+        flag missing) is judged on vLLM's own counters: its `all` slice, nothing finer.
+        """
+        window = self._window.totals(now)
+        engine = self._engine.window(now)
+        out = {
+            key: (window.get(key) or Counts(self._max_position), C.SOURCE_PROXY)
+            for key in self._total
+        }
+        for model, counts in engine.items():
+            key = SliceKey(model, C.ALL, C.ALL)
+            if counts.steps and (key not in out or not out[key][0].steps):
+                out[key] = (counts, C.SOURCE_VLLM_METRICS)
+        return out, engine
+
     def evaluate(self, now: float) -> None:
         """One zone evaluation of every slice and rollup; logs each change."""
         cfg = self._cfg.zones
-        window = self._window.totals(now)
-        for key in self._total:
-            counts = window.get(key) or Counts(self._max_position)
+        windows, _ = self._windows(now)
+        for key, (counts, source) in windows.items():
             stats = SliceStats.of(counts, cfg.confidence)
             interval = stats.alpha if cfg.metric == "alpha" else stats.rate
             enough = counts.trials >= cfg.min_trials and counts.requests >= cfg.min_requests
@@ -164,28 +218,47 @@ class Analyzer:
                     upper=None if interval is None else round(interval.upper, 4),
                     window_trials=counts.trials,
                     window_requests=counts.requests,
+                    source=source,
                 )
 
     def snapshot(self, now: float) -> Snapshot:
         confidence = self._cfg.zones.confidence
-        window = self._window.totals(now)
+        windows, engine_window = self._windows(now)
+        engine_total = self._engine.since_start()
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
         order = {label: i for i, label in enumerate(self._buckets.labels)}
         for key in sorted(
-            self._total, key=lambda k: (k.model, order.get(k.ctx_bucket, len(order)), k.task)
+            windows, key=lambda k: (k.model, order.get(k.ctx_bucket, len(order)), k.task)
         ):
-            counts = window.get(key) or Counts(self._max_position)
+            counts, source = windows[key]
             state = self._zones.get(key) or ZoneState()
+            total = (
+                self._total[key] if source == C.SOURCE_PROXY else engine_total[key.model]
+            ).copy()
             view = SliceView(
                 key=key,
-                since_start=self._total[key].copy(),
+                since_start=total,
                 window=counts,
                 stats=SliceStats.of(counts, confidence),
                 zone=state.zone,
                 zone_since=state.since,
+                source=source,
             )
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
+        engine_views = []
+        for model in sorted(engine_total):
+            counts = engine_window.get(model) or Counts(self._max_position)
+            seen = self._window_drafted(windows, model)
+            engine_views.append(
+                EngineView(
+                    model=model,
+                    since_start=engine_total[model],
+                    window=counts,
+                    stats=SliceStats.of(counts, confidence),
+                    coverage=seen / counts.drafted if counts.drafted else None,
+                )
+            )
         return Snapshot(
             at=now,
             started=self._started,
@@ -199,4 +272,12 @@ class Analyzer:
                 for name, per_key in self._histograms.items()
             },
             folded_models=self._folded_models,
+            engine=tuple(engine_views),
+            vllm_log=replace(self._log),
+            counter_resets=self._engine.resets,
         )
+
+    @staticmethod
+    def _window_drafted(windows: dict[SliceKey, tuple[Counts, str]], model: str) -> int:
+        counts, source = windows.get(SliceKey(model, C.ALL, C.ALL), (None, ""))
+        return counts.drafted if counts is not None and source == C.SOURCE_PROXY else 0

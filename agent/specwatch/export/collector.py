@@ -45,6 +45,7 @@ class SpecwatchCollector(Collector):
         yield from self._requests(snapshot, health)
         yield from self._histograms(snapshot)
         yield from self._judgements(snapshot)
+        yield from self._vllm(snapshot)
         yield from self._health(snapshot, health)
 
     @staticmethod
@@ -162,6 +163,56 @@ class SpecwatchCollector(Collector):
         yield from (zone, alpha, rate, tau, trials, window_requests)
 
     @staticmethod
+    def _vllm(snapshot: Snapshot) -> Iterator[Metric]:
+        coverage = GaugeMetricFamily(
+            C.COVERAGE_RATIO,
+            "Draft tokens seen by the proxy / counted by vLLM over the window (1: nothing "
+            "bypassed the proxy; below 1: requests bypassed it, or were aborted mid-stream).",
+            labels=[C.LABEL_MODEL],
+        )
+        alpha = GaugeMetricFamily(
+            C.VLLM_ACCEPTANCE_ALPHA,
+            "vLLM's engine-wide alpha-hat over the window, from its own counters (reference).",
+            labels=[C.LABEL_MODEL, C.LABEL_BOUND],
+        )
+        rate = GaugeMetricFamily(
+            C.VLLM_ACCEPTANCE_RATE,
+            "vLLM's engine-wide acceptance rate over the window, from its own counters.",
+            labels=[C.LABEL_MODEL],
+        )
+        for view in snapshot.engine:
+            if view.coverage is not None:
+                coverage.add_metric([view.model], view.coverage)
+            if view.stats.alpha is not None:
+                a = view.stats.alpha
+                alpha.add_metric([view.model, C.BOUND_ESTIMATE], a.estimate)
+                alpha.add_metric([view.model, C.BOUND_LOWER], a.lower)
+                alpha.add_metric([view.model, C.BOUND_UPPER], a.upper)
+            if view.stats.rate is not None:
+                rate.add_metric([view.model], view.stats.rate.estimate)
+        yield from (coverage, alpha, rate)
+        yield CounterMetricFamily(
+            C.VLLM_COUNTER_RESETS,
+            "Times vLLM's counters went backwards (a vLLM restart).",
+            value=snapshot.counter_resets,
+        )
+        totals = snapshot.vllm_log
+        if totals is not None:
+            yield CounterMetricFamily(
+                C.VLLM_LOG_SPEC_LINES, "`SpecDecoding metrics` lines read.", value=totals.lines
+            )
+            yield CounterMetricFamily(
+                C.VLLM_LOG_ACCEPTED_TOKENS,
+                "Accepted tokens according to vLLM's log lines.",
+                value=totals.accepted,
+            )
+            yield CounterMetricFamily(
+                C.VLLM_LOG_DRAFT_TOKENS,
+                "Draft tokens according to vLLM's log lines.",
+                value=totals.drafted,
+            )
+
+    @staticmethod
     def _health(snapshot: Snapshot, health: HealthSnapshot) -> Iterator[Metric]:
         errors = CounterMetricFamily(
             C.PARSE_ERRORS,
@@ -187,6 +238,11 @@ class SpecwatchCollector(Collector):
         folded.add_metric([C.LABEL_MODEL], snapshot.folded_models)
         yield folded
         yield CounterMetricFamily(
+            C.CYCLE_LOG_ERRORS,
+            "Cycle-log lines that could not be written.",
+            value=health.cycle_log_errors,
+        )
+        yield CounterMetricFamily(
             C.ANALYSIS_ERRORS,
             "Observations the analysis failed on (a bug: see the log).",
             value=health.analysis_errors,
@@ -200,7 +256,7 @@ class SpecwatchCollector(Collector):
         if health.upstream_up is not None:
             yield GaugeMetricFamily(
                 C.UPSTREAM_UP,
-                "1 when the upstream's /health answered 200 at the last probe.",
+                "1 when the upstream's /health answered 200 at the last scrape.",
                 value=1.0 if health.upstream_up else 0.0,
             )
         info = InfoMetricFamily(C.BUILD_INFO.removesuffix("_info"), "specwatch build.")

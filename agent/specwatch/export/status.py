@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
-from specwatch.analysis.analyzer import SliceView, Snapshot
+from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.stats import Interval
 from specwatch.health import HealthSnapshot
 
@@ -29,6 +30,18 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "per_position": list(stats.per_position),
         "zone": view.zone,
         "zone_since": view.zone_since,
+        "source": view.source,
+        "since_start": view.since_start.as_dict(),
+    }
+
+
+def engine_status(view: EngineView) -> dict[str, Any]:
+    return {
+        "model": view.model,
+        **view.window.as_dict(),
+        "alpha": _interval(view.stats.alpha),
+        "rate": None if view.stats.rate is None else view.stats.rate.estimate,
+        "coverage": view.coverage,
         "since_start": view.since_start.as_dict(),
     }
 
@@ -45,6 +58,11 @@ def status_document(snapshot: Snapshot, health: HealthSnapshot | None) -> dict[s
         "slices": [slice_status(view) for view in snapshot.slices],
         "models": [slice_status(view) for view in snapshot.rollups],
         "requests_by_outcome": dict(sorted(requests.items())),
+        "vllm": {
+            "models": [engine_status(view) for view in snapshot.engine],
+            "counter_resets": snapshot.counter_resets,
+            "log": None if snapshot.vllm_log is None else asdict(snapshot.vllm_log),
+        },
     }
     if health is not None:
         document["health"] = {

@@ -1,0 +1,94 @@
+"""vLLM's own engine-wide counters (from /metrics) and stats lines (from its log), windowed.
+
+They are the cross-check of what the proxy saw (coverage), the reference for each model's `all`
+slice, and its only source when vLLM sends no per-request data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specwatch.analysis.windows import Counts, SlidingWindow
+from specwatch.model import EngineSample
+
+
+def _delta_counts(
+    current: EngineSample, previous: EngineSample | None, max_position: int
+) -> tuple[Counts, bool]:
+    """Counts between two samples, and whether the counters were reset (vLLM restarted):
+    then the counts are those since the reset."""
+
+    def values(sample: EngineSample) -> tuple[float, ...]:
+        return (
+            sample.drafts,
+            sample.draft_tokens,
+            sample.accepted_tokens,
+            sample.requests,
+            *sample.accepted_per_position,
+        )
+
+    now = values(current)
+    before = values(previous) if previous is not None else (0.0,) * len(now)
+    reset = len(before) != len(now) or any(b > n for b, n in zip(before, now, strict=True))
+    if reset:
+        before = (0.0,) * len(now)  # everything counted since the reset is new
+    delta = [round(n - b) for n, b in zip(now, before, strict=True)]
+    counts = Counts(max_position)
+    counts.steps, counts.drafted, counts.accepted, counts.requests = delta[:4]
+    per_position = delta[4:]
+    for i, n in enumerate(per_position[:max_position]):
+        counts.by_position[i] = n
+    k = len(per_position)
+    counts.max_drafted = k
+    # Taking every step to draft K tokens (true of draft models and EAGLE, and of ngram when its
+    # match is long enough): steps that accepted all K ended without a rejection, every other
+    # step tested one position more than it accepted. The proxy's per-step data needs no such
+    # assumption; this is the reference, not the measurement.
+    full = per_position[k - 1] if k else 0
+    counts.trials = counts.accepted + (counts.steps - full)
+    return counts, reset
+
+
+class EngineCounters:
+    """Deltas of vLLM's counters per model, since start and over the window.
+
+    With `fresh_start` (specwatch started vLLM itself) the first sample counts from zero;
+    otherwise the first sample is the baseline, so traffic from before specwatch is not counted.
+    """
+
+    def __init__(self, length: float, bucket: float, max_position: int, fresh_start: bool) -> None:
+        self._max_position = max_position
+        self._fresh_start = fresh_start
+        self._last: dict[str, EngineSample] = {}
+        self._since_start: dict[str, Counts] = {}
+        self._window: SlidingWindow[str] = SlidingWindow(length, bucket, max_position)
+        self.resets = 0
+
+    def observe(self, sample: EngineSample) -> None:
+        previous = self._last.get(sample.model)
+        self._last[sample.model] = sample
+        if previous is None and not self._fresh_start:
+            return
+        counts, reset = _delta_counts(sample, previous, self._max_position)
+        self.resets += reset
+        total = self._since_start.setdefault(sample.model, Counts(self._max_position))
+        total.merge(counts)
+        self._window.add(sample.model, sample.ts, counts)
+
+    def since_start(self) -> dict[str, Counts]:
+        return {model: counts.copy() for model, counts in self._since_start.items()}
+
+    def window(self, now: float) -> dict[str, Counts]:
+        return self._window.totals(now)
+
+
+@dataclass(slots=True)
+class LogTotals:
+    """Sums of the `SpecDecoding metrics` lines (each counts the interval since the last)."""
+
+    lines: int = 0
+    accepted: int = 0
+    drafted: int = 0
+    running: int | None = None  # from the latest `Engine` line
+    waiting: int | None = None
+    kv_cache_usage: float | None = None

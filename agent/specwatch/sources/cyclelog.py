@@ -1,0 +1,188 @@
+"""The cycle log: one JSON line per observed request (schema v1), and its reader for replay.
+
+    {"v": 1, "ts": <unix seconds>, "request_id": str, "model": str, "task": str,
+     "prompt_tokens": int, "completion_tokens": int, "num_spec_tokens": int,
+     "per_step_drafted": [int], "per_step_accepted": [int],
+     "ttft_ms": float|null, "tpot_ms": float|null, "e2e_ms": float|null}
+
+More optional fields may follow (`variant`); readers ignore what they do not know. Files rotate
+by size: FILE -> FILE.1 -> FILE.2 ... up to `backups`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from specwatch.conventions import Outcome
+from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+
+SCHEMA_VERSION = 1
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def to_line(record: RequestRecord) -> bytes:
+    spec = record.spec
+    assert spec is not None
+    return (
+        orjson.dumps(
+            {
+                "v": SCHEMA_VERSION,
+                "ts": record.ts,
+                "request_id": record.request_id,
+                "model": record.model,
+                "task": record.task,
+                "prompt_tokens": record.prompt_tokens,
+                "completion_tokens": record.completion_tokens,
+                "num_spec_tokens": spec.num_spec_tokens,
+                "per_step_drafted": list(spec.drafted),
+                "per_step_accepted": list(spec.accepted),
+                "ttft_ms": _ms(record.latency.ttft),
+                "tpot_ms": _ms(record.latency.tpot),
+                "e2e_ms": _ms(record.latency.e2e),
+                "variant": record.variant,
+            }
+        )
+        + b"\n"
+    )
+
+
+class CycleLogWriter:
+    """Appends observed requests; rotates when the next line would pass `max_bytes`."""
+
+    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+        self._path = path
+        self._max_bytes = max_bytes
+        self._backups = backups
+        self._handle: IO[bytes] | None = None
+        self._size = 0
+
+    def _open(self) -> IO[bytes]:
+        if self._handle is None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = self._path.open("ab")
+            self._size = self._handle.tell()
+        return self._handle
+
+    def _rotate(self) -> None:
+        self.close()
+        for i in range(self._backups - 1, 0, -1):
+            older = self._path.with_name(f"{self._path.name}.{i}")
+            if older.exists():
+                older.replace(self._path.with_name(f"{self._path.name}.{i + 1}"))
+        if self._backups:
+            self._path.replace(self._path.with_name(f"{self._path.name}.1"))
+        else:
+            self._path.unlink()
+
+    def write(self, record: RequestRecord) -> None:
+        if record.outcome != Outcome.OBSERVED or record.spec is None:
+            return
+        line = to_line(record)
+        handle = self._open()
+        if self._size and self._size + len(line) > self._max_bytes:
+            self._rotate()
+            handle = self._open()
+        handle.write(line)
+        handle.flush()  # a line at a time: a crash loses at most the line being written
+        self._size += len(line)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class BadLine(ValueError):
+    pass
+
+
+def _int(obj: dict[str, Any], key: str) -> int:
+    value = obj.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise BadLine(f"{key} is not a non-negative integer")
+    return value
+
+
+def _ints(obj: dict[str, Any], key: str) -> tuple[int, ...]:
+    value = obj.get(key)
+    if not isinstance(value, list):
+        raise BadLine(f"{key} is not a list")
+    if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in value):
+        raise BadLine(f"{key} holds a non-count")
+    return tuple(value)
+
+
+def _seconds(obj: dict[str, Any], key: str) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise BadLine(f"{key} is not a number")
+    return float(value) / 1000.0
+
+
+def from_line(line: bytes) -> RequestRecord:
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        raise BadLine(f"not JSON ({str(error)[:60]})") from None
+    if not isinstance(obj, dict):
+        raise BadLine("not an object")
+    if obj.get("v") != SCHEMA_VERSION:
+        raise BadLine(f"unknown schema version {obj.get('v')!r}")
+    ts = obj.get("ts")
+    if not isinstance(ts, int | float) or isinstance(ts, bool) or not math.isfinite(ts):
+        raise BadLine("ts is not a number")
+    for key in ("request_id", "model", "task"):
+        if not isinstance(obj.get(key), str):
+            raise BadLine(f"{key} is not a string")
+    drafted = _ints(obj, "per_step_drafted")
+    accepted = _ints(obj, "per_step_accepted")
+    if len(drafted) != len(accepted) or any(a > d for a, d in zip(accepted, drafted, strict=True)):
+        raise BadLine("per-step arrays disagree")
+    variant = obj.get("variant", "spec")
+    return RequestRecord(
+        ts=float(ts),
+        request_id=obj["request_id"],
+        model=obj["model"],
+        task=obj["task"],
+        outcome=Outcome.OBSERVED,
+        prompt_tokens=_int(obj, "prompt_tokens"),
+        completion_tokens=_int(obj, "completion_tokens"),
+        spec=SpecDecodeBlock(_int(obj, "num_spec_tokens"), drafted, accepted),
+        latency=Latency(
+            ttft=_seconds(obj, "ttft_ms"),
+            tpot=_seconds(obj, "tpot_ms"),
+            e2e=_seconds(obj, "e2e_ms"),
+        ),
+        variant=variant if isinstance(variant, str) else "spec",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    path: str
+    line: int
+    reason: str
+
+
+def read_cycle_logs(paths: Iterable[Path], errors: list[LineError]) -> Iterator[RequestRecord]:
+    """Every readable record of the files, in file order; bad lines go to `errors`."""
+    for path in paths:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield from_line(line)
+                except BadLine as bad:
+                    errors.append(LineError(str(path), number, str(bad)))

@@ -1,0 +1,121 @@
+"""Poll vLLM's /health and /metrics: liveness, and its engine-wide speculative counters.
+
+/metrics is parsed with prometheus_client's parser; `_created` samples are ignored; engines of
+one served model are summed. Counter resets are the analysis' business (analysis/engine.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import aiohttp
+import structlog
+from prometheus_client.parser import text_string_to_metric_families
+
+from specwatch import conventions as C
+from specwatch.conventions import ParseSource
+from specwatch.health import Health
+from specwatch.model import EngineSample
+
+log = structlog.get_logger("specwatch.scraper")
+
+_COUNTERS = {
+    C.VLLM_NUM_DRAFTS + "_total": "drafts",
+    C.VLLM_NUM_DRAFT_TOKENS + "_total": "draft_tokens",
+    C.VLLM_NUM_ACCEPTED_TOKENS + "_total": "accepted_tokens",
+    C.VLLM_REQUEST_SUCCESS + "_total": "requests",
+}
+_PER_POSITION = C.VLLM_NUM_ACCEPTED_PER_POS + "_total"
+
+
+class ScrapeFailure(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def parse_vllm_metrics(text: str, ts: float) -> list[EngineSample]:
+    """One sample per served model that has speculative counters."""
+    sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    positions: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                model = sample.labels.get("model_name", "")
+                if sample.name in _COUNTERS:
+                    sums[model][_COUNTERS[sample.name]] += sample.value
+                elif sample.name == _PER_POSITION:
+                    positions[model][int(sample.labels["position"])] += sample.value
+    except (ValueError, KeyError, TypeError) as error:
+        raise ScrapeFailure("bad_format") from error
+    out = []
+    for model, values in sorted(sums.items()):
+        if "drafts" not in values:
+            continue  # a model served without speculation
+        per_position = positions.get(model, {})
+        out.append(
+            EngineSample(
+                ts=ts,
+                model=model,
+                drafts=values["drafts"],
+                draft_tokens=values.get("draft_tokens", 0.0),
+                accepted_tokens=values.get("accepted_tokens", 0.0),
+                accepted_per_position=tuple(per_position[i] for i in sorted(per_position)),
+                requests=values.get("requests", 0.0),
+            )
+        )
+    return out
+
+
+class Scraper:
+    """Every `interval` seconds: GET /health (-> upstream_up), then GET /metrics (-> samples)."""
+
+    def __init__(
+        self,
+        upstream: str,
+        interval: float,
+        health: Health,
+        sink: Callable[[EngineSample], None],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._upstream = upstream
+        self._interval = interval
+        self._health = health
+        self._sink = sink
+        self._clock = clock
+
+    async def scrape_once(self, session: aiohttp.ClientSession) -> None:
+        try:
+            async with session.get(self._upstream + "/health") as response:
+                up = response.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            up = False
+        if up != self._health.upstream_up:
+            log.info("upstream_health", up=up, url=self._upstream)
+        self._health.upstream_up = up
+        if not up:
+            return
+        try:
+            async with session.get(self._upstream + "/metrics") as response:
+                if response.status != 200:
+                    raise ScrapeFailure("bad_status")
+                text = await response.text(errors="replace")
+            samples = parse_vllm_metrics(text, self._clock())
+        except ScrapeFailure as failure:
+            self._health.parse_error(ParseSource.METRICS, failure.reason)
+            return
+        except (aiohttp.ClientError, TimeoutError):
+            self._health.parse_error(ParseSource.METRICS, "unreachable")
+            return
+        for sample in samples:
+            self._sink(sample)
+
+    async def run(self) -> None:
+        timeout = aiohttp.ClientTimeout(total=max(1.0, self._interval))
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            while True:
+                await self.scrape_once(session)
+                await asyncio.sleep(self._interval)
