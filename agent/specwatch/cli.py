@@ -1,4 +1,7 @@
-"""`specwatch proxy | sim | demo | check-config`: flags over SPECWATCH_* over --config YAML."""
+"""`specwatch serve | proxy | replay | sim | demo | check-config`.
+
+Settings: flags over SPECWATCH_* over --config YAML over defaults (settings.py).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +9,22 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
+import shlex
 import signal
 import sys
 from collections.abc import Coroutine, Sequence
+from dataclasses import asdict as vars_of
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from specwatch import __version__
 from specwatch.logs import configure
 from specwatch.settings import ConfigError, Settings, load_settings
+
+log = structlog.get_logger("specwatch")
 
 # flag dest -> path in the settings tree
 _SETTING_FLAGS: dict[str, tuple[str, ...]] = {
@@ -29,6 +39,10 @@ _SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "zone_metric": ("zones", "metric"),
     "log_level": ("log_level",),
     "log_format": ("log_format",),
+    "cycle_log": ("cycle_log", "path"),
+    "vllm_log": ("vllm_log",),
+    "scrape_interval": ("scrape_interval_seconds",),
+    "drain_seconds": ("serve", "drain_seconds"),
 }
 
 
@@ -46,6 +60,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--zone-metric", help="alpha (default) or rate")
     group.add_argument("--log-level", help="debug | info | warning | error")
     group.add_argument("--log-format", help="console | json")
+    group.add_argument("--cycle-log", help="append one JSON line per observed request to FILE")
+    group.add_argument("--vllm-log", help="follow vLLM's log in FILE (vLLM in another container)")
+    group.add_argument("--scrape-interval", help="seconds between scrapes of vLLM (default 5)")
+    group.add_argument("--drain-seconds", help="serve: how long vLLM may drain on stop (30)")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -69,8 +87,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"specwatch {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
+    serve = commands.add_parser(
+        "serve",
+        help="start vLLM as a child and proxy it: specwatch serve [options] -- vllm serve ...",
+        usage="specwatch serve [options] -- VLLM_COMMAND ...",
+    )
+    _add_setting_flags(serve)
+
     proxy = commands.add_parser("proxy", help="reverse proxy in front of a running vLLM")
     _add_setting_flags(proxy)
+
+    replay = commands.add_parser("replay", help="analyse cycle logs as the live sidecar would")
+    replay.add_argument("files", nargs="+", type=Path, help="cycle log files (JSON lines, v1)")
+    replay.add_argument("--json", action="store_true", help="print the /status document")
+    _add_setting_flags(replay)
 
     check = commands.add_parser("check-config", help="validate settings and print them")
     _add_setting_flags(check)
@@ -78,10 +108,25 @@ def _parser() -> argparse.ArgumentParser:
     sim = commands.add_parser("sim", help="run the simulated vLLM speculative server")
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8001)
-    sim.add_argument("--model", default="sim-llama")
+    sim.add_argument("--model", "--served-model-name", dest="model", default="sim-llama")
     sim.add_argument("--num-spec-tokens", type=int, default=4)
     sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--spec-metrics", choices=("detailed", "summary", "none"), default="detailed")
+    sim.add_argument(
+        "--per-request-spec-decode-metrics",
+        "--spec-metrics",
+        dest="spec_metrics",
+        choices=("detailed", "summary", "none"),
+        default="detailed",
+        help="like vLLM's flag (but on by default)",
+    )
+    sim.add_argument("--enable-per-request-metrics", action="store_true", help="accepted, as vLLM")
+    sim.add_argument("--enable-request-id-headers", action="store_true", help="accepted, as vLLM")
+    sim.add_argument(
+        "--log-stats-interval",
+        type=float,
+        default=float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10")),
+        help="seconds between vLLM-style stats lines on stdout (VLLM_LOG_STATS_INTERVAL)",
+    )
     sim.add_argument("--step-ms", type=float, default=4.0, help="target step time")
     sim.add_argument("--draft-cost", type=float, default=0.05, help="draft/target step cost c")
     sim.add_argument("--no-sleep", action="store_true", help="answer without simulated latency")
@@ -141,14 +186,99 @@ async def _run_sim(args: argparse.Namespace) -> int:
         cost=CostModel(target_step_ms=args.step_ms, draft_cost_ratio=args.draft_cost),
         sleep=not args.no_sleep,
     )
-    runner = web.AppRunner(SimServer(config).app(), handler_cancellation=True, access_log=None)
+    server = SimServer(config)
+    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, args.host, args.port).start()
     print(f"specwatch sim: {config.model} (K={config.num_spec_tokens}) on {runner.addresses}")
+    stats = asyncio.create_task(server.log_stats(args.log_stats_interval, _print_line))
     try:
         await _serve_forever(asyncio.Event())
     finally:
+        stats.cancel()
         await runner.cleanup()
+    return 0
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)
+
+
+async def _run_serve(settings: Settings, vllm_argv: list[str]) -> int:
+    from specwatch.runtime import Sidecar
+    from specwatch.sources.supervisor import VllmProcess, prepare_command
+
+    command = prepare_command(vllm_argv)
+    print(f"specwatch: starting vLLM: {shlex.join(command.argv)}", file=sys.stderr)
+    if command.added:
+        print(f"specwatch: added to the vLLM command: {shlex.join(command.added)}", file=sys.stderr)
+    settings = settings.model_copy(update={"upstream": command.upstream})
+    sidecar = Sidecar(settings, fresh_engine=True)
+    child = VllmProcess(command, sidecar.log_line)
+    await child.start()
+    try:
+        await sidecar.start()
+    except OSError:
+        await child.stop(settings.serve.drain_seconds)
+        raise
+    received: list[int] = []
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal(number: int) -> None:
+        received.append(number)
+        stop.set()
+
+    for handled in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(handled, on_signal, int(handled))
+    exited = asyncio.create_task(child.wait())
+    stopping = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if exited in done:
+        code = exited.result()
+        stopping.cancel()
+        sidecar.health.upstream_up = False
+        log.error("vllm_exited", code=code, grace_seconds=settings.serve.exit_grace_seconds)
+        await asyncio.sleep(settings.serve.exit_grace_seconds)  # let Prometheus see it
+    else:
+        number = received[0]
+        log.info("stopping_vllm", signal=signal.Signals(number).name)
+        code = await child.stop(settings.serve.drain_seconds, number)
+        if code == 128 + number:  # ended by the signal we passed on: a clean stop
+            code = 0
+    await sidecar.stop()
+    return code
+
+
+def _run_replay(args: argparse.Namespace, settings: Settings) -> int:
+    import orjson
+    from rich.console import Console
+
+    from specwatch.analysis.replay import replay
+    from specwatch.export.status import status_document
+    from specwatch.sources.cyclelog import LineError, read_cycle_logs
+    from specwatch.table import slice_table
+
+    errors: list[LineError] = []
+    try:
+        analyzer, end = replay(read_cycle_logs(args.files, errors), settings)
+    except OSError as error:
+        print(f"specwatch: replay: {error}", file=sys.stderr)
+        return 1
+    snapshot = analyzer.snapshot(end)
+    if args.json:
+        document = status_document(snapshot, None)
+        document["replay"] = {
+            "files": [str(path) for path in args.files],
+            "bad_lines": [vars_of(bad) for bad in errors],
+        }
+        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        Console().print(slice_table(snapshot, f"replay of {len(args.files)} file(s)"))
+    for bad in errors:
+        print(f"specwatch: replay: {bad.path}:{bad.line}: {bad.reason}", file=sys.stderr)
+    if errors:
+        print(f"specwatch: replay: {len(errors)} bad line(s) skipped", file=sys.stderr)
     return 0
 
 
@@ -163,6 +293,11 @@ def _run(coroutine: Coroutine[Any, Any, int]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    vllm_argv: list[str] = []
+    if "--" in argv:  # everything after `--` is the vLLM command of `serve`
+        at = argv.index("--")
+        argv, vllm_argv = argv[:at], argv[at + 1 :]
     args = _parser().parse_args(argv)
     try:
         if args.command == "sim":
@@ -182,7 +317,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(settings.model_dump(mode="json"), indent=2, sort_keys=True))
         print("specwatch: config ok", file=sys.stderr)
         return 0
+    if args.command == "replay":
+        return _run_replay(args, settings)
     try:
+        if args.command == "serve":
+            if not vllm_argv:
+                print("specwatch: serve needs a vLLM command after --", file=sys.stderr)
+                return 2
+            return _run(_run_serve(settings, vllm_argv))
         return _run(_run_proxy(settings))
     except OSError as error:  # e.g. the port is taken
         print(f"specwatch: {error}", file=sys.stderr)

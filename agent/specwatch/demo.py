@@ -14,23 +14,16 @@ import time
 from aiohttp import web
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 
-from specwatch.analysis.analyzer import SliceView, Snapshot
-from specwatch.conventions import VLLM_NUM_DRAFTS, Zone
+from specwatch.analysis.analyzer import Snapshot
+from specwatch.conventions import VLLM_NUM_DRAFTS
 from specwatch.logs import configure
 from specwatch.runtime import Sidecar
 from specwatch.settings import Settings, load_settings
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
-
-ZONE_STYLE = {
-    Zone.GREEN: "bold green",
-    Zone.YELLOW: "bold yellow",
-    Zone.RED: "bold red",
-    Zone.INSUFFICIENT: "dim",
-}
+from specwatch.table import ZONE_STYLE, slice_table
 
 
 def demo_settings(upstream: str, port: int, admin_port: int) -> Settings:
@@ -42,43 +35,6 @@ def demo_settings(upstream: str, port: int, admin_port: int) -> Settings:
         window={"length_seconds": 60.0, "bucket_seconds": 2.0},
         zones={"min_dwell_seconds": 5.0, "evaluation_interval_seconds": 1.0},
     )
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def slice_table(snapshot: Snapshot, title: str) -> Table:
-    table = Table(title=title, title_justify="left", expand=False, pad_edge=False)
-    table.add_column("ctx_bucket")
-    table.add_column("task")
-    for name in ("reqs", "trials", "alpha [95% CI]", "rate", "tau"):
-        table.add_column(name, justify="right")
-    table.add_column("zone")
-
-    def row(view: SliceView, first: str) -> None:
-        stats, window = view.stats, view.window
-        alpha = "-"
-        if stats.alpha is not None:
-            a = stats.alpha
-            alpha = f"{a.estimate:.3f} [{a.lower:.2f}, {a.upper:.2f}]"
-        table.add_row(
-            first,
-            view.key.task,
-            str(window.requests),
-            str(window.trials),
-            alpha,
-            _fmt(stats.rate.estimate if stats.rate else None),
-            _fmt(stats.tau, 2),
-            f"[{ZONE_STYLE[view.zone]}]{view.zone}[/]",
-        )
-
-    for view in snapshot.slices:
-        row(view, view.key.ctx_bucket)
-    table.add_section()
-    for view in snapshot.rollups:
-        row(view, f"{view.key.model}: all")
-    return table
 
 
 async def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import random
 import time
 import uuid
@@ -100,6 +101,52 @@ def task_of(headers: Any, body: dict[str, Any]) -> str:
     return "chat"
 
 
+class IntervalStats:
+    """What vLLM's periodic stats lines report: counts since the previous line."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.drafts = 0
+        self.drafted = 0
+        self.accepted = 0
+        self.per_position: list[int] = []
+        self.generated = 0
+        self.prompt = 0
+
+    def step(self, step: Step) -> None:
+        self.drafts += 1
+        self.drafted += step.drafted
+        self.accepted += step.accepted
+        if len(self.per_position) < step.drafted:
+            self.per_position += [0] * (step.drafted - len(self.per_position))
+        for i in range(step.accepted):
+            self.per_position[i] += 1
+
+    def lines(self, seconds: float, running: int, waiting: int) -> list[str]:
+        """The `Engine 000` and `SpecDecoding metrics` lines vLLM 0.32 would print."""
+        stamp = time.strftime("%m-%d %H:%M:%S")
+        prefix = f"(APIServer pid={os.getpid()}) INFO {stamp}"
+        out = [
+            f"{prefix} [loggers.py:335] Engine 000: Avg prompt throughput: "
+            f"{self.prompt / seconds:.1f} tokens/s, Avg generation throughput: "
+            f"{self.generated / seconds:.1f} tokens/s, Running: {running} reqs, Waiting: "
+            f"{waiting} reqs, CPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%"
+        ]
+        if self.drafts:
+            per_position = ", ".join(f"{n / self.drafts:.3f}" for n in self.per_position)
+            out.append(
+                f"{prefix} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: "
+                f"{1 + self.accepted / self.drafts:.2f}, Accepted throughput: "
+                f"{self.accepted / seconds:.2f} tokens/s, Drafted throughput: "
+                f"{self.drafted / seconds:.2f} tokens/s, Accepted: {self.accepted} tokens, "
+                f"Drafted: {self.drafted} tokens, Per-position acceptance rate: {per_position}, "
+                f"Avg Draft acceptance rate: {100 * self.accepted / max(1, self.drafted):.1f}%"
+            )
+        return out
+
+
 class SimMetrics:
     """vLLM's own metric names, on a registry of this server's."""
 
@@ -131,10 +178,18 @@ class SimMetrics:
         self.running = Gauge(
             C.VLLM_REQUESTS_RUNNING, "Running requests.", labels, registry=self.registry
         )
+        self.finished = Counter(
+            C.VLLM_REQUEST_SUCCESS,
+            "Finished requests by reason.",
+            [*labels, "finished_reason"],
+            registry=self.registry,
+        )
+        self.interval = IntervalStats()
 
     def step(self, step: Step) -> None:
         labels = self._labels
         self.generation_tokens.labels(**labels).inc(step.emitted)
+        self.interval.generated += step.emitted
         if not step.drafted:
             return
         self.drafts.labels(**labels).inc()
@@ -142,6 +197,7 @@ class SimMetrics:
         self.accepted.labels(**labels).inc(step.accepted)
         for position in range(step.accepted):
             self.per_pos.labels(**labels, position=str(position)).inc()
+        self.interval.step(step)
 
     def labels(self) -> dict[str, str]:
         return self._labels
@@ -183,6 +239,19 @@ class SimServer:
         app.router.add_get("/health", self._health)
         app.router.add_get("/metrics", self._metrics)
         return app
+
+    async def log_stats(self, interval: float, write: Callable[[str], None]) -> None:
+        """Print vLLM's stats lines every `interval` seconds while there is traffic."""
+        while True:
+            await asyncio.sleep(interval)
+            stats = self.metrics.interval
+            running = self.metrics.registry.get_sample_value(
+                C.VLLM_REQUESTS_RUNNING, self.metrics.labels()
+            )
+            if stats.drafts or stats.generated or running:
+                for line in stats.lines(interval, int(running or 0), 0):
+                    write(line)
+                stats.reset()
 
     async def _health(self, _request: web.Request) -> web.Response:
         return web.Response()
@@ -294,6 +363,9 @@ class SimServer:
             if gen.stream:
                 return await self._stream(request, gen)
             return await self._whole(request, gen)
+        except asyncio.CancelledError:  # the client went away: vLLM counts an abort
+            self.metrics.finished.labels(**labels, finished_reason="abort").inc()
+            raise
         finally:
             self.metrics.running.labels(**labels).dec()
 
@@ -307,6 +379,7 @@ class SimServer:
         cost = self.config.cost
         started = time.perf_counter()
         self.metrics.prompt_tokens.labels(**self.metrics.labels()).inc(gen.prompt_tokens)
+        self.metrics.interval.prompt += gen.prompt_tokens
         await self._sleep(cost.prefill_seconds(gen.prompt_tokens))
         self.metrics.generation_tokens.labels(**self.metrics.labels()).inc()
         ttft = time.perf_counter() - started
@@ -320,6 +393,7 @@ class SimServer:
             self.metrics.step(step)
             yield self._text(gen, step.emitted), i == len(gen.steps) - 1
         self.metrics.e2e.labels(**self.metrics.labels()).observe(time.perf_counter() - started)
+        self.metrics.finished.labels(**self.metrics.labels(), finished_reason="length").inc()
 
     async def _sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds if self.config.sleep else 0)

@@ -70,7 +70,7 @@ def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestR
     latency = parsed.latency if parsed else Latency()
     return RequestRecord(
         ts=obs.ts,
-        request_id=obs.request_id,
+        request_id=(parsed.response_id if parsed else None) or obs.request_id,
         model=model,
         task=task,
         outcome=outcome,

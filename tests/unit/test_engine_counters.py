@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from specwatch.analysis.engine import EngineCounters
+from specwatch.model import EngineSample
+from specwatch.sources.scraper import ScrapeFailure, parse_vllm_metrics
+
+
+def sample(ts: float, drafts: float, accepted: float, full: float, k: int = 3) -> EngineSample:
+    return EngineSample(
+        ts=ts,
+        model="m",
+        drafts=drafts,
+        draft_tokens=drafts * k,
+        accepted_tokens=accepted,
+        accepted_per_position=(*([accepted / k] * (k - 1)), full),
+        requests=drafts / 10,
+    )
+
+
+def test_the_captured_metrics_page_gives_one_sample_summed_over_engines(captures: Path) -> None:
+    (parsed,) = parse_vllm_metrics((captures / "metrics.txt").read_text(), ts=5.0)
+    assert (
+        EngineSample(
+            ts=5.0,
+            model="tiny-llama",
+            drafts=39.0,
+            draft_tokens=117.0,
+            accepted_tokens=117.0,
+            accepted_per_position=(39.0, 39.0, 39.0),
+            requests=5.0,
+        )
+        == parsed
+    )
+
+
+def test_a_page_that_is_not_prometheus_text_is_a_scrape_failure() -> None:
+    with pytest.raises(ScrapeFailure):
+        parse_vllm_metrics('vllm:spec_decode_num_drafts_total{model_name="m" 1\n', ts=0.0)
+
+
+def test_deltas_start_at_the_first_scrape_unless_vllm_started_with_us() -> None:
+    attached = EngineCounters(60, 10, 8, fresh_start=False)
+    fresh = EngineCounters(60, 10, 8, fresh_start=True)
+    for counters in (attached, fresh):
+        counters.observe(sample(1.0, 100, 150, 20))
+        counters.observe(sample(2.0, 130, 180, 25))
+    assert 30 == attached.since_start()["m"].steps
+    assert 130 == fresh.since_start()["m"].steps
+
+
+def test_trials_follow_from_the_last_positions_counter() -> None:
+    counters = EngineCounters(60, 10, 8, fresh_start=True)
+    counters.observe(sample(1.0, 10, 12, 2))
+    counts = counters.since_start()["m"]
+    # 10 steps, 2 of them accepted all 3: 8 ended in a rejection
+    assert (12, 20, 3) == (counts.accepted, counts.trials, counts.max_drafted)
+
+
+def test_a_counter_reset_counts_what_came_after_it() -> None:
+    counters = EngineCounters(60, 10, 8, fresh_start=True)
+    counters.observe(sample(1.0, 100, 150, 20))
+    counters.observe(sample(2.0, 5, 6, 1))  # vLLM restarted: counters from zero
+    assert (105, 1) == (counters.since_start()["m"].steps, counters.resets)
