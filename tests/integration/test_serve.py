@@ -1,0 +1,179 @@
+"""`specwatch serve -- <server>` with the simulator as the child: the wrap path end to end.
+
+The real-vLLM versions of these tests are in tests/e2e; these run in seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import aiohttp
+import orjson
+import psutil
+import pytest
+from specwatch import conventions as C
+from specwatch.sources.supervisor import free_port, prepare_command
+
+from tests.integration.helpers import post, scrape, total
+from tests.integration.test_proxy import mixed_requests
+
+SPECWATCH = [sys.executable, "-m", "specwatch"]
+
+
+def test_prepare_command_adds_only_what_is_missing() -> None:
+    command = prepare_command(
+        ["vllm", "serve", "m", "--port=8123", "--per-request-spec-decode-metrics", "summary"]
+    )
+    assert ("--enable-per-request-metrics", "--host", "127.0.0.1") == command.added
+    assert "http://127.0.0.1:8123" == command.upstream
+    bare = prepare_command(["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"])
+    assert bare.added[:3] == (
+        "--per-request-spec-decode-metrics",
+        "detailed",
+        "--enable-per-request-metrics",
+    )
+    assert "--port" in bare.added
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen[bytes], proxy: str, admin: str) -> None:
+        self.process, self.proxy, self.admin = process, proxy, admin
+
+    def descendants(self) -> list[psutil.Process]:
+        return psutil.Process(self.process.pid).children(recursive=True)
+
+
+async def wait_ready(admin: str, seconds: float = 30.0) -> None:
+    async with aiohttp.ClientSession() as session, asyncio.timeout(seconds):
+        while True:
+            try:
+                async with session.get(admin + "/readyz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+
+
+@contextmanager
+def serve(tmp_path: Path, *child: str, extra: tuple[str, ...] = ()) -> Iterator[Served]:
+    port, admin = free_port(), free_port()
+    argv = [
+        *SPECWATCH, "serve", "--port", str(port), "--admin-port", str(admin),
+        "--scrape-interval", "0.3", "--cycle-log", str(tmp_path / "cycles.jsonl"), *extra,
+        "--", *SPECWATCH, "sim", "--log-stats-interval", "0.5", *child,
+    ]  # fmt: skip
+    env = {**os.environ, "SPECWATCH_SERVE__EXIT_GRACE_SECONDS": "2"}
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        yield Served(process, f"http://127.0.0.1:{port}", f"http://127.0.0.1:{admin}")
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+
+
+async def settle(served: Served, requests: int) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """/metrics once every request is counted and a scrape and a stats line came after them."""
+    async with asyncio.timeout(20):
+        while True:
+            metrics = await scrape(served.admin + "/metrics")
+            if total(metrics, C.REQUESTS + "_total") >= requests:
+                break
+            await asyncio.sleep(0.1)
+    await asyncio.sleep(1.5)
+    return await scrape(served.admin + "/metrics")
+
+
+async def test_serve_reconciles_with_the_childs_counters_and_its_log_and_replays_exactly(
+    tmp_path: Path,
+) -> None:
+    with serve(tmp_path) as served:
+        await wait_ready(served.admin)
+        requests = mixed_requests(seed=3, n=30)
+        async with aiohttp.ClientSession() as session:
+            for path, body, headers in requests:
+                status, _ = await post(session, served.proxy + path, body, headers)
+                assert 200 == status
+            metrics = await settle(served, len(requests))
+            upstream = await scrape(served.proxy + "/metrics")  # vLLM's /metrics, passed through
+            async with session.get(served.admin + "/status") as response:
+                live = await response.json()
+        steps = total(upstream, C.VLLM_NUM_DRAFTS + "_total")
+        drafted = total(upstream, C.VLLM_NUM_DRAFT_TOKENS + "_total")
+        accepted = total(upstream, C.VLLM_NUM_ACCEPTED_TOKENS + "_total")
+        assert steps > 0
+        assert (steps, drafted, accepted) == (
+            total(metrics, C.SPEC_STEPS + "_total"),
+            total(metrics, C.DRAFT_TOKENS + "_total"),
+            total(metrics, C.ACCEPTED_TOKENS + "_total"),
+        )
+        assert 1.0 == total(metrics, C.COVERAGE_RATIO)
+        assert (drafted, accepted) == (
+            total(metrics, C.VLLM_LOG_DRAFT_TOKENS + "_total"),
+            total(metrics, C.VLLM_LOG_ACCEPTED_TOKENS + "_total"),
+        )
+        served.process.send_signal(signal.SIGTERM)
+        assert 0 == served.process.wait(timeout=20)
+    replayed = await asyncio.create_subprocess_exec(
+        *SPECWATCH, "replay", "--json", str(tmp_path / "cycles.jsonl"), stdout=subprocess.PIPE
+    )
+    stdout, _ = await replayed.communicate()
+    assert 0 == replayed.returncode
+    document = orjson.loads(stdout)
+
+    def counts(status: dict[str, object]) -> dict[tuple[str, str, str], object]:
+        slices = status["slices"]
+        assert isinstance(slices, list)
+        return {(s["model"], s["ctx_bucket"], s["task"]): s["since_start"] for s in slices}
+
+    assert counts(live) == counts(document)
+    assert [] == document["replay"]["bad_lines"]
+
+
+async def test_sigterm_stops_the_child_and_leaves_no_process(tmp_path: Path) -> None:
+    with serve(tmp_path) as served:
+        await wait_ready(served.admin)
+        children = served.descendants()
+        assert children
+        served.process.send_signal(signal.SIGTERM)
+        assert 0 == served.process.wait(timeout=20)
+        _gone, alive = psutil.wait_procs(children, timeout=5)
+        assert [] == alive
+
+
+async def read_into(response: aiohttp.ClientResponse, into: list[bytes]) -> None:
+    async for chunk in response.content.iter_any():
+        into.append(chunk)
+
+
+async def test_a_child_killed_mid_stream_gives_a_clean_error_and_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    with serve(tmp_path, "--step-ms", "20") as served:
+        await wait_ready(served.admin)
+        (child,) = [p for p in served.descendants() if "sim" in " ".join(p.cmdline())]
+        body = {"prompt": "long", "max_tokens": 400, "stream": True}
+        async with aiohttp.ClientSession() as session:
+            async with session.post(served.proxy + "/v1/completions", json=body) as response:
+                assert 200 == response.status
+                first = await response.content.readany()
+                assert first.startswith(b"data: ")
+                child.kill()
+                rest: list[bytes] = []
+                with pytest.raises(aiohttp.ClientPayloadError):
+                    await read_into(response, rest)
+                assert b'"code": 502' in b"".join(rest)  # an error event, then a broken stream
+            await asyncio.sleep(0.8)  # a scrape notices
+            metrics = await scrape(served.admin + "/metrics")
+            assert 0.0 == total(metrics, C.UPSTREAM_UP)
+            async with session.get(served.admin + "/readyz") as response:
+                assert 503 == response.status
+        assert 128 + signal.SIGKILL == served.process.wait(timeout=20)
