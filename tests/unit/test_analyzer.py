@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.model import Latency, RequestRecord, SliceKey, SpecDecodeBlock
+from specwatch.model import EngineSample, Latency, RequestRecord, SliceKey, SpecDecodeBlock
 from specwatch.settings import load_settings
 from structlog.testing import capture_logs
 
@@ -105,3 +105,36 @@ def test_latency_and_acceptance_length_histograms_are_per_request_slice() -> Non
     key = SliceKey("m", "0-512", "code")
     assert 1 == histograms[C.TTFT_SECONDS][key].count
     assert 3.0 == histograms[C.REQUEST_ACCEPTANCE_LENGTH][key].sum  # 1 + 4 / 2
+
+
+def engine_sample(ts: float, drafts: int, accepted: int, full: int) -> EngineSample:
+    return EngineSample(
+        ts=ts,
+        model="old-vllm",
+        drafts=drafts,
+        draft_tokens=drafts * 3,
+        accepted_tokens=accepted,
+        accepted_per_position=(accepted / 2, accepted / 2 - full, full),
+        requests=drafts / 10,
+    )
+
+
+def test_without_per_request_data_the_model_is_judged_on_vllms_own_counters() -> None:
+    a = Analyzer(
+        load_settings(zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0}),
+        started=0.0,
+        fresh_engine=True,
+    )
+    a.ingest(record(1.0, (), model="old-vllm", outcome=C.Outcome.NO_SPEC_METRICS))
+    a.ingest_engine(engine_sample(2.0, 100, 40, 0))
+    a.evaluate(3.0)
+    snapshot = a.snapshot(3.0)
+    assert [] == [view for view in snapshot.slices if view.window.steps]
+    (rollup,) = snapshot.rollups
+    assert (C.SOURCE_VLLM_METRICS, 100, C.Zone.RED) == (
+        rollup.source,
+        rollup.window.steps,
+        rollup.zone,
+    )
+    (engine,) = snapshot.engine
+    assert engine.coverage == 0.0  # vLLM counted draft tokens the proxy never saw

