@@ -105,6 +105,21 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check-config", help="validate settings and print them")
     _add_setting_flags(check)
 
+    generate = commands.add_parser(
+        "generate", help="write the Prometheus rules, Alertmanager config and runbooks"
+    )
+    generate.add_argument("--out", type=Path, default=Path(), help="repository root (default .)")
+    generate.add_argument(
+        "--check", action="store_true", help="compare with the files under --out; write nothing"
+    )
+    generate.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="divide every window and `for:` by N (live tests, demos); default: production",
+    )
+    _add_setting_flags(generate)
+
     sim = commands.add_parser("sim", help="run the simulated vLLM speculative server")
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8001)
@@ -250,6 +265,32 @@ async def _run_serve(settings: Settings, vllm_argv: list[str]) -> int:
     return code
 
 
+def _run_generate(args: argparse.Namespace, settings: Settings) -> int:
+    from specwatch.gen.alerts import GenerateError
+    from specwatch.gen.writer import render, stale, write
+
+    try:
+        files = render(settings, args.time_scale)
+    except GenerateError as error:
+        print(f"specwatch: generate: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        outdated = stale(files, args.out)
+        for name in outdated:
+            print(f"specwatch: generate: {name} is out of date", file=sys.stderr)
+        if outdated:
+            print(
+                "specwatch: generate: run `specwatch generate` and commit the result",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"specwatch: generate: {len(files)} files up to date", file=sys.stderr)
+        return 0
+    for path in write(files, args.out):
+        print(f"specwatch: generate: wrote {path}", file=sys.stderr)
+    return 0
+
+
 def _run_replay(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
     from rich.console import Console
@@ -319,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "replay":
         return _run_replay(args, settings)
+    if args.command == "generate":
+        return _run_generate(args, settings)
     try:
         if args.command == "serve":
             if not vllm_argv:

@@ -136,6 +136,30 @@ class ServeSettings(_Part):
     exit_grace_seconds: float = Field(default=5.0, ge=0)
 
 
+class AlertSettings(_Part):
+    """What `specwatch generate` puts in the Prometheus rules and the Alertmanager config.
+
+    Zone thresholds come from `zones`, so alerts, dashboards and the sidecar agree. Secrets are
+    never settings: only the paths of the files that hold them.
+    """
+
+    runbook_base_url: str = "https://github.com/specwatch/specwatch/blob/main/alerts/runbooks.md"
+    job: str = "specwatch"  # the Prometheus job that scrapes specwatch's admin port
+    slo_target: float = Field(default=0.99, gt=0, lt=1)  # share of good 5-minute windows
+    min_window_trials: int = Field(default=100, ge=1)  # evidence for a 5-minute window to count
+    min_long_trials: int = Field(default=1000, ge=1)  # evidence for a verdict over 1h
+    young_guard_minutes: float = Field(default=45.0, ge=0)  # a slice younger than this never pages
+    coverage_min: float = Field(default=0.95, gt=0, le=1)
+    drift_min_delta: float = Field(default=0.03, gt=0, lt=1)
+    drift_z: float = Field(default=4.0, gt=0)
+    slack_api_url_file: str = "/etc/alertmanager/secrets/slack-webhook-url"
+    slack_channel_critical: str = "#specwatch-page"
+    slack_channel_warning: str = "#specwatch"
+    slack_channel_info: str | None = "#specwatch-info"  # None: info alerts go nowhere
+    pagerduty_routing_key_file: str = "/etc/alertmanager/secrets/pagerduty-routing-key"
+    pagerduty_url: str = "https://events.pagerduty.com/v2/enqueue"
+
+
 class Settings(BaseSettings):
     """The root: every command reads its part of this."""
 
@@ -162,6 +186,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = LimitSettings()
     cycle_log: CycleLogSettings = CycleLogSettings()
     serve: ServeSettings = ServeSettings()
+    alerts: AlertSettings = AlertSettings()
 
     _split = field_validator("ctx_buckets", mode="before")(_split_csv)
 

@@ -1,0 +1,125 @@
+"""Render every generated artifact in memory, deterministically; write them, or check them.
+
+Sorted keys, no timestamps, fixed names: the same settings give the same bytes, so the files
+are committed and `specwatch generate --check` catches a stale one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from specwatch.gen import promql as Q
+from specwatch.gen.alertmanager import TEMPLATE_FILE, TEMPLATES, alertmanager_config
+from specwatch.gen.alerts import Alert, alert_groups, alerts
+from specwatch.gen.rules import recording_groups
+from specwatch.settings import Settings
+
+HEADER = Q.HEADER
+
+RECORDING_RULES = "alerts/specwatch-recording.rules.yml"
+ALERTING_RULES = "alerts/specwatch-alerts.rules.yml"
+ALERTMANAGER = "alerts/alertmanager.example.yml"
+TEMPLATE = f"alerts/{TEMPLATE_FILE}"
+RUNBOOKS = "alerts/runbooks.md"
+PROMETHEUS_RULE = "alerts/specwatch.prometheusrule.yaml"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings, so PromQL stays readable in the files."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def yaml_document(data: Any) -> bytes:
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=1000, indent=2)
+    return f"# {HEADER}\n{body}".encode()
+
+
+def runbooks(all_alerts: list[Alert], recording: list[dict[str, Any]]) -> bytes:
+    lines = [
+        f"<!-- {HEADER} -->",
+        "# specwatch runbooks",
+        "",
+        "One section per alert: what it means, the queries that confirm it, what to do.",
+        "The recording rules the queries use are in `specwatch-recording.rules.yml`"
+        f" ({sum(len(g['rules']) for g in recording)} rules; names follow"
+        " `level:metric:operations`, levels `slice` = model x ctx_bucket x task and `model`).",
+        "",
+    ]
+    for alert in all_alerts:
+        lines += [
+            f'<a id="{alert.anchor}"></a>',
+            f"## {alert.name}",
+            "",
+            f"Severity: **{alert.severity}**.",
+            "",
+            f"**What it means.** {alert.meaning}",
+            "",
+            "**Confirm it.**",
+            "",
+            *(f"- {item}" for item in alert.confirm),
+            "",
+            "**What to do.**",
+            "",
+            *(f"- {item}" for item in alert.actions),
+            "",
+            "**The rule.**",
+            "",
+            "```promql",
+            alert.expr,
+            "```",
+            "",
+        ]
+    return "\n".join(lines).encode()
+
+
+def render(settings: Settings, time_scale: float = 1.0) -> dict[str, bytes]:
+    """Every generated file, path (relative to the repository root) -> bytes."""
+    windows = Q.Windows(time_scale)
+    recording = recording_groups(settings, windows)
+    alerting = alert_groups(settings, windows)
+    prometheus_rule = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": "specwatch",
+            "labels": {"app.kubernetes.io/name": "specwatch", "role": "alert-rules"},
+        },
+        "spec": {"groups": recording + alerting},
+    }
+    return {
+        RECORDING_RULES: yaml_document({"groups": recording}),
+        ALERTING_RULES: yaml_document({"groups": alerting}),
+        PROMETHEUS_RULE: yaml_document(prometheus_rule),
+        ALERTMANAGER: yaml_document(alertmanager_config(settings)),
+        TEMPLATE: TEMPLATES.encode(),
+        RUNBOOKS: runbooks(alerts(settings, windows), recording),
+    }
+
+
+def write(files: dict[str, bytes], out: Path) -> list[Path]:
+    written = []
+    for name, data in sorted(files.items()):
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+            written.append(path)
+    return written
+
+
+def stale(files: dict[str, bytes], out: Path) -> list[str]:
+    """The files under `out` that differ from what would be generated (or are missing)."""
+    return [
+        name
+        for name, data in sorted(files.items())
+        if not (out / name).exists() or (out / name).read_bytes() != data
+    ]
