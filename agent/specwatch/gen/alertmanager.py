@@ -66,7 +66,8 @@ def _slack(settings: Settings, channel: str) -> dict[str, Any]:
     }
 
 
-def alertmanager_config(settings: Settings) -> dict[str, Any]:
+def alertmanager_config(settings: Settings, windows: Q.Windows) -> dict[str, Any]:
+    """The config; `windows` scales its timings along with the rules (live tests, demos)."""
     cfg = settings.alerts
     receivers: list[dict[str, Any]] = [
         {
@@ -104,9 +105,9 @@ def alertmanager_config(settings: Settings) -> dict[str, Any]:
         "route": {
             "receiver": "specwatch-warning",
             "group_by": GROUP_BY,
-            "group_wait": "30s",
-            "group_interval": "5m",
-            "repeat_interval": "4h",
+            "group_wait": windows(30),
+            "group_interval": windows(300),
+            "repeat_interval": windows(4 * 3600),
             "routes": [
                 {"matchers": ['severity="critical"'], "receiver": "specwatch-critical"},
                 {"matchers": ['severity="warning"'], "receiver": "specwatch-warning"},

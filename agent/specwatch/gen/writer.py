@@ -99,7 +99,7 @@ def render(settings: Settings, time_scale: float = 1.0) -> dict[str, bytes]:
         RECORDING_RULES: yaml_document({"groups": recording}),
         ALERTING_RULES: yaml_document({"groups": alerting}),
         PROMETHEUS_RULE: yaml_document(prometheus_rule),
-        ALERTMANAGER: yaml_document(alertmanager_config(settings)),
+        ALERTMANAGER: yaml_document(alertmanager_config(settings, windows)),
         TEMPLATE: TEMPLATES.encode(),
         RUNBOOKS: runbooks(alerts(settings, windows), recording),
     }

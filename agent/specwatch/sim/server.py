@@ -227,6 +227,7 @@ class SimServer:
 
     def __init__(self, config: SimConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
+        self.acceptance = config.acceptance  # replaceable while serving (drift, recovery)
         self.metrics = SimMetrics(config.model)
         self._clock = clock
         self._started = clock()
@@ -331,7 +332,7 @@ class SimServer:
         task = task_of(request.headers, body)
         elapsed = self._clock() - self._started
         steps = plan_steps(
-            rng, cfg.acceptance, cfg.num_spec_tokens, task, prompt_tokens, max_tokens, elapsed
+            rng, self.acceptance, cfg.num_spec_tokens, task, prompt_tokens, max_tokens, elapsed
         )
         request_id = request.headers.get("X-Request-Id") or uuid.UUID(int=rng.getrandbits(128)).hex
         return _Generation(
