@@ -22,6 +22,7 @@ LABEL_SOURCE: Final = "source"
 LABEL_REASON: Final = "reason"
 LABEL_VARIANT: Final = "variant"  # reserved for A/B comparison (spec / baseline)
 LABEL_STATUS_CLASS: Final = "status_class"
+LABEL_METHOD: Final = "method"  # of a gain: measured or modelled
 
 SLICE_LABELS: Final = (LABEL_MODEL, LABEL_CTX_BUCKET, LABEL_TASK)
 

@@ -111,6 +111,34 @@ class ZoneSettings(_Part):
         return self
 
 
+class DriftSettings(_Part):
+    """The per-slice drift detector (analysis/drift.py); defaults from REFERENCE.md."""
+
+    bucket_seconds: float = Field(default=60.0, gt=0)
+    baseline_buckets: int = Field(default=360, ge=2)  # 6 h of 1-minute buckets
+    gap_buckets: int = Field(default=30, ge=0)  # the baseline ends this far before the bucket
+    min_baseline_buckets: int = Field(default=60, ge=2)  # with evidence, for any verdict
+    min_bucket_trials: int = Field(default=20, ge=1)
+    false_alarms_per_week: float = Field(default=1.0, gt=0)  # per slice; sets the threshold
+    k: float = Field(default=0.5, gt=0)
+    min_delta: float = Field(default=0.03, ge=0, lt=1)
+    end_buckets: int = Field(default=3, ge=1)
+
+    @model_validator(mode="after")
+    def _baseline_can_fill(self) -> DriftSettings:
+        if self.min_baseline_buckets > self.baseline_buckets:
+            raise ValueError("min_baseline_buckets must not exceed baseline_buckets")
+        return self
+
+
+class SpeedupSettings(_Part):
+    """How the gain of speculation is known: measured against a baseline, else modelled."""
+
+    default_cost_ratio: float = Field(default=0.05, ge=0, lt=1)  # c: draft step / target step
+    cost_ratio: dict[str, float] = Field(default_factory=dict)  # per served model
+    baseline_tpot_ms: dict[str, float] = Field(default_factory=dict)  # per model, without spec
+
+
 class LimitSettings(_Part):
     """Bounds that keep memory and label cardinality flat."""
 
@@ -183,6 +211,8 @@ class Settings(BaseSettings):
     tasks: TaskSettings = TaskSettings()
     window: WindowSettings = WindowSettings()
     zones: ZoneSettings = ZoneSettings()
+    drift: DriftSettings = DriftSettings()
+    speedup: SpeedupSettings = SpeedupSettings()
     limits: LimitSettings = LimitSettings()
     cycle_log: CycleLogSettings = CycleLogSettings()
     serve: ServeSettings = ServeSettings()

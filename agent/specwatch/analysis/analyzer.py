@@ -8,10 +8,12 @@ from dataclasses import dataclass, replace
 import structlog
 
 from specwatch import conventions as C
+from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, LogTotals
 from specwatch.analysis.slicing import CtxBuckets, split_steps
+from specwatch.analysis.speedup import Gain, gain_of
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import Counts, Histogram, SlidingWindow
+from specwatch.analysis.windows import Counts, Histogram, SlidingWindow, WindowedMean
 from specwatch.analysis.zones import ZoneState, next_zone
 from specwatch.model import EngineLogRecord, EngineSample, RequestRecord, SliceKey, SpecLogRecord
 from specwatch.settings import Settings
@@ -40,6 +42,8 @@ class SliceView:
     zone: str
     zone_since: float | None
     source: str = C.SOURCE_PROXY
+    gain: Gain | None = None
+    drift: DriftView | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,8 @@ class Analyzer:
             fresh_start=fresh_engine,
         )
         self._log = LogTotals()
+        self._drift = DriftDetector(settings.drift)
+        self._tpot: dict[str, WindowedMean] = {}
 
     @property
     def buckets(self) -> CtxBuckets:
@@ -129,6 +135,7 @@ class Analyzer:
             total = self._total[key] = Counts(self._max_position)
         total.merge(counts)
         self._window.add(key, ts, counts)
+        self._drift.add(key, ts, counts.accepted, counts.trials)
 
     def ingest(self, record: RequestRecord) -> None:
         model = self._model_label(record.model, record.outcome)
@@ -141,6 +148,11 @@ class Analyzer:
         tokens[1] += record.completion_tokens or 0
         self._observe(C.TTFT_SECONDS, request_key, record.latency.ttft)
         self._observe(C.TPOT_SECONDS, request_key, record.latency.tpot)
+        if record.latency.tpot is not None and record.spec is not None:
+            window = self._cfg.window
+            self._tpot.setdefault(
+                model, WindowedMean(window.length_seconds, window.bucket_seconds)
+            ).add(record.ts, record.latency.tpot)
         self._observe(C.REQUEST_DURATION_SECONDS, request_key, record.latency.e2e)
         spec = record.spec
         if spec is None or not spec.steps:
@@ -194,16 +206,29 @@ class Analyzer:
                 out[key] = (counts, C.SOURCE_VLLM_METRICS)
         return out, engine
 
+    def _gain(self, key: SliceKey, counts: Counts, stats: SliceStats, now: float) -> Gain | None:
+        speedup = self._cfg.speedup
+        cost = speedup.cost_ratio.get(key.model, speedup.default_cost_ratio)
+        baseline = measured = None
+        if key.ctx_bucket == C.ALL and key.model in speedup.baseline_tpot_ms:
+            baseline = speedup.baseline_tpot_ms[key.model] / 1000.0
+            tpot = self._tpot.get(key.model)
+            measured = tpot.mean(now) if tpot is not None else None
+        return gain_of(stats.tau, counts.max_drafted, cost, baseline, measured)
+
     def evaluate(self, now: float) -> None:
-        """One zone evaluation of every slice and rollup; logs each change."""
+        """One zone and drift evaluation of every slice and rollup; logs each change."""
         cfg = self._cfg.zones
+        self._drift.evaluate(now)
         windows, _ = self._windows(now)
         for key, (counts, source) in windows.items():
             stats = SliceStats.of(counts, cfg.confidence)
             interval = stats.alpha if cfg.metric == "alpha" else stats.rate
             enough = counts.trials >= cfg.min_trials and counts.requests >= cfg.min_requests
+            gain = self._gain(key, counts, stats, now)
+            slower = gain is not None and gain.ratio < 1.0
             state = self._zones.setdefault(key, ZoneState())
-            change = next_zone(state, interval, enough, now, cfg)
+            change = next_zone(state, interval, enough, now, cfg, slower)
             if change is not None:
                 log.info(
                     "zone_changed",
@@ -219,6 +244,8 @@ class Analyzer:
                     window_trials=counts.trials,
                     window_requests=counts.requests,
                     source=source,
+                    gain=None if gain is None else round(gain.ratio, 3),
+                    gain_method=None if gain is None else gain.method,
                 )
 
     def snapshot(self, now: float) -> Snapshot:
@@ -236,14 +263,17 @@ class Analyzer:
             total = (
                 self._total[key] if source == C.SOURCE_PROXY else engine_total[key.model]
             ).copy()
+            stats = SliceStats.of(counts, confidence)
             view = SliceView(
                 key=key,
                 since_start=total,
                 window=counts,
-                stats=SliceStats.of(counts, confidence),
+                stats=stats,
                 zone=state.zone,
                 zone_since=state.since,
                 source=source,
+                gain=self._gain(key, counts, stats, now),
+                drift=self._drift.view(key),
             )
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
         engine_views = []

@@ -183,3 +183,34 @@ class Histogram:
         out.buckets = list(self.buckets)
         out.count, out.sum = self.count, self.sum
         return out
+
+
+class WindowedMean:
+    """The mean of values over the last `length` seconds, in buckets (e.g. per-token latency)."""
+
+    __slots__ = ("_bucket", "_buckets", "_n")
+
+    def __init__(self, length: float, bucket: float) -> None:
+        self._bucket = bucket
+        self._n = max(1, round(length / bucket))
+        self._buckets: deque[list[float]] = deque()  # [index, sum, count]
+
+    def add(self, ts: float, value: float) -> None:
+        index = int(ts // self._bucket)
+        if self._buckets and self._buckets[-1][0] == index:
+            self._buckets[-1][1] += value
+            self._buckets[-1][2] += 1
+        elif not self._buckets or self._buckets[-1][0] < index:
+            self._buckets.append([index, value, 1])
+            while self._buckets and self._buckets[0][0] <= index - self._n:
+                self._buckets.popleft()
+        # a late value for an older bucket is dropped: the mean tolerates it
+
+    def mean(self, now: float) -> float | None:
+        oldest = int(now // self._bucket) - self._n + 1
+        total = count = 0.0
+        for index, s, n in self._buckets:
+            if index >= oldest:
+                total += s
+                count += n
+        return total / count if count else None

@@ -8,6 +8,8 @@
 - Leaving green needs the estimate at or below `green_exit` (leaving red: at or above
   `red_exit`) for `exit_evaluations` evaluations in a row.
 - Between two verdict changes at least `min_dwell_seconds` pass.
+- A slice whose gain is below 1 (speculation slower than none) is red, whatever its acceptance;
+  it leaves red only once it is no longer slower and the exit rule holds.
 """
 
 from __future__ import annotations
@@ -42,15 +44,30 @@ def _entry_verdict(interval: Interval, cfg: ZoneSettings) -> str:
 
 
 def next_zone(
-    state: ZoneState, interval: Interval | None, enough: bool, now: float, cfg: ZoneSettings
+    state: ZoneState,
+    interval: Interval | None,
+    enough: bool,
+    now: float,
+    cfg: ZoneSettings,
+    slower: bool = False,
 ) -> ZoneChange | None:
-    """Advance one slice's state by one evaluation; return the change, if any."""
+    """Advance one slice's state by one evaluation; return the change, if any.
+
+    `slower`: the slice's gain is below 1.
+    """
     previous = state.zone
     if not enough or interval is None:
         target = Zone.INSUFFICIENT
         state.exit_streak = 0
     elif previous == Zone.INSUFFICIENT:
-        target = _entry_verdict(interval, cfg)
+        target = Zone.RED if slower else _entry_verdict(interval, cfg)
+    elif slower:
+        state.exit_streak = 0
+        dwelt = (
+            state.last_verdict_change is None
+            or now - state.last_verdict_change >= cfg.min_dwell_seconds
+        )
+        target = Zone.RED if dwelt else previous
     else:
         target = _held_or_left(state, interval, now, cfg)
     if target == previous:

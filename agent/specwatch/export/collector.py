@@ -144,6 +144,21 @@ class SpecwatchCollector(Collector):
         window_requests = GaugeMetricFamily(
             C.WINDOW_REQUESTS, "Requests with steps in the window (evidence).", labels=SLICE
         )
+        gain = GaugeMetricFamily(
+            C.ESTIMATED_GAIN_RATIO,
+            "Speedup of speculation over none: measured against a configured baseline, or "
+            "modelled as tau / (1 + K c). Below 1, speculation is slower.",
+            labels=[*SLICE, C.LABEL_METHOD],
+        )
+        drift_statistic = GaugeMetricFamily(
+            C.DRIFT_STATISTIC,
+            "The slice's lower CUSUM on acceptance against its baseline (alarm above the "
+            "threshold); absent while the slice has too little baseline.",
+            labels=SLICE,
+        )
+        drift_alarm = GaugeMetricFamily(
+            C.DRIFT_ALARM, "1 while the slice's drift alarm is on.", labels=SLICE
+        )
         views: tuple[SliceView, ...] = snapshot.slices + snapshot.rollups
         for view in views:
             labels = _labels(view.key)
@@ -160,7 +175,13 @@ class SpecwatchCollector(Collector):
                 tau.add_metric(labels, stats.tau)
             trials.add_metric(labels, view.window.trials)
             window_requests.add_metric(labels, view.window.requests)
-        yield from (zone, alpha, rate, tau, trials, window_requests)
+            if view.gain is not None:
+                gain.add_metric([*labels, view.gain.method], view.gain.ratio)
+            if view.drift is not None and view.drift.statistic is not None:
+                drift_statistic.add_metric(labels, view.drift.statistic)
+                drift_alarm.add_metric(labels, 1.0 if view.drift.alarm else 0.0)
+        yield from (zone, alpha, rate, tau, trials, window_requests, gain)
+        yield from (drift_statistic, drift_alarm)
 
     @staticmethod
     def _vllm(snapshot: Snapshot) -> Iterator[Metric]:

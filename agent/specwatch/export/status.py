@@ -31,6 +31,8 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "zone": view.zone,
         "zone_since": view.zone_since,
         "source": view.source,
+        "gain": None if view.gain is None else asdict(view.gain),
+        "drift": None if view.drift is None else asdict(view.drift),
         "since_start": view.since_start.as_dict(),
     }
 

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from specwatch.analysis.drift import (
+    DriftDetector,
+    cusum_step,
+    cusum_threshold,
+    estimate_baseline,
+    siegmund_arl,
+)
+from specwatch.model import SliceKey
+from specwatch.settings import DriftSettings
+
+KEY = SliceKey("m", "0-512", "code")
+
+
+def test_the_threshold_for_one_false_alarm_a_week_of_minutes_is_the_reference_7_4() -> None:
+    h = cusum_threshold(arl0=7 * 24 * 60, k=0.5)
+    assert 7.4 == round(h, 1)
+    assert pytest.approx(10080, rel=1e-6) == siegmund_arl(h, 0.5)
+
+
+def test_thirty_slices_sharing_one_false_alarm_a_week_need_a_higher_threshold() -> None:
+    assert 10.8 == round(cusum_threshold(arl0=30 * 7 * 24 * 60, k=0.5), 1)
+
+
+def test_cusum_steps_by_hand() -> None:
+    # residuals -2, -1, +3, -0.2 with k = 0.5: 1.5, 2.0, 0 (floored), 0 (-0.2 + 0.5 < 0.5... )
+    s = 0.0
+    trail = []
+    for residual in (-2.0, -1.0, 3.0, -0.2, -0.7):
+        s = cusum_step(s, residual, 0.5)
+        trail.append(round(s, 6))
+    assert [1.5, 2.0, 0.0, 0.0, 0.2] == trail
+
+
+def test_the_baseline_estimates_mean_overdispersion_and_autocorrelation() -> None:
+    # equal trials, alternating above and below the mean: strong negative autocorrelation,
+    # clipped to 0; residuals +-2 standard errors give phi = 4 * n / (n - 1)
+    n = 400
+    p0 = 0.5
+    se = math.sqrt(p0 * (1 - p0) / n)
+    high, low = round((p0 + 2 * se) * n), round((p0 - 2 * se) * n)
+    buckets = [(high, n), (low, n)] * 10
+    baseline = estimate_baseline(buckets, min_buckets=10)
+    assert baseline is not None
+    assert (0.5, 0.0) == (round(baseline.alpha, 6), baseline.rho)
+    assert pytest.approx(4 * 20 / 19, rel=1e-6) == baseline.phi
+    assert estimate_baseline(buckets[:5], min_buckets=10) is None
+
+
+def stream(
+    detector: DriftDetector, rng: random.Random, alpha: float, start: int, minutes: int
+) -> None:
+    """Overdispersed minutes: 20 requests a minute, each with its own alpha around the mean."""
+    for minute in range(start, start + minutes):
+        accepted = trials = 0
+        for _ in range(20):
+            a = min(0.99, max(0.01, rng.gauss(alpha, 0.08)))
+            n = 60
+            k = sum(rng.random() < a for _ in range(n))
+            accepted, trials = accepted + k, trials + n
+        detector.add(KEY, minute * 60.0 + 1, accepted, trials)
+        detector.evaluate((minute + 1) * 60.0 + 1)
+
+
+def test_a_stationary_overdispersed_day_raises_no_alarm() -> None:
+    detector = DriftDetector(DriftSettings())
+    stream(detector, random.Random(1), 0.7, 0, 24 * 60)
+    view = detector.view(KEY)
+    assert view is not None
+    assert view.statistic is not None
+    assert not view.alarm
+
+
+def test_a_drop_of_ten_points_raises_the_alarm_within_minutes_and_it_ends_after_recovery() -> None:
+    detector = DriftDetector(DriftSettings())
+    rng = random.Random(2)
+    stream(detector, rng, 0.7, 0, 400)
+    stream(detector, rng, 0.6, 400, 10)
+    view = detector.view(KEY)
+    assert view is not None
+    assert view.alarm
+    assert view.baseline_alpha is not None
+    assert view.recent_alpha is not None
+    assert view.baseline_alpha - view.recent_alpha >= 0.03
+    stream(detector, rng, 0.7, 410, 30)
+    after = detector.view(KEY)
+    assert after is not None
+    assert not after.alarm
+
+
+def test_a_drop_below_the_effect_size_gate_raises_nothing() -> None:
+    detector = DriftDetector(DriftSettings(min_delta=0.2))
+    rng = random.Random(3)
+    stream(detector, rng, 0.7, 0, 400)
+    stream(detector, rng, 0.6, 400, 30)
+    view = detector.view(KEY)
+    assert view is not None
+    assert not view.alarm
+
+
+def test_a_slice_with_too_little_baseline_has_no_verdict() -> None:
+    detector = DriftDetector(DriftSettings())
+    stream(detector, random.Random(4), 0.7, 0, 50)  # fewer than 60 baseline minutes
+    view = detector.view(KEY)
+    assert view is not None
+    assert view.statistic is None
+    assert not view.alarm

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+from specwatch import conventions as C
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.analysis.speedup import MEASURED, MODELLED, gain_of, modelled_gain
+from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.settings import load_settings
+
+
+def test_the_modelled_gain_is_tau_over_the_cost_of_drafting() -> None:
+    # alpha 0.8, K = 4, i.i.d.: tau = (1 - 0.8^5) / 0.2 = 3.3616; c = 0.05 -> 3.3616 / 1.2
+    tau = (1 - 0.8**5) / (1 - 0.8)
+    assert pytest.approx(2.8013, abs=1e-4) == modelled_gain(tau, 4, 0.05)
+
+
+def test_a_baseline_makes_the_gain_measured() -> None:
+    gain = gain_of(tau=2.0, k=4, cost_ratio=0.05, baseline_tpot=0.030, spec_tpot=0.020)
+    assert gain is not None
+    assert (MEASURED, 1.5) == (gain.method, pytest.approx(gain.ratio))
+    modelled = gain_of(tau=2.0, k=4, cost_ratio=0.05)
+    assert modelled is not None
+    assert MODELLED == modelled.method
+    assert gain_of(tau=None, k=4, cost_ratio=0.05) is None
+
+
+def test_a_measured_gain_below_one_makes_the_zone_red_despite_good_acceptance() -> None:
+    settings = load_settings(
+        zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
+        speedup={"baseline_tpot_ms": {"m": 10.0}},
+    )
+    analyzer = Analyzer(settings, started=0.0)
+    for i in range(10):
+        analyzer.ingest(
+            RequestRecord(
+                ts=float(i), request_id=str(i), model="m", task="code", outcome=C.Outcome.OBSERVED,
+                prompt_tokens=50, completion_tokens=40,
+                spec=SpecDecodeBlock(3, (3,) * 10, (3,) * 10),
+                latency=Latency(tpot=0.020),  # twice the baseline's 10 ms: slower
+            )
+        )  # fmt: skip
+    analyzer.evaluate(10.0)
+    snapshot = analyzer.snapshot(10.0)
+    (rollup,) = snapshot.rollups
+    assert rollup.gain is not None
+    assert (MEASURED, C.Zone.RED) == (rollup.gain.method, rollup.zone)
+    assert pytest.approx(0.5) == rollup.gain.ratio
+    (slice_view,) = snapshot.slices  # no baseline per slice: modelled, and green
+    assert slice_view.gain is not None
+    assert (MODELLED, C.Zone.GREEN) == (slice_view.gain.method, slice_view.zone)
