@@ -41,6 +41,7 @@ _SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "log_format": ("log_format",),
     "cycle_log": ("cycle_log", "path"),
     "vllm_log": ("vllm_log",),
+    "state_dir": ("state_dir",),
     "scrape_interval": ("scrape_interval_seconds",),
     "drain_seconds": ("serve", "drain_seconds"),
 }
@@ -62,6 +63,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--log-format", help="console | json")
     group.add_argument("--cycle-log", help="append one JSON line per observed request to FILE")
     group.add_argument("--vllm-log", help="follow vLLM's log in FILE (vLLM in another container)")
+    group.add_argument("--state-dir", help="keep drift baselines across restarts in DIR")
     group.add_argument("--scrape-interval", help="seconds between scrapes of vLLM (default 5)")
     group.add_argument("--drain-seconds", help="serve: how long vLLM may drain on stop (30)")
 

@@ -64,6 +64,10 @@ DRIFT_STATISTIC: Final = PREFIX + "drift_statistic"
 DRIFT_ALARM: Final = PREFIX + "drift_alarm"
 ESTIMATED_GAIN_RATIO: Final = PREFIX + "estimated_gain_ratio"
 ADVISED_NUM_SPECULATIVE_TOKENS: Final = PREFIX + "advised_num_speculative_tokens"
+TRAFFIC_MIX_PSI: Final = PREFIX + "traffic_mix_psi"
+ACCEPTANCE_CHANGE: Final = PREFIX + "acceptance_change"
+LABEL_DIMENSION: Final = "dimension"  # of the traffic mix: ctx_bucket or task
+LABEL_PART: Final = "part"  # of an acceptance change: mix, rate or total
 
 BOUND_ESTIMATE: Final = "estimate"
 BOUND_LOWER: Final = "lower"

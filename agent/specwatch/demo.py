@@ -34,6 +34,14 @@ def demo_settings(upstream: str, port: int, admin_port: int) -> Settings:
         log_level="warning",
         window={"length_seconds": 60.0, "bucket_seconds": 2.0},
         zones={"min_dwell_seconds": 5.0, "evaluation_interval_seconds": 1.0},
+        # drift on 1-second buckets: a baseline of 12 s ending 2 s back, in place of 6 h / 30 min
+        drift={
+            "bucket_seconds": 1.0,
+            "baseline_buckets": 12,
+            "gap_buckets": 2,
+            "min_baseline_buckets": 8,
+            "recent_buckets": 10,
+        },
     )
 
 
@@ -107,5 +115,15 @@ def _summary(
     console.print(
         f"reconciliation: {steps} speculative steps seen by specwatch, "
         f"{int(drafts)} counted by the simulator"
+    )
+    alarmed = [
+        f"{view.key.task} at {view.key.ctx_bucket}"
+        for view in snapshot.slices
+        if view.drift is not None and view.drift.alarms_raised
+    ]
+    console.print(
+        "drift alarms raised: "
+        + (", ".join(alarmed) if alarmed else "none")
+        + " (the simulated summarization draft got worse halfway)"
     )
     console.print(f"metrics: {admin_url}/metrics   status: {admin_url}/status")

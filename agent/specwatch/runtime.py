@@ -28,9 +28,12 @@ from specwatch.sources.logfollow import LogFollower
 from specwatch.sources.observation import Observation, to_record
 from specwatch.sources.proxy import Proxy
 from specwatch.sources.scraper import Scraper
+from specwatch.sources.state import StateFile
 from specwatch.sources.vllm_log import LogParseFailure, parse_line
 
 log = structlog.get_logger("specwatch")
+
+STATE_SAVE_SECONDS = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,7 @@ class Sidecar:
         self._clock = clock
         self.health = Health()
         self.analyzer = Analyzer(settings, started=clock(), fresh_engine=fresh_engine)
+        self._state = StateFile(settings.state_dir, "drift") if settings.state_dir else None
         cycle_log = settings.cycle_log
         self._cycle_log = (
             CycleLogWriter(cycle_log.path, cycle_log.max_bytes, cycle_log.backups)
@@ -117,13 +121,40 @@ class Sidecar:
 
     async def _evaluate(self) -> None:
         interval = self.settings.zones.evaluation_interval_seconds
+        last_save = self._clock()
         while True:
             try:
                 self.analyzer.evaluate(self._clock())
             except Exception:
                 self.health.analysis_errors += 1
                 log.exception("evaluation_failed")
+            if self._clock() - last_save >= STATE_SAVE_SECONDS:
+                self.save_state()
+                last_save = self._clock()
             await asyncio.sleep(interval)
+
+    def restore_state(self) -> None:
+        if self._state is None:
+            return
+        drift = self.settings.drift
+        max_age = (drift.baseline_buckets + drift.gap_buckets) * drift.bucket_seconds
+        data = self._state.load(self._clock(), max_age)
+        if data is None:
+            return
+        try:
+            self.analyzer.restore_drift(data)
+        except ValueError as error:
+            log.warning("state_fresh", path=str(self._state.path), reason=f"corrupt: {error}")
+            return
+        log.info("state_restored", path=str(self._state.path))
+
+    def save_state(self) -> None:
+        if self._state is None:
+            return
+        try:
+            self._state.save(self.analyzer.drift_state(), self._clock())
+        except OSError as error:  # a full disk costs the saved baseline, not the sidecar
+            log.warning("state_save_failed", path=str(self._state.path), error=repr(error))
 
     def ready(self) -> tuple[bool, str]:
         if self.health.upstream_up:
@@ -143,6 +174,7 @@ class Sidecar:
         return int(runner.addresses[-1][1])  # the bound port, when 0 asked the OS to choose
 
     async def start(self) -> Ports:
+        self.restore_state()
         scraper = Scraper(
             self.settings.upstream,
             self.settings.scrape_interval_seconds,
@@ -180,3 +212,4 @@ class Sidecar:
         self._tasks.clear()
         if self._cycle_log is not None:
             self._cycle_log.close()
+        self.save_state()

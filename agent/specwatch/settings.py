@@ -123,6 +123,7 @@ class DriftSettings(_Part):
     k: float = Field(default=0.5, gt=0)
     min_delta: float = Field(default=0.03, ge=0, lt=1)
     end_buckets: int = Field(default=3, ge=1)
+    recent_buckets: int = Field(default=30, ge=1)  # traffic-mix comparison: recent period
 
     @model_validator(mode="after")
     def _baseline_can_fill(self) -> DriftSettings:
@@ -205,6 +206,7 @@ class Settings(BaseSettings):
     upstream_timeout_seconds: float = Field(default=600.0, gt=0)
     scrape_interval_seconds: float = Field(default=5.0, gt=0)
     vllm_log: Path | None = None
+    state_dir: Path | None = None  # drift baselines and detector state survive restarts here
     ctx_buckets: Annotated[tuple[int, ...], NoDecode] = (512, 2048, 4096, 8192, 32768)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["console", "json"] = "console"

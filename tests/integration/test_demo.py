@@ -10,11 +10,11 @@ from rich.console import Console
 from specwatch.demo import run_demo
 
 
-async def test_the_demo_shows_green_yellow_and_red_slices_and_reconciles() -> None:
+async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift() -> None:
     out = io.StringIO()
     console = Console(file=out, width=140, force_terminal=False)
     args = argparse.Namespace(
-        duration=15.0, seed=7, concurrency=16, port=0, admin_port=0, keep_running=False
+        duration=25.0, seed=7, concurrency=16, port=0, admin_port=0, keep_running=False
     )
     assert 0 == await run_demo(args, console)
     text = out.getvalue()
@@ -29,5 +29,10 @@ async def test_the_demo_shows_green_yellow_and_red_slices_and_reconciles() -> No
         int, re.findall(r"(\d+) speculative steps seen by specwatch, (\d+)", text)[0]
     )
     assert seen == counted > 0
+    drift = re.search(r"drift alarms raised: (.*?) \(", text.replace("\n", " "))
+    assert drift is not None
+    alarmed = [item.split(" at ")[0] for item in drift[1].split(", ")]
+    assert alarmed, "the scheduled drop raised no drift alarm"
+    assert {"summarization"} == set(alarmed)  # the right slice, and no other
     assert "/metrics" in text
     assert "/status" in text

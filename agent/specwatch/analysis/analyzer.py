@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from typing import Any
 
 import structlog
 
 from specwatch import conventions as C
+from specwatch.analysis.advisor import Advice, advise
 from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, LogTotals
+from specwatch.analysis.mix import MixView, decompose, psi, shares
 from specwatch.analysis.slicing import CtxBuckets, split_steps
 from specwatch.analysis.speedup import Gain, gain_of
 from specwatch.analysis.stats import SliceStats
@@ -44,6 +47,7 @@ class SliceView:
     source: str = C.SOURCE_PROXY
     gain: Gain | None = None
     drift: DriftView | None = None
+    advice: Advice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,21 @@ class Snapshot:
     engine: tuple[EngineView, ...] = ()
     vllm_log: LogTotals | None = None
     counter_resets: int = 0
+    mix: dict[str, MixView] | None = None  # per model
+
+
+def _of_model(
+    period: dict[SliceKey, tuple[int, int]], model: str
+) -> dict[SliceKey, tuple[int, int]]:
+    return {k: v for k, v in period.items() if k.model == model and k.task != C.ALL}
+
+
+def _shares_by(period: dict[SliceKey, tuple[int, int]], ctx: bool) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for key, (_, trials) in period.items():
+        label = key.ctx_bucket if ctx else key.task
+        weights[label] = weights.get(label, 0.0) + trials
+    return shares(weights)
 
 
 class Analyzer:
@@ -174,6 +193,13 @@ class Analyzer:
         rollup.requests = 1
         self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
 
+    def drift_state(self) -> dict[str, Any]:
+        return self._drift.to_state()
+
+    def restore_drift(self, data: Any) -> None:
+        """Raises ValueError when `data` is not a usable drift state."""
+        self._drift.load_state(data)
+
     def ingest_engine(self, sample: EngineSample) -> None:
         self._engine.observe(sample)
 
@@ -215,6 +241,30 @@ class Analyzer:
             tpot = self._tpot.get(key.model)
             measured = tpot.mean(now) if tpot is not None else None
         return gain_of(stats.tau, counts.max_drafted, cost, baseline, measured)
+
+    def _advice(self, key: SliceKey, counts: Counts, stats: SliceStats) -> Advice | None:
+        speedup = self._cfg.speedup
+        cost = speedup.cost_ratio.get(key.model, speedup.default_cost_ratio)
+        return advise(stats.per_position, counts.max_drafted, cost)
+
+    def _mix(self, now: float) -> dict[str, MixView]:
+        """Per model: the recent period's traffic mix against the drift baseline period."""
+        cfg = self._cfg.drift
+        bucket = cfg.bucket_seconds
+        base_end = now - cfg.gap_buckets * bucket
+        base = self._drift.period_counts(base_end - cfg.baseline_buckets * bucket, base_end)
+        recent = self._drift.period_counts(now - cfg.recent_buckets * bucket, now)
+        out = {}
+        for model in sorted({key.model for key in recent}):
+            b, r = _of_model(base, model), _of_model(recent, model)
+            decomposition = decompose(b, r)
+            if decomposition is not None:
+                out[model] = MixView(
+                    psi_ctx_bucket=psi(_shares_by(b, ctx=True), _shares_by(r, ctx=True)),
+                    psi_task=psi(_shares_by(b, ctx=False), _shares_by(r, ctx=False)),
+                    decomposition=decomposition,
+                )
+        return out
 
     def evaluate(self, now: float) -> None:
         """One zone and drift evaluation of every slice and rollup; logs each change."""
@@ -274,6 +324,7 @@ class Analyzer:
                 source=source,
                 gain=self._gain(key, counts, stats, now),
                 drift=self._drift.view(key),
+                advice=self._advice(key, counts, stats),
             )
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
         engine_views = []
@@ -305,6 +356,7 @@ class Analyzer:
             engine=tuple(engine_views),
             vllm_log=replace(self._log),
             counter_resets=self._engine.resets,
+            mix=self._mix(now),
         )
 
     @staticmethod

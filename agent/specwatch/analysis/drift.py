@@ -20,6 +20,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 import structlog
 
@@ -29,6 +30,7 @@ from specwatch.settings import DriftSettings
 log = structlog.get_logger("specwatch.drift")
 
 WEEK_SECONDS = 7 * 24 * 3600
+STATE_VERSION = 1
 
 
 def siegmund_arl(h: float, k: float) -> float:
@@ -96,6 +98,7 @@ class _SliceDrift:
     baseline: Baseline | None = None
     recent_alpha: float | None = None
     last: deque[tuple[int, int]] = field(default_factory=deque)  # the latest judged buckets
+    alarms_raised: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,7 @@ class DriftView:
     baseline_alpha: float | None
     recent_alpha: float | None
     threshold: float
+    alarms_raised: int
 
 
 class DriftDetector:
@@ -178,6 +182,7 @@ class DriftDetector:
         recovered = len(state.last) == cfg.end_buckets and last_a / last_n >= p0 - cfg.min_delta / 2
         if not state.alarm and state.statistic > self.threshold and delta >= cfg.min_delta:
             state.alarm, state.alarm_since = True, now
+            state.alarms_raised += 1
             log.warning(
                 "drift_alarm_started",
                 model=key.model,
@@ -192,6 +197,71 @@ class DriftDetector:
             state.statistic, state.run, state.zero_streak = 0.0, [0, 0], 0
             log.info("drift_alarm_ended", model=key.model, ctx_bucket=key.ctx_bucket, task=key.task)
 
+    # --- state that survives a restart ----------------------------------------------------
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything the detector knows, as plain JSON data."""
+        return {
+            "version": STATE_VERSION,
+            "bucket_seconds": self._cfg.bucket_seconds,
+            "slices": [
+                {
+                    "key": [key.model, key.ctx_bucket, key.task],
+                    "buckets": [[i, a, n] for i, (a, n) in sorted(state.buckets.items())],
+                    "processed": state.processed,
+                    "statistic": state.statistic,
+                    "previous_z": state.previous_z,
+                    "run": state.run,
+                    "alarm": state.alarm,
+                    "alarm_since": state.alarm_since,
+                    "zero_streak": state.zero_streak,
+                    "last": [list(pair) for pair in state.last],
+                    "alarms_raised": state.alarms_raised,
+                }
+                for key, state in self._slices.items()
+            ],
+        }
+
+    def load_state(self, data: Any) -> None:
+        """Replace the detector's state; raises ValueError when `data` is not a valid state."""
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise ValueError("not a drift state of this version")
+        if data.get("bucket_seconds") != self._cfg.bucket_seconds:
+            raise ValueError("saved with another bucket length")
+        slices: dict[SliceKey, _SliceDrift] = {}
+        try:
+            for item in data["slices"]:
+                model, ctx_bucket, task = (str(part) for part in item["key"])
+                state = _SliceDrift(
+                    buckets={int(i): [int(a), int(n)] for i, a, n in item["buckets"]},
+                    processed=None if item["processed"] is None else int(item["processed"]),
+                    statistic=None if item["statistic"] is None else float(item["statistic"]),
+                    previous_z=float(item["previous_z"]),
+                    run=[int(item["run"][0]), int(item["run"][1])],
+                    alarm=bool(item["alarm"]),
+                    alarm_since=item["alarm_since"],
+                    zero_streak=int(item["zero_streak"]),
+                    last=deque((int(a), int(n)) for a, n in item["last"]),
+                    alarms_raised=int(item.get("alarms_raised", 0)),
+                )
+                slices[SliceKey(model, ctx_bucket, task)] = state
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise ValueError(f"malformed drift state: {error!r}") from None
+        self._slices = slices
+
+    def period_counts(self, start: float, end: float) -> dict[SliceKey, tuple[int, int]]:
+        """(accepted, trials) per slice over buckets in [start, end) seconds (while kept)."""
+        first, last = int(start // self._cfg.bucket_seconds), int(end // self._cfg.bucket_seconds)
+        out = {}
+        for key, state in self._slices.items():
+            accepted = trials = 0
+            for index, (a, n) in state.buckets.items():
+                if first <= index < last:
+                    accepted, trials = accepted + a, trials + n
+            if trials:
+                out[key] = (accepted, trials)
+        return out
+
     def view(self, key: SliceKey) -> DriftView | None:
         state = self._slices.get(key)
         if state is None:
@@ -203,4 +273,5 @@ class DriftDetector:
             baseline_alpha=None if state.baseline is None else state.baseline.alpha,
             recent_alpha=state.recent_alpha,
             threshold=self.threshold,
+            alarms_raised=state.alarms_raised,
         )

@@ -182,6 +182,36 @@ class SpecwatchCollector(Collector):
                 drift_alarm.add_metric(labels, 1.0 if view.drift.alarm else 0.0)
         yield from (zone, alpha, rate, tau, trials, window_requests, gain)
         yield from (drift_statistic, drift_alarm)
+        advised = GaugeMetricFamily(
+            C.ADVISED_NUM_SPECULATIVE_TOKENS,
+            "The draft length K with the best predicted speedup from measured per-position "
+            "acceptance over the window (0: speculation does not pay).",
+            labels=[C.LABEL_MODEL],
+        )
+        for view in snapshot.rollups:
+            if view.advice is not None:
+                advised.add_metric([view.key.model], view.advice.best_k)
+        yield advised
+        mix_psi = GaugeMetricFamily(
+            C.TRAFFIC_MIX_PSI,
+            "PSI of the recent traffic mix against the drift baseline period (0.1 moderate, "
+            "0.25 major).",
+            labels=[C.LABEL_MODEL, C.LABEL_DIMENSION],
+        )
+        change = GaugeMetricFamily(
+            C.ACCEPTANCE_CHANGE,
+            "Change of the overall alpha-hat, recent period against baseline, split into the "
+            "traffic mix's part and the slices' own (rate) part.",
+            labels=[C.LABEL_MODEL, C.LABEL_PART],
+        )
+        for model, mix in (snapshot.mix or {}).items():
+            mix_psi.add_metric([model, C.LABEL_CTX_BUCKET], mix.psi_ctx_bucket)
+            mix_psi.add_metric([model, C.LABEL_TASK], mix.psi_task)
+            d = mix.decomposition
+            change.add_metric([model, "mix"], d.mix)
+            change.add_metric([model, "rate"], d.rate)
+            change.add_metric([model, "total"], d.total)
+        yield from (mix_psi, change)
 
     @staticmethod
     def _vllm(snapshot: Snapshot) -> Iterator[Metric]:

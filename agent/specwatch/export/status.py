@@ -33,6 +33,7 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "source": view.source,
         "gain": None if view.gain is None else asdict(view.gain),
         "drift": None if view.drift is None else asdict(view.drift),
+        "advice": None if view.advice is None else asdict(view.advice),
         "since_start": view.since_start.as_dict(),
     }
 
@@ -60,6 +61,15 @@ def status_document(snapshot: Snapshot, health: HealthSnapshot | None) -> dict[s
         "slices": [slice_status(view) for view in snapshot.slices],
         "models": [slice_status(view) for view in snapshot.rollups],
         "requests_by_outcome": dict(sorted(requests.items())),
+        "traffic_mix": {
+            model: {
+                "psi_ctx_bucket": mix.psi_ctx_bucket,
+                "psi_task": mix.psi_task,
+                **asdict(mix.decomposition),
+                "total": mix.decomposition.total,
+            }
+            for model, mix in (snapshot.mix or {}).items()
+        },
         "vllm": {
             "models": [engine_status(view) for view in snapshot.engine],
             "counter_resets": snapshot.counter_resets,

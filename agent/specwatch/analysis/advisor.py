@@ -1,0 +1,52 @@
+"""The draft-length advisor: which K pays best, from measured per-position acceptance.
+
+Expected tokens per step at K' <= K is E(K') = 1 + sum_{i <= K'} p_i, with p_i the measured
+share of steps that accepted position i: no independence assumed. The predicted speedup is
+E(K') / (1 + K' c) (Leviathan et al. 2023, c = draft step cost / target step cost); K' = 0 is
+no speculation (speedup 1). The optimum is flat, so the advice is a range: every K' within 2%
+of the best. When the best is the K in use, the data cannot tell whether a longer draft pays:
+try K + 1 on a canary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RANGE_TOLERANCE = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    current_k: int
+    best_k: int
+    best_speedup: float
+    range: tuple[int, int]
+    table: tuple[tuple[int, float, float], ...]  # (K', expected tokens per step, speedup)
+    note: str
+
+
+def advise(per_position: tuple[float, ...], current_k: int, cost_ratio: float) -> Advice | None:
+    """Advice for one model or slice, or None without per-position data."""
+    if not per_position or current_k <= 0:
+        return None
+    rows = [(0, 1.0, 1.0)]
+    expected = 1.0
+    for k, p in enumerate(per_position[:current_k], start=1):
+        expected += p
+        rows.append((k, expected, expected / (1.0 + k * cost_ratio)))
+    best_k, _, best = max(rows, key=lambda row: (row[2], -row[0]))
+    near = [k for k, _, speedup in rows if speedup >= best * (1.0 - RANGE_TOLERANCE)]
+    if best_k == 0:
+        note = "speculation does not pay at this acceptance: turn it off, or find a better draft"
+    elif best_k < current_k:
+        note = f"lower num_speculative_tokens from {current_k} to {best_k}"
+    else:
+        note = f"K={current_k} is the best measured: try K={current_k + 1} on a canary"
+    return Advice(
+        current_k=current_k,
+        best_k=best_k,
+        best_speedup=best,
+        range=(min(near), max(near)),
+        table=tuple(rows),
+        note=note,
+    )
