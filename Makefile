@@ -48,6 +48,8 @@ generate: setup
 	$(BIN)/specwatch generate
 
 bench: setup
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python benchmarks/drift_evaluation.py --seeds 5
 	$(BIN)/python benchmarks/analysis_throughput.py
 	$(BIN)/python benchmarks/proxy_overhead.py
 	$(BIN)/python benchmarks/proxy_overhead.py --step-ms 15 --requests 1000

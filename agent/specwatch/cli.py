@@ -122,6 +122,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_setting_flags(generate)
 
+    advise_cmd = commands.add_parser(
+        "advise", help="best draft length K from recorded traffic (cycle logs)"
+    )
+    advise_cmd.add_argument(
+        "--cycle-log", dest="files", nargs="+", type=Path, required=True, help="cycle log files"
+    )
+    advise_cmd.add_argument(
+        "--cost-ratio", type=float, required=True, help="c: draft step cost / target step cost"
+    )
+    advise_cmd.add_argument("--json", action="store_true", help="print JSON")
+    advise_cmd.add_argument("--config", type=Path, help="YAML settings file")
+    advise_cmd.add_argument("--ctx-buckets", help="upper bounds, e.g. 512,2048,4096,8192,32768")
+
     sim = commands.add_parser("sim", help="run the simulated vLLM speculative server")
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8001)
@@ -293,6 +306,67 @@ def _run_generate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _run_advise(args: argparse.Namespace, settings: Settings) -> int:
+    import orjson
+    from rich.console import Console
+    from rich.table import Table
+
+    from specwatch.analysis.advisor import advise
+    from specwatch.analysis.replay import replay
+    from specwatch.analysis.stats import SliceStats
+    from specwatch.sources.cyclelog import LineError, read_cycle_logs
+
+    if not 0 <= args.cost_ratio < 1:
+        print("specwatch: advise: --cost-ratio must be in [0, 1)", file=sys.stderr)
+        return 2
+    errors: list[LineError] = []
+    try:
+        analyzer, end = replay(read_cycle_logs(args.files, errors), settings)
+    except OSError as error:
+        print(f"specwatch: advise: {error}", file=sys.stderr)
+        return 1
+    snapshot = analyzer.snapshot(end)
+    results = []
+    for view in (*snapshot.rollups, *snapshot.slices):
+        counts = view.since_start
+        stats = SliceStats.of(counts, settings.zones.confidence)
+        advice = advise(stats.per_position, counts.max_drafted, args.cost_ratio)
+        if advice is not None:
+            results.append((view.key, counts.steps, advice))
+    if args.json:
+        document = [
+            {"model": key.model, "ctx_bucket": key.ctx_bucket, "task": key.task,
+             "spec_steps": steps, **vars_of(advice)}
+            for key, steps, advice in results
+        ]  # fmt: skip
+        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        console = Console()
+        for key, steps, advice in results:
+            if key.ctx_bucket != "all":
+                continue
+            table = Table(title=f"{key.model}: {steps} steps, c = {args.cost_ratio:g}")
+            for name in ("K", "tokens/step", "predicted speedup", ""):
+                table.add_column(name, justify="right")
+            low, high = advice.range
+            for k, expected, speedup in advice.table:
+                mark = "best" if k == advice.best_k else ("in range" if low <= k <= high else "")
+                table.add_row(str(k), f"{expected:.3f}", f"{speedup:.3f}", mark)
+            console.print(table)
+            console.print(f"advice: K={advice.best_k} (range {low}-{high}); {advice.note}")
+        console.print("per slice (best K, range):")
+        for key, steps, advice in results:
+            if key.ctx_bucket != "all":
+                low, high = advice.range
+                console.print(
+                    f"  {key.ctx_bucket:>8} {key.task:<14} K={advice.best_k} ({low}-{high}), "
+                    f"{steps} steps"
+                )
+    for bad in errors:
+        print(f"specwatch: advise: {bad.path}:{bad.line}: {bad.reason}", file=sys.stderr)
+    return 0
+
+
 def _run_replay(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
     from rich.console import Console
@@ -364,6 +438,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_replay(args, settings)
     if args.command == "generate":
         return _run_generate(args, settings)
+    if args.command == "advise":
+        return _run_advise(args, settings)
     try:
         if args.command == "serve":
             if not vllm_argv:

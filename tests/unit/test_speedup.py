@@ -45,6 +45,32 @@ def test_a_measured_gain_below_one_makes_the_zone_red_despite_good_acceptance() 
     assert rollup.gain is not None
     assert (MEASURED, C.Zone.RED) == (rollup.gain.method, rollup.zone)
     assert pytest.approx(0.5) == rollup.gain.ratio
-    (slice_view,) = snapshot.slices  # no baseline per slice: modelled, and green
+    # no latency per slice: modelled, with the c the measurement implies (7/3), and slower too
+    (slice_view,) = snapshot.slices
     assert slice_view.gain is not None
-    assert (MODELLED, C.Zone.GREEN) == (slice_view.gain.method, slice_view.zone)
+    assert (MODELLED, C.Zone.RED) == (slice_view.gain.method, slice_view.zone)
+    assert pytest.approx(4 / (1 + 3 * 7 / 3)) == slice_view.gain.ratio
+
+
+def test_without_a_configured_c_it_is_estimated_from_the_measured_latency() -> None:
+    # baseline 10 ms per token; with speculation 20 ms per token at tau = 4 (3 of 3 accepted):
+    # a step takes 80 ms against 10 ms, so c = (80 / 10 - 1) / 3 = 2.33: drafting is the cost
+    settings = load_settings(
+        zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
+        speedup={"baseline_tpot_ms": {"m": 10.0}},
+    )
+    analyzer = Analyzer(settings, started=0.0)
+    for i in range(10):
+        analyzer.ingest(
+            RequestRecord(
+                ts=float(i), request_id=str(i), model="m", task="code", outcome=C.Outcome.OBSERVED,
+                prompt_tokens=50, completion_tokens=40,
+                spec=SpecDecodeBlock(3, (3,) * 10, (3,) * 10), latency=Latency(tpot=0.020),
+            )
+        )  # fmt: skip
+    (rollup,) = analyzer.snapshot(10.0).rollups
+    assert rollup.advice is not None
+    assert (0, 1.0) == (rollup.advice.best_k, rollup.advice.best_speedup)
+    (_, expected_at_1, speedup_at_1) = rollup.advice.table[1]
+    assert pytest.approx(2.0 / (1 + 7 / 3)) == speedup_at_1
+    assert 2.0 == expected_at_1

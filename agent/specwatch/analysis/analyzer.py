@@ -232,9 +232,29 @@ class Analyzer:
                 out[key] = (counts, C.SOURCE_VLLM_METRICS)
         return out, engine
 
-    def _gain(self, key: SliceKey, counts: Counts, stats: SliceStats, now: float) -> Gain | None:
+    def _costs(self, windows: dict[SliceKey, tuple[Counts, str]], now: float) -> dict[str, float]:
+        """c per model: configured; else estimated from the measured per-token latency against
+        the configured baseline's, c_eff = (TPOT_spec * tau / TPOT_base - 1) / K; else the
+        default."""
         speedup = self._cfg.speedup
-        cost = speedup.cost_ratio.get(key.model, speedup.default_cost_ratio)
+        out = {}
+        for key, (counts, _) in windows.items():
+            if key.ctx_bucket != C.ALL:
+                continue
+            cost = speedup.cost_ratio.get(key.model)
+            base = speedup.baseline_tpot_ms.get(key.model)
+            tpot = self._tpot.get(key.model)
+            spec_tpot = tpot.mean(now) if tpot is not None else None
+            if cost is None and base and spec_tpot and counts.steps and counts.max_drafted:
+                tau = 1.0 + counts.accepted / counts.steps
+                cost = max(0.0, (spec_tpot * tau / (base / 1000.0) - 1.0) / counts.max_drafted)
+            out[key.model] = speedup.default_cost_ratio if cost is None else cost
+        return out
+
+    def _gain(
+        self, key: SliceKey, counts: Counts, stats: SliceStats, now: float, cost: float
+    ) -> Gain | None:
+        speedup = self._cfg.speedup
         baseline = measured = None
         if key.ctx_bucket == C.ALL and key.model in speedup.baseline_tpot_ms:
             baseline = speedup.baseline_tpot_ms[key.model] / 1000.0
@@ -242,9 +262,8 @@ class Analyzer:
             measured = tpot.mean(now) if tpot is not None else None
         return gain_of(stats.tau, counts.max_drafted, cost, baseline, measured)
 
-    def _advice(self, key: SliceKey, counts: Counts, stats: SliceStats) -> Advice | None:
-        speedup = self._cfg.speedup
-        cost = speedup.cost_ratio.get(key.model, speedup.default_cost_ratio)
+    @staticmethod
+    def _advice(counts: Counts, stats: SliceStats, cost: float) -> Advice | None:
         return advise(stats.per_position, counts.max_drafted, cost)
 
     def _mix(self, now: float) -> dict[str, MixView]:
@@ -271,11 +290,13 @@ class Analyzer:
         cfg = self._cfg.zones
         self._drift.evaluate(now)
         windows, _ = self._windows(now)
+        costs = self._costs(windows, now)
         for key, (counts, source) in windows.items():
             stats = SliceStats.of(counts, cfg.confidence)
             interval = stats.alpha if cfg.metric == "alpha" else stats.rate
             enough = counts.trials >= cfg.min_trials and counts.requests >= cfg.min_requests
-            gain = self._gain(key, counts, stats, now)
+            cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
+            gain = self._gain(key, counts, stats, now, cost)
             slower = gain is not None and gain.ratio < 1.0
             state = self._zones.setdefault(key, ZoneState())
             change = next_zone(state, interval, enough, now, cfg, slower)
@@ -301,6 +322,7 @@ class Analyzer:
     def snapshot(self, now: float) -> Snapshot:
         confidence = self._cfg.zones.confidence
         windows, engine_window = self._windows(now)
+        costs = self._costs(windows, now)
         engine_total = self._engine.since_start()
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
@@ -309,6 +331,7 @@ class Analyzer:
             windows, key=lambda k: (k.model, order.get(k.ctx_bucket, len(order)), k.task)
         ):
             counts, source = windows[key]
+            cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
             state = self._zones.get(key) or ZoneState()
             total = (
                 self._total[key] if source == C.SOURCE_PROXY else engine_total[key.model]
@@ -322,9 +345,9 @@ class Analyzer:
                 zone=state.zone,
                 zone_since=state.since,
                 source=source,
-                gain=self._gain(key, counts, stats, now),
+                gain=self._gain(key, counts, stats, now, cost),
                 drift=self._drift.view(key),
-                advice=self._advice(key, counts, stats),
+                advice=self._advice(counts, stats, cost),
             )
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
         engine_views = []
