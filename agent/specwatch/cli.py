@@ -135,6 +135,15 @@ def _parser() -> argparse.ArgumentParser:
     advise_cmd.add_argument("--config", type=Path, help="YAML settings file")
     advise_cmd.add_argument("--ctx-buckets", help="upper bounds, e.g. 512,2048,4096,8192,32768")
 
+    snap = commands.add_parser(
+        "snapshot", help="the overview's key panels as a PNG, from Prometheus"
+    )
+    snap.add_argument("--prometheus", required=True, help="Prometheus base URL")
+    snap.add_argument("--out", type=Path, required=True, help="PNG file to write")
+    snap.add_argument("--model", default=".*", help="model (regex, default all)")
+    snap.add_argument("--minutes", type=float, default=60.0, help="time range (60)")
+    snap.add_argument("--config", type=Path, help="YAML settings file (zone thresholds)")
+
     sim = commands.add_parser("sim", help="run the simulated vLLM speculative server")
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8001)
@@ -440,6 +449,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_generate(args, settings)
     if args.command == "advise":
         return _run_advise(args, settings)
+    if args.command == "snapshot":
+        from specwatch.snapshot import SnapshotError, render_snapshot
+
+        try:
+            path = render_snapshot(args.prometheus, args.out, settings, args.model, args.minutes)
+        except SnapshotError as error:
+            print(f"specwatch: snapshot: {error}", file=sys.stderr)
+            return 1
+        print(f"specwatch: snapshot: wrote {path}", file=sys.stderr)
+        return 0
     try:
         if args.command == "serve":
             if not vllm_argv:

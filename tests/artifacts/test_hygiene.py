@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+from specwatch.gen.dashboards import panel_queries, render_dashboards
 from specwatch.gen.writer import ALERTING_RULES, RECORDING_RULES, render
 from specwatch.runtime import Sidecar
 from specwatch.settings import load_settings
@@ -38,7 +40,7 @@ async def exported_names(sidecar: Sidecar, proxy: str, admin: str) -> set[str]:
     return names
 
 
-async def test_every_metric_a_rule_reads_exists(
+async def test_every_metric_a_rule_or_dashboard_reads_exists(
     sim: tuple[SimServer, str], sidecar: Sidecar
 ) -> None:
     proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
@@ -56,6 +58,10 @@ async def test_every_metric_a_rule_reads_exists(
             used_exported |= set(EXPORTED.findall(rule["expr"]))
             for annotation in rule.get("annotations", {}).values():
                 used_recorded |= set(RECORDED.findall(annotation))
+    for data in render_dashboards(load_settings()).values():
+        for _title, expr in panel_queries(json.loads(data)):
+            used_recorded |= set(RECORDED.findall(expr))
+            used_exported |= set(EXPORTED.findall(expr))
     assert used_recorded, "the pattern found nothing: the test would prove nothing"
     assert set() == used_recorded - recorded
     assert set() == used_exported - exported

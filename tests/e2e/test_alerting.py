@@ -11,10 +11,8 @@ on the way back.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from specwatch.sources.supervisor import free_port
 
 from tests.artifacts.tools import binary
 from tests.conftest import serve, sidecar_settings
+from tests.e2e.servers import started
 
 pytestmark = pytest.mark.e2e
 
@@ -65,17 +64,6 @@ async def receiver() -> AsyncIterator[Receiver]:
     runner, received.url = await serve(app)
     yield received
     await runner.cleanup()
-
-
-@contextlib.contextmanager
-def started(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield process
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 async def until(what: str, check: Callable[[], bool], seconds: float, logs: list[Path]) -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from specwatch.analysis.stats import Interval
-from specwatch.analysis.zones import ZoneState, next_zone
+from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
 from specwatch.conventions import Zone
 from specwatch.settings import ZoneSettings
 
@@ -76,3 +76,14 @@ def test_losing_evidence_drops_to_insufficient_at_once() -> None:
     change = next_zone(state, interval(0.9), False, 10.0, CFG)
     assert change is not None
     assert (Zone.GREEN, Zone.INSUFFICIENT) == (change.previous, change.current)
+
+
+def test_the_sample_gates_have_hysteresis_so_a_slice_at_the_gate_does_not_flap() -> None:
+    cfg = ZoneSettings(min_trials=1000, min_requests=30)
+    state = ZoneState()
+    assert not has_evidence(state, 5000, 29, cfg)  # entering needs the full gate
+    assert has_evidence(state, 1000, 30, cfg)
+    next_zone(state, interval(0.6), True, 0.0, cfg)
+    assert Zone.YELLOW == state.zone
+    assert has_evidence(state, 600, 20, cfg)  # keeping a verdict needs half
+    assert not has_evidence(state, 600, 14, cfg)

@@ -17,7 +17,7 @@ from specwatch.analysis.slicing import CtxBuckets, split_steps
 from specwatch.analysis.speedup import Gain, gain_of
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import Counts, Histogram, SlidingWindow, WindowedMean
-from specwatch.analysis.zones import ZoneState, next_zone
+from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
 from specwatch.model import EngineLogRecord, EngineSample, RequestRecord, SliceKey, SpecLogRecord
 from specwatch.settings import Settings
 
@@ -294,11 +294,11 @@ class Analyzer:
         for key, (counts, source) in windows.items():
             stats = SliceStats.of(counts, cfg.confidence)
             interval = stats.alpha if cfg.metric == "alpha" else stats.rate
-            enough = counts.trials >= cfg.min_trials and counts.requests >= cfg.min_requests
             cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
             gain = self._gain(key, counts, stats, now, cost)
             slower = gain is not None and gain.ratio < 1.0
             state = self._zones.setdefault(key, ZoneState())
+            enough = has_evidence(state, counts.trials, counts.requests, cfg)
             change = next_zone(state, interval, enough, now, cfg, slower)
             if change is not None:
                 log.info(

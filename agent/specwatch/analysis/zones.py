@@ -1,7 +1,8 @@
 """Green / yellow / red verdicts per slice, with evidence gates and anti-flapping.
 
-- A slice below the gates (trials, requests in the window) is `insufficient`, at once: no
-  evidence is no verdict, and never green or red.
+- A slice below the gates (trials, requests in the window) is `insufficient`: no evidence is
+  no verdict, and never green or red. A slice with a verdict keeps it down to half the gates,
+  so a slice whose traffic hovers at the gate does not flap in and out of `insufficient`.
 - From `insufficient` the first verdict is given at once: green when the lower confidence bound
   reaches `green`, red when the upper bound is below `red`, yellow otherwise.
 - Entering green or red needs the interval, not the point estimate, past the threshold.
@@ -33,6 +34,12 @@ class ZoneState:
 class ZoneChange:
     previous: str
     current: str
+
+
+def has_evidence(state: ZoneState, trials: int, requests: int, cfg: ZoneSettings) -> bool:
+    """The sample gates, with hysteresis: entering a verdict needs them, keeping one half."""
+    scale = 1.0 if state.zone == Zone.INSUFFICIENT else 0.5
+    return trials >= cfg.min_trials * scale and requests >= cfg.min_requests * scale
 
 
 def _entry_verdict(interval: Interval, cfg: ZoneSettings) -> str:

@@ -13,6 +13,7 @@ import yaml
 from specwatch.gen import promql as Q
 from specwatch.gen.alertmanager import TEMPLATE_FILE, TEMPLATES, alertmanager_config
 from specwatch.gen.alerts import Alert, alert_groups, alerts
+from specwatch.gen.dashboards import render_dashboards
 from specwatch.gen.rules import recording_groups
 from specwatch.settings import Settings
 
@@ -102,6 +103,7 @@ def render(settings: Settings, time_scale: float = 1.0) -> dict[str, bytes]:
         ALERTMANAGER: yaml_document(alertmanager_config(settings, windows)),
         TEMPLATE: TEMPLATES.encode(),
         RUNBOOKS: runbooks(alerts(settings, windows), recording),
+        **render_dashboards(settings),
     }
 
 

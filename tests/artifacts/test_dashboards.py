@@ -1,0 +1,67 @@
+"""The generated dashboards: current JSON that round-trips through Grafana's SDK, zone colours."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from grafana_foundation_sdk.models.dashboard import Dashboard
+from specwatch.gen.dashboards import DASHBOARDS, encode, panel_queries, render_dashboards
+from specwatch.settings import load_settings
+
+CURRENT_PANEL_TYPES = {
+    "timeseries",
+    "stat",
+    "gauge",
+    "bargauge",
+    "heatmap",
+    "state-timeline",
+    "table",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_each_dashboard_round_trips_through_the_sdk(name: str) -> None:
+    data = render_dashboards(load_settings())[name]
+    assert data == encode(Dashboard.from_json(json.loads(data)))
+
+
+def test_stable_uids_a_datasource_variable_and_current_panel_types_only() -> None:
+    documents = {
+        name: json.loads(data) for name, data in render_dashboards(load_settings()).items()
+    }
+    assert {"specwatch-overview", "specwatch-slice", "specwatch-fleet"} == {
+        d["uid"] for d in documents.values()
+    }
+    for name, document in documents.items():
+        variables = {v["name"]: v for v in document["templating"]["list"]}
+        assert "datasource" == variables["datasource"]["type"], name
+        assert {p["type"] for p in document["panels"]} <= CURRENT_PANEL_TYPES, name
+        assert all(p["datasource"]["uid"] == "${datasource}" for p in document["panels"]), name
+    slice_variables = {
+        v["name"] for v in documents["dashboards/specwatch-slice.json"]["templating"]["list"]
+    }
+    assert {"model", "ctx_bucket", "task"} <= slice_variables
+
+
+def test_acceptance_panels_are_coloured_by_the_zone_thresholds_of_the_settings() -> None:
+    settings = load_settings(zones={"green": 0.8, "green_exit": 0.75, "red": 0.4, "red_exit": 0.45})
+    coloured = 0
+    for data in render_dashboards(settings).values():
+        for panel in json.loads(data)["panels"]:
+            if "alpha-hat" not in panel["title"]:
+                continue
+            steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+            assert [(None, "red"), (0.4, "yellow"), (0.8, "green")] == [
+                (s.get("value"), s["color"]) for s in steps
+            ], panel["title"]
+            coloured += 1
+    assert coloured >= 4
+
+
+def test_the_overview_has_drift_alarms_as_annotations_and_every_panel_a_query() -> None:
+    overview = json.loads(render_dashboards(load_settings())["dashboards/specwatch-overview.json"])
+    queries = panel_queries(overview)
+    titles = {title for title, _ in queries}
+    assert "annotation: drift alarms" in titles
+    assert {p["title"] for p in overview["panels"]} <= titles

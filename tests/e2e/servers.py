@@ -1,0 +1,56 @@
+"""Real Prometheus and Alertmanager on loopback for the e2e tests (Debian packages)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from specwatch.sources.supervisor import free_port
+
+from tests.artifacts.tools import binary
+
+
+@contextlib.contextmanager
+def started(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@contextlib.contextmanager
+def prometheus(
+    workdir: Path, rule_files: list[str], targets: list[str], alertmanager: str | None = None
+) -> Iterator[str]:
+    """Prometheus scraping `targets` as job `specwatch` every second; yields its base URL."""
+    port = free_port()
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": rule_files,
+        "scrape_configs": [{"job_name": "specwatch", "static_configs": [{"targets": targets}]}],
+    }
+    if alertmanager is not None:
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]}
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    argv = [
+        binary("prometheus"), f"--config.file={workdir / 'prometheus.yml'}",
+        f"--storage.tsdb.path={workdir / 'prom-data'}", f"--web.listen-address=127.0.0.1:{port}",
+    ]  # fmt: skip
+    with started(argv, workdir / "prometheus.log"):
+        yield f"http://127.0.0.1:{port}"
+
+
+def api(base: str, path: str, **params: str | float) -> Any:
+    url = f"{base}{path}?{urllib.parse.urlencode(params)}"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.load(response)
