@@ -181,11 +181,14 @@ class AlertSettings(_Part):
     coverage_min: float = Field(default=0.95, gt=0, le=1)
     drift_min_delta: float = Field(default=0.03, gt=0, lt=1)
     drift_z: float = Field(default=4.0, gt=0)
-    slack_api_url_file: str = "/etc/alertmanager/secrets/slack-webhook-url"
+    # paths where prometheus-operator mounts an Alertmanager's `secrets: [specwatch-alerting]`
+    slack_api_url_file: str = "/etc/alertmanager/secrets/specwatch-alerting/slack-webhook-url"
     slack_channel_critical: str = "#specwatch-page"
     slack_channel_warning: str = "#specwatch"
     slack_channel_info: str | None = "#specwatch-info"  # None: info alerts go nowhere
-    pagerduty_routing_key_file: str = "/etc/alertmanager/secrets/pagerduty-routing-key"
+    pagerduty_routing_key_file: str = (
+        "/etc/alertmanager/secrets/specwatch-alerting/pagerduty-routing-key"
+    )
     pagerduty_url: str = "https://events.pagerduty.com/v2/enqueue"
 
 

@@ -11,7 +11,14 @@ import pytest
 import yaml
 from specwatch.cli import main
 from specwatch.gen.promql import HEADER
-from specwatch.gen.writer import ALERTING_RULES, ALERTMANAGER, RECORDING_RULES, TEMPLATE, render
+from specwatch.gen.writer import (
+    ALERTING_RULES,
+    ALERTMANAGER,
+    PROMETHEUS_RULE,
+    RECORDING_RULES,
+    TEMPLATE,
+    render,
+)
 from specwatch.settings import load_settings
 
 from tests.artifacts.tools import binary
@@ -83,7 +90,7 @@ def test_promtool_accepts_every_rule_file() -> None:
 
 def test_the_prometheusrule_carries_exactly_the_generated_groups() -> None:
     files = render(load_settings())
-    operator = yaml.safe_load(files["alerts/specwatch.prometheusrule.yaml"])
+    operator = yaml.safe_load(files[PROMETHEUS_RULE])
     recording = yaml.safe_load(files[RECORDING_RULES])["groups"]
     alerting = yaml.safe_load(files[ALERTING_RULES])["groups"]
     assert ("PrometheusRule", recording + alerting) == (

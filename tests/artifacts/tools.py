@@ -7,15 +7,20 @@ import shutil
 
 import pytest
 
-DEBIAN = {"promtool": "prometheus", "prometheus": "prometheus", "amtool": "prometheus-alertmanager",
-          "prometheus-alertmanager": "prometheus-alertmanager"}  # fmt: skip
+INSTALL = {
+    "promtool": "apt-get install prometheus",
+    "prometheus": "apt-get install prometheus",
+    "amtool": "apt-get install prometheus-alertmanager",
+    "prometheus-alertmanager": "apt-get install prometheus-alertmanager",
+    "kubectl": "kubectl ships with these machines",
+}
 
 
 def binary(name: str) -> str:
     """The path of `name`; skip on a developer machine without it, fail in CI."""
     path = shutil.which(name)
     if path is None:
-        message = f"{name} is missing: apt-get install {DEBIAN[name]} (.ci/run does)"
+        message = f"{name} is missing: {INSTALL[name]} (.ci/run installs what it can)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

@@ -66,8 +66,11 @@ def _slack(settings: Settings, channel: str) -> dict[str, Any]:
     }
 
 
-def alertmanager_config(settings: Settings, windows: Q.Windows) -> dict[str, Any]:
-    """The config; `windows` scales its timings along with the rules (live tests, demos)."""
+def alertmanager_config(
+    settings: Settings, windows: Q.Windows, templates: str = TEMPLATE_FILE
+) -> dict[str, Any]:
+    """The config; `windows` scales its timings along with the rules (live tests, demos);
+    `templates` is where Alertmanager finds specwatch.tmpl (relative to the config file)."""
     cfg = settings.alerts
     receivers: list[dict[str, Any]] = [
         {
@@ -122,5 +125,5 @@ def alertmanager_config(settings: Settings, windows: Q.Windows) -> dict[str, Any
             }
         ],
         "receivers": receivers,
-        "templates": [TEMPLATE_FILE],
+        "templates": [templates],
     }

@@ -24,7 +24,13 @@ ALERTING_RULES = "alerts/specwatch-alerts.rules.yml"
 ALERTMANAGER = "alerts/alertmanager.example.yml"
 TEMPLATE = f"alerts/{TEMPLATE_FILE}"
 RUNBOOKS = "alerts/runbooks.md"
-PROMETHEUS_RULE = "alerts/specwatch.prometheusrule.yaml"
+KUBE = "deploy/kubernetes/base/generated"
+PROMETHEUS_RULE = f"{KUBE}/prometheusrule.yaml"
+DASHBOARDS_CONFIGMAP = f"{KUBE}/dashboards-configmap.yaml"
+ALERTMANAGER_SECRET = f"{KUBE}/alertmanager-config-secret.yaml"
+# prometheus-operator mounts an Alertmanager's configSecret keys here
+OPERATOR_TEMPLATES = "/etc/alertmanager/config/*.tmpl"
+LABELS = {"app.kubernetes.io/name": "specwatch", "app.kubernetes.io/part-of": "specwatch"}
 
 
 class _Dumper(yaml.SafeDumper):
@@ -90,11 +96,32 @@ def render(settings: Settings, time_scale: float = 1.0) -> dict[str, bytes]:
     prometheus_rule = {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
-        "metadata": {
-            "name": "specwatch",
-            "labels": {"app.kubernetes.io/name": "specwatch", "role": "alert-rules"},
-        },
+        "metadata": {"name": "specwatch", "labels": {**LABELS, "role": "alert-rules"}},
         "spec": {"groups": recording + alerting},
+    }
+    dashboards = render_dashboards(settings)
+    dashboards_configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "specwatch-dashboards",
+            # the label Grafana's dashboard sidecar (kube-prometheus-stack) watches for
+            "labels": {**LABELS, "grafana_dashboard": "1"},
+        },
+        "data": {name.rsplit("/", 1)[1]: data.decode() for name, data in dashboards.items()},
+    }
+    operator_config = alertmanager_config(settings, windows, OPERATOR_TEMPLATES)
+    alertmanager_secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "specwatch-alertmanager-config", "labels": LABELS},
+        "type": "Opaque",
+        # no secret values here: the webhook and routing key are read from the files of the
+        # `specwatch-alerting` Secret that the Alertmanager resource mounts
+        "stringData": {
+            "alertmanager.yaml": yaml_document(operator_config).decode(),
+            TEMPLATE_FILE: TEMPLATES,
+        },
     }
     return {
         RECORDING_RULES: yaml_document({"groups": recording}),
@@ -103,7 +130,9 @@ def render(settings: Settings, time_scale: float = 1.0) -> dict[str, bytes]:
         ALERTMANAGER: yaml_document(alertmanager_config(settings, windows)),
         TEMPLATE: TEMPLATES.encode(),
         RUNBOOKS: runbooks(alerts(settings, windows), recording),
-        **render_dashboards(settings),
+        **dashboards,
+        DASHBOARDS_CONFIGMAP: yaml_document(dashboards_configmap),
+        ALERTMANAGER_SECRET: yaml_document(alertmanager_secret),
     }
 
 

@@ -1,0 +1,120 @@
+"""The Kubernetes manifests: they render, validate, wire the sidecar right and leak nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from specwatch.gen.writer import ALERTING_RULES, RECORDING_RULES, render
+from specwatch.settings import load_settings
+
+from tests.artifacts.tools import binary
+from tests.conftest import ROOT
+
+OVERLAYS = ("ngram", "draft-model", "eagle", "wrap")
+KUBERNETES = "1.32.0"  # pinned: the kubectl on these machines
+CRDS = {"PodMonitor", "PrometheusRule"}
+
+
+def kustomize(overlay: str) -> list[dict[str, Any]]:
+    path = ROOT / "deploy" / "kubernetes" / "overlays" / overlay
+    result = subprocess.run(
+        [binary("kubectl"), "kustomize", str(path)], capture_output=True, text=True, check=False
+    )
+    assert 0 == result.returncode, result.stderr
+    return list(yaml.safe_load_all(result.stdout))
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_renders_and_every_core_object_validates(overlay: str) -> None:
+    objects = kustomize(overlay)
+    assert {"Deployment", "Service", "ConfigMap", "Secret", "PodMonitor", "PrometheusRule"} == {
+        o["kind"] for o in objects
+    }
+    for obj in objects:
+        if obj["kind"] not in CRDS:
+            kubernetes_validate.validate(obj, KUBERNETES, strict=True)
+
+
+@pytest.mark.parametrize("overlay", ["ngram", "draft-model", "eagle"])
+def test_the_sidecar_is_wired_in_front_of_vllm(overlay: str) -> None:
+    objects = kustomize(overlay)
+    pod = by_kind(objects, "Deployment")["spec"]["template"]["spec"]
+    containers = {c["name"]: c for c in pod["containers"]}
+    vllm, sidecar = containers["vllm"], containers["specwatch"]
+    assert "--host=127.0.0.1" in vllm["args"]  # vLLM on localhost only
+    assert "--per-request-spec-decode-metrics=detailed" in vllm["args"]
+    config = json.loads(next(e["value"] for e in vllm["env"] if e["name"] == "SPECULATIVE_CONFIG"))
+    assert config["num_speculative_tokens"] >= 1
+    assert "nvidia.com/gpu" in vllm["resources"]["limits"]
+    assert "--upstream=http://127.0.0.1:8001" in sidecar["args"]
+    ports = {p["name"]: p["containerPort"] for p in sidecar["ports"]}
+    assert {"http": 8000, "metrics": 9400} == ports
+    service = by_kind(objects, "Service")
+    assert {"http": "http", "metrics": "metrics"} == {
+        p["name"]: p["targetPort"] for p in service["spec"]["ports"]
+    }  # clients reach the proxy, never vLLM's port
+    assert "/readyz" == sidecar["readinessProbe"]["httpGet"]["path"]
+    assert "/healthz" == sidecar["livenessProbe"]["httpGet"]["path"]
+    assert "exec" in vllm["livenessProbe"]
+    assert {"requests", "limits"} <= set(sidecar["resources"])
+    security = sidecar["securityContext"]
+    assert security["runAsNonRoot"] is True
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert ["ALL"] == security["capabilities"]["drop"]
+    assert pod["terminationGracePeriodSeconds"] >= 60
+    assert "preStop" in vllm["lifecycle"]  # vLLM outlives the proxy's drain
+    monitor = by_kind(objects, "PodMonitor")["spec"]
+    assert "metrics" == monitor["podMetricsEndpoints"][0]["port"]
+    labels = by_kind(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert "specwatch" == labels[monitor["jobLabel"]]  # job="specwatch", as the alerts expect
+
+
+def test_the_wrap_overlay_runs_one_container_that_serves_vllm() -> None:
+    pod = by_kind(kustomize("wrap"), "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert ["serve"] == container["args"][:1]
+    assert "--" in container["args"]
+    assert "vllm" == container["args"][container["args"].index("--") + 1]
+
+
+def test_generated_objects_carry_exactly_the_generated_files() -> None:
+    objects = kustomize("ngram")
+    files = render(load_settings())
+    rules = by_kind(objects, "PrometheusRule")["spec"]["groups"]
+    expected = (
+        yaml.safe_load(files[RECORDING_RULES])["groups"]
+        + yaml.safe_load(files[ALERTING_RULES])["groups"]
+    )
+    assert expected == rules
+    (dashboards,) = [o for o in objects if o["metadata"]["name"] == "specwatch-dashboards"]
+    assert "1" == dashboards["metadata"]["labels"]["grafana_dashboard"]
+    assert {
+        name.rsplit("/", 1)[1]: data.decode()
+        for name, data in files.items()
+        if name.startswith("dashboards/")
+    } == dashboards["data"]
+
+
+def test_no_literal_secret_anywhere() -> None:
+    for overlay in OVERLAYS:
+        text = yaml.safe_dump_all(kustomize(overlay))
+        assert not re.search(r"hooks\.slack\.com|routing_key:|api_url:|service_key:", text)
+    secret = by_kind(kustomize("ngram"), "Secret")
+    config = yaml.safe_load(secret["stringData"]["alertmanager.yaml"])
+    for receiver in config["receivers"]:
+        for slack in receiver.get("slack_configs", []):
+            assert slack["api_url_file"].startswith("/etc/alertmanager/secrets/")
+        for pagerduty in receiver.get("pagerduty_configs", []):
+            assert pagerduty["routing_key_file"].startswith("/etc/alertmanager/secrets/")

@@ -1,0 +1,85 @@
+"""Fleet aggregation: two pods, one Prometheus, the generated rules pool before dividing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from specwatch.gen import promql as Q
+from specwatch.gen.writer import RECORDING_RULES, render
+from specwatch.runtime import Sidecar
+from specwatch.settings import load_settings
+from specwatch.sim.acceptance import AcceptanceModel, Drop
+from specwatch.sim.server import SimConfig, SimServer
+from specwatch.sim.workload import run_load
+
+from tests.conftest import serve, sidecar_settings
+from tests.e2e.servers import api, prometheus
+
+pytestmark = pytest.mark.e2e
+
+
+def value(result: dict[str, object]) -> tuple[float, float]:
+    data = result["data"]
+    assert isinstance(data, dict)
+    (sample,) = data["result"]
+    ts, number = sample["value"]
+    return float(ts), float(number)
+
+
+async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
+    tmp_path: Path,
+) -> None:
+    # pod a: a good draft, much traffic; pod b: a poor draft (x0.5), little traffic
+    sims = [
+        SimServer(SimConfig(seed=1, sleep=False)),
+        SimServer(
+            SimConfig(seed=2, sleep=False, acceptance=AcceptanceModel(drops=(Drop(0.0, 0.5),)))
+        ),
+    ]
+    runners, cars = [], []
+    for sim in sims:
+        runner, url = await serve(sim.app())
+        car = Sidecar(sidecar_settings(url))
+        await car.start()
+        runners.append(runner)
+        cars.append(car)
+    (tmp_path / "recording.yml").write_bytes(
+        render(load_settings(), time_scale=60)[RECORDING_RULES]
+    )
+    try:
+        targets = [f"127.0.0.1:{car.ports.admin}" for car in cars]
+        with prometheus(tmp_path, ["recording.yml"], targets) as prom:
+            await asyncio.gather(
+                run_load(f"http://127.0.0.1:{cars[0].ports.proxy}", "sim-llama", seed=1,
+                         concurrency=6, duration=20.0),
+                run_load(f"http://127.0.0.1:{cars[1].ports.proxy}", "sim-llama", seed=2,
+                         concurrency=1, duration=20.0),
+            )  # fmt: skip
+            await asyncio.sleep(2)
+            # the recorded fleet value (5m at time scale 60 is 5s) and when the rule recorded it
+            recorded = Q.alpha("model", "5m")
+            now = time.time()  # both queries see the same latest sample at or before `now`
+            _, fleet = value(api(prom, "/api/v1/query", query=recorded, time=now))
+            _, ts = value(api(prom, "/api/v1/query", query=f"timestamp({recorded})", time=now))
+            window = "5s"
+            accepted = f"rate(specwatch_accepted_tokens_total[{window}])"
+            trials = f"rate(specwatch_acceptance_trials_total[{window}])"
+            _, pooled = value(
+                api(prom, "/api/v1/query", query=f"sum({accepted}) / sum({trials})", time=ts)
+            )
+            _, mean_of_ratios = value(
+                api(
+                    prom, "/api/v1/query", time=ts,
+                    query=f"avg(sum by (instance) ({accepted}) / sum by (instance) ({trials}))",
+                )
+            )  # fmt: skip
+    finally:
+        for car in cars:
+            await car.stop()
+        for runner in runners:
+            await runner.cleanup()
+    assert pytest.approx(pooled, rel=1e-9) == fleet
+    assert abs(fleet - mean_of_ratios) > 0.02, (fleet, mean_of_ratios)
