@@ -21,8 +21,10 @@ from typing import Any
 import structlog
 
 from specwatch import __version__
+from specwatch.analysis.analyzer import Snapshot
 from specwatch.logs import configure
 from specwatch.settings import ConfigError, Settings, load_settings
+from specwatch.sources.cyclelog import LineError
 
 log = structlog.get_logger("specwatch")
 
@@ -315,26 +317,37 @@ def _run_generate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _replayed(
+    files: list[Path], settings: Settings, command: str
+) -> tuple[Snapshot, list[LineError]] | None:
+    """Cycle logs through the live analysis; None (said on stderr) when a file is unreadable."""
+    from specwatch.analysis.replay import replay
+    from specwatch.sources.cyclelog import read_cycle_logs
+
+    errors: list[LineError] = []
+    try:
+        analyzer, end = replay(read_cycle_logs(files, errors), settings)
+    except OSError as error:
+        print(f"specwatch: {command}: {error}", file=sys.stderr)
+        return None
+    return analyzer.snapshot(end), errors
+
+
 def _run_advise(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
     from rich.console import Console
     from rich.table import Table
 
     from specwatch.analysis.advisor import advise
-    from specwatch.analysis.replay import replay
     from specwatch.analysis.stats import SliceStats
-    from specwatch.sources.cyclelog import LineError, read_cycle_logs
 
     if not 0 <= args.cost_ratio < 1:
         print("specwatch: advise: --cost-ratio must be in [0, 1)", file=sys.stderr)
         return 2
-    errors: list[LineError] = []
-    try:
-        analyzer, end = replay(read_cycle_logs(args.files, errors), settings)
-    except OSError as error:
-        print(f"specwatch: advise: {error}", file=sys.stderr)
+    replayed = _replayed(args.files, settings, "advise")
+    if replayed is None:
         return 1
-    snapshot = analyzer.snapshot(end)
+    snapshot, errors = replayed
     results = []
     for view in (*snapshot.rollups, *snapshot.slices):
         counts = view.since_start
@@ -380,18 +393,13 @@ def _run_replay(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
     from rich.console import Console
 
-    from specwatch.analysis.replay import replay
     from specwatch.export.status import status_document
-    from specwatch.sources.cyclelog import LineError, read_cycle_logs
     from specwatch.table import slice_table
 
-    errors: list[LineError] = []
-    try:
-        analyzer, end = replay(read_cycle_logs(args.files, errors), settings)
-    except OSError as error:
-        print(f"specwatch: replay: {error}", file=sys.stderr)
+    replayed = _replayed(args.files, settings, "replay")
+    if replayed is None:
         return 1
-    snapshot = analyzer.snapshot(end)
+    snapshot, errors = replayed
     if args.json:
         document = status_document(snapshot, None)
         document["replay"] = {

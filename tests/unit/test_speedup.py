@@ -5,7 +5,20 @@ from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.speedup import MEASURED, MODELLED, gain_of, modelled_gain
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.settings import load_settings
+from specwatch.settings import Settings, load_settings
+
+
+def all_accepted_at_20ms(settings: Settings) -> Analyzer:
+    analyzer = Analyzer(settings, started=0.0)
+    for i in range(10):
+        analyzer.ingest(
+            RequestRecord(
+                ts=float(i), request_id=str(i), model="m", task="code", outcome=C.Outcome.OBSERVED,
+                prompt_tokens=50, completion_tokens=40,
+                spec=SpecDecodeBlock(3, (3,) * 10, (3,) * 10), latency=Latency(tpot=0.020),
+            )
+        )  # fmt: skip
+    return analyzer
 
 
 def test_the_modelled_gain_is_tau_over_the_cost_of_drafting() -> None:
@@ -29,16 +42,8 @@ def test_a_measured_gain_below_one_makes_the_zone_red_despite_good_acceptance() 
         zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
         speedup={"baseline_tpot_ms": {"m": 10.0}},
     )
-    analyzer = Analyzer(settings, started=0.0)
-    for i in range(10):
-        analyzer.ingest(
-            RequestRecord(
-                ts=float(i), request_id=str(i), model="m", task="code", outcome=C.Outcome.OBSERVED,
-                prompt_tokens=50, completion_tokens=40,
-                spec=SpecDecodeBlock(3, (3,) * 10, (3,) * 10),
-                latency=Latency(tpot=0.020),  # twice the baseline's 10 ms: slower
-            )
-        )  # fmt: skip
+    # ten requests, every draft accepted (tau 4), at twice the baseline's 10 ms per token
+    analyzer = all_accepted_at_20ms(settings)
     analyzer.evaluate(10.0)
     snapshot = analyzer.snapshot(10.0)
     (rollup,) = snapshot.rollups
@@ -59,15 +64,7 @@ def test_without_a_configured_c_it_is_estimated_from_the_measured_latency() -> N
         zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
         speedup={"baseline_tpot_ms": {"m": 10.0}},
     )
-    analyzer = Analyzer(settings, started=0.0)
-    for i in range(10):
-        analyzer.ingest(
-            RequestRecord(
-                ts=float(i), request_id=str(i), model="m", task="code", outcome=C.Outcome.OBSERVED,
-                prompt_tokens=50, completion_tokens=40,
-                spec=SpecDecodeBlock(3, (3,) * 10, (3,) * 10), latency=Latency(tpot=0.020),
-            )
-        )  # fmt: skip
+    analyzer = all_accepted_at_20ms(settings)
     (rollup,) = analyzer.snapshot(10.0).rollups
     assert rollup.advice is not None
     assert (0, 1.0) == (rollup.advice.best_k, rollup.advice.best_speedup)
