@@ -202,6 +202,7 @@ async def _run_proxy(settings: Settings) -> int:
     await sidecar.start()
     try:
         await _serve_forever(asyncio.Event())
+        await sidecar.drain(settings.serve.drain_seconds)
     finally:
         await sidecar.stop()
     return 0
@@ -283,6 +284,7 @@ async def _run_serve(settings: Settings, vllm_argv: list[str]) -> int:
         await asyncio.sleep(settings.serve.exit_grace_seconds)  # let Prometheus see it
     else:
         number = received[0]
+        await sidecar.drain(settings.serve.drain_seconds)  # streams finish while vLLM serves
         log.info("stopping_vllm", signal=signal.Signals(number).name)
         code = await child.stop(settings.serve.drain_seconds, number)
         if code == 128 + number:  # ended by the signal we passed on: a clean stop

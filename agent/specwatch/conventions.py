@@ -79,6 +79,7 @@ COVERAGE_RATIO: Final = PREFIX + "coverage_ratio"
 PARSE_ERRORS: Final = PREFIX + "parse_errors"
 PROXY_OVERHEAD_SECONDS: Final = PREFIX + "proxy_overhead_seconds"
 ANALYSIS_ERRORS: Final = PREFIX + "analysis_errors"
+ASYNCIO_TASKS: Final = PREFIX + "asyncio_tasks"
 LABEL_LABEL: Final = "label"
 FOLDED_LABEL_VALUES: Final = PREFIX + "folded_label_values"
 BUILD_INFO: Final = PREFIX + "build_info"
@@ -109,6 +110,8 @@ class Outcome:
     CLIENT_ABORTED: Final = "client_aborted"  # the client went away before the end
     PARSE_ERROR: Final = "parse_error"  # a 2xx response specwatch could not read
     DROPPED: Final = "dropped"  # the analysis queue was full; the client was served anyway
+    REJECTED: Final = "rejected"  # specwatch refused it: too large, too slow, over the cap,
+    # or shutting down (an OpenAI-shaped 4xx/5xx; never reached the upstream)
 
     ALL: Final = (
         OBSERVED,
@@ -118,6 +121,7 @@ class Outcome:
         CLIENT_ABORTED,
         PARSE_ERROR,
         DROPPED,
+        REJECTED,
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector
 
 from specwatch.analysis.analyzer import Analyzer, Snapshot
 from specwatch.conventions import ParseSource
@@ -65,6 +65,7 @@ class Sidecar:
         )
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SpecwatchCollector(self.sources))
+        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, open fds...
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
         self.proxy = Proxy(settings, self.health, self.submit, clock)
         self._runners: list[web.AppRunner] = []
@@ -156,7 +157,19 @@ class Sidecar:
         except OSError as error:  # a full disk costs the saved baseline, not the sidecar
             log.warning("state_save_failed", path=str(self._state.path), error=repr(error))
 
+    async def drain(self, seconds: float) -> None:
+        """Refuse new requests (503) and wait up to `seconds` for those in flight to finish."""
+        self.proxy.draining = True
+        log.info("draining", in_flight=self.proxy.in_flight, seconds=seconds)
+        deadline = asyncio.get_running_loop().time() + seconds
+        while self.proxy.in_flight and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        if self.proxy.in_flight:
+            log.warning("drain_timeout", still_in_flight=self.proxy.in_flight)
+
     def ready(self) -> tuple[bool, str]:
+        if self.proxy.draining:
+            return False, "draining"
         if self.health.upstream_up:
             return True, "ready"
         if self.health.upstream_up is None:

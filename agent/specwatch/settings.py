@@ -147,6 +147,8 @@ class LimitSettings(_Part):
     max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     analysis_queue: int = Field(default=10_000, ge=1)
+    max_concurrent_requests: int = Field(default=1024, ge=1)  # beyond: 503, Retry-After
+    body_read_timeout_seconds: float = Field(default=60.0, gt=0)  # a slow client: 408
     max_position: int = Field(default=16, ge=1)
 
 

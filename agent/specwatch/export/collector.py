@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 
 from prometheus_client.core import (
@@ -23,6 +24,13 @@ from specwatch.model import SliceKey
 SLICE = list(C.SLICE_LABELS)
 
 Source = Callable[[], tuple[Snapshot, HealthSnapshot]]
+
+
+def _task_count() -> float:
+    try:
+        return float(len(asyncio.all_tasks()))
+    except RuntimeError:  # collected outside the event loop (a test, a CLI)
+        return 0.0
 
 
 def _labels(key: SliceKey) -> list[str]:
@@ -288,6 +296,11 @@ class SpecwatchCollector(Collector):
         )
         folded.add_metric([C.LABEL_MODEL], snapshot.folded_models)
         yield folded
+        yield GaugeMetricFamily(
+            C.ASYNCIO_TASKS,
+            "Tasks alive in specwatch's event loop (a leak shows as growth).",
+            value=_task_count(),
+        )
         yield CounterMetricFamily(
             C.CYCLE_LOG_ERRORS,
             "Cycle-log lines that could not be written.",

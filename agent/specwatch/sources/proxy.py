@@ -106,7 +106,11 @@ class Proxy:
         self._clock = clock
         self._task_header = settings.tasks.header
         self._max_response = settings.limits.max_response_bytes
+        self._max_concurrent = settings.limits.max_concurrent_requests
+        self._body_timeout = settings.limits.body_read_timeout_seconds
         self._session: aiohttp.ClientSession | None = None
+        self.in_flight = 0
+        self.draining = False  # shutting down: new requests get a 503, in-flight ones finish
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self._settings.limits.max_request_bytes)
@@ -136,9 +140,49 @@ class Proxy:
         return self._session
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        if request.method == "POST" and request.path in OBSERVED_PATHS:
-            return await self._observed(request)
-        return await self._passthrough(request)
+        observed = request.method == "POST" and request.path in OBSERVED_PATHS
+        if self.draining:
+            return self._reject(request, observed, 503, "specwatch is shutting down: retry")
+        if self.in_flight >= self._max_concurrent:
+            return self._reject(
+                request, observed, 503, f"specwatch: {self.in_flight} requests in flight: retry"
+            )
+        self.in_flight += 1
+        try:
+            if observed:
+                return await self._observed(request)
+            return await self._passthrough(request)
+        finally:
+            self.in_flight -= 1
+
+    def _reject(
+        self, request: web.Request, observed: bool, status: int, message: str
+    ) -> web.Response:
+        """Refused by specwatch itself (never sent upstream), in OpenAI's error shape, counted."""
+        if observed:
+            self._submit(
+                Observation(
+                    ts=self._clock(),
+                    request_id=request.headers.get("X-Request-Id") or uuid.uuid4().hex,
+                    features=features_of(
+                        request.path, request.headers.get(self._task_header), None
+                    ),
+                    outcome=Outcome.REJECTED,
+                    stream=False,
+                    payload=None,
+                    e2e=None,
+                    first_byte=None,
+                )
+            )
+        else:
+            self._health.passthrough[f"{status // 100}xx"] += 1
+        error_type = {408: "RequestTimeout", 413: "RequestTooLarge"}.get(
+            status, "ServiceUnavailable"
+        )
+        response = openai_error(status, message, error_type)
+        if status == 503:
+            response.headers["Retry-After"] = "1"
+        return response
 
     # --- every other path: bytes in, bytes out ----------------------------------------------
 
@@ -171,7 +215,16 @@ class Proxy:
 
     async def _observed(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
-        raw = await request.read()
+        try:
+            async with asyncio.timeout(self._body_timeout):
+                raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            limit = self._settings.limits.max_request_bytes
+            return self._reject(request, True, 413, f"specwatch: body over {limit} bytes")
+        except TimeoutError:
+            return self._reject(
+                request, True, 408, f"specwatch: body not received in {self._body_timeout:g} s"
+            )
         body: Any = None
         try:
             body = orjson.loads(raw)

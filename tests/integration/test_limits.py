@@ -1,0 +1,115 @@
+"""Limits and shutdown: oversized and slow requests, the concurrency cap, draining on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import aiohttp
+import orjson
+import pytest
+from specwatch import conventions as C
+from specwatch.runtime import Sidecar
+from specwatch.sim.acceptance import CostModel
+from specwatch.sim.server import SimConfig, SimServer
+
+from tests.conftest import sidecar_settings
+from tests.integration.helpers import by_label, post, scrape
+
+SLOW_STREAM = {"prompt": "x", "max_tokens": 150, "stream": True}  # ~3 s at 20 ms a step
+
+
+@pytest.fixture
+def sim_config() -> SimConfig:
+    return SimConfig(cost=CostModel(target_step_ms=20.0, prefill_ms_per_token=0.0))
+
+
+@pytest.fixture
+async def limited(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
+    car = Sidecar(
+        sidecar_settings(
+            sim[1],
+            limits={
+                "max_request_bytes": 2048,
+                "max_concurrent_requests": 2,
+                "body_read_timeout_seconds": 0.5,
+            },
+        )
+    )
+    await car.start()
+    yield car
+    await car.stop()
+
+
+def error_of(data: bytes) -> dict[str, object]:
+    error = orjson.loads(data)["error"]
+    assert {"message", "type", "param", "code"} == set(error)
+    return dict(error)
+
+
+async def outcomes(car: Sidecar) -> dict[str, float]:
+    await car.drained()
+    return by_label(await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics"),
+                    C.REQUESTS + "_total", C.LABEL_OUTCOME)  # fmt: skip
+
+
+async def test_an_oversized_body_gets_a_413_in_openais_shape(limited: Sidecar) -> None:
+    async with aiohttp.ClientSession() as session:
+        status, data = await post(
+            session, f"http://127.0.0.1:{limited.ports.proxy}/v1/completions",
+            {"prompt": "x" * 5000},
+        )  # fmt: skip
+    assert 413 == status
+    assert 413 == error_of(data)["code"]
+    assert {C.Outcome.REJECTED: 1} == await outcomes(limited)
+
+
+async def test_a_client_that_sends_its_body_too_slowly_gets_a_408(limited: Sidecar) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", limited.ports.proxy)
+    writer.write(
+        b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n{"
+    )
+    await writer.drain()
+    status_line = await asyncio.wait_for(reader.readline(), timeout=5)
+    writer.close()
+    assert b" 408 " in status_line
+    assert {C.Outcome.REJECTED: 1} == await outcomes(limited)
+
+
+async def test_past_the_concurrency_cap_a_clear_503_with_retry_after(limited: Sidecar) -> None:
+    proxy = f"http://127.0.0.1:{limited.ports.proxy}/v1/completions"
+    async with aiohttp.ClientSession() as session:
+        streams = [asyncio.create_task(post(session, proxy, SLOW_STREAM)) for _ in range(2)]
+        await asyncio.sleep(0.5)
+        async with session.post(proxy, json={"prompt": "y"}) as response:
+            assert (503, "1") == (response.status, response.headers.get("Retry-After"))
+            assert "in flight" in str(error_of(await response.read())["message"])
+        assert [200, 200] == [status for status, _ in await asyncio.gather(*streams)]
+    assert {C.Outcome.OBSERVED: 2, C.Outcome.REJECTED: 1} == await outcomes(limited)
+
+
+async def test_draining_finishes_streams_in_flight_and_refuses_new_ones(
+    sim: tuple[SimServer, str],
+) -> None:
+    car = Sidecar(sidecar_settings(sim[1]))
+    await car.start()
+    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
+    admin = f"http://127.0.0.1:{car.ports.admin}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            streams = [asyncio.create_task(post(session, proxy, SLOW_STREAM)) for _ in range(3)]
+            await asyncio.sleep(0.5)
+            drain = asyncio.create_task(car.drain(20.0))
+            await asyncio.sleep(0.1)
+            status, data = await post(session, proxy, {"prompt": "late"})
+            assert 503 == status
+            assert "shutting down" in str(error_of(data)["message"])
+            async with session.get(admin + "/readyz") as response:
+                assert 503 == response.status
+            results = await asyncio.gather(*streams)
+            await drain
+        assert all(200 == s and data.rstrip().endswith(b"data: [DONE]") for s, data in results)
+        assert {C.Outcome.OBSERVED: 3, C.Outcome.REJECTED: 1} == await outcomes(car)
+    finally:
+        await car.stop()
