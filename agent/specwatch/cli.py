@@ -31,6 +31,7 @@ log = structlog.get_logger("specwatch")
 # flag dest -> path in the settings tree
 _SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "host": ("host",),
+    "admin_host": ("admin_host",),
     "port": ("port",),
     "admin_port": ("admin_port",),
     "upstream": ("upstream",),
@@ -53,6 +54,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("settings (override SPECWATCH_* and --config)")
     group.add_argument("--config", type=Path, help="YAML settings file")
     group.add_argument("--host", help="bind address (default 127.0.0.1)")
+    group.add_argument("--admin-host", help="bind address of the admin port (default: --host)")
     group.add_argument("--port", help="proxy port (default 8000)")
     group.add_argument("--admin-port", help="port of /metrics /status /healthz /readyz (9400)")
     group.add_argument("--upstream", help="vLLM base URL (default http://127.0.0.1:8001)")

@@ -178,10 +178,12 @@ class Sidecar:
 
     # --- lifecycle -----------------------------------------------------------------------------
 
-    async def _serve(self, app: web.Application, port: int, cancel_on_disconnect: bool) -> int:
+    async def _serve(
+        self, app: web.Application, host: str, port: int, cancel_on_disconnect: bool
+    ) -> int:
         runner = web.AppRunner(app, access_log=None, handler_cancellation=cancel_on_disconnect)
         await runner.setup()
-        site = web.TCPSite(runner, self.settings.host, port)
+        site = web.TCPSite(runner, host, port)
         await site.start()
         self._runners.append(runner)
         return int(runner.addresses[-1][1])  # the bound port, when 0 asked the OS to choose
@@ -201,14 +203,17 @@ class Sidecar:
         for coroutine in coroutines:
             self._tasks.append(asyncio.create_task(coroutine))
         admin = admin_app(self.registry, self.sources, self.ready)
-        admin_port = await self._serve(admin, self.settings.admin_port, False)
+        admin_host = self.settings.admin_host or self.settings.host
+        admin_port = await self._serve(admin, admin_host, self.settings.admin_port, False)
         # handler_cancellation: a client that goes away cancels its upstream request too.
-        proxy_port = await self._serve(self.proxy.app(), self.settings.port, True)
+        proxy_port = await self._serve(
+            self.proxy.app(), self.settings.host, self.settings.port, True
+        )
         self.ports = Ports(proxy=proxy_port, admin=admin_port)
         log.info(
             "specwatch_started",
             proxy=f"http://{self.settings.host}:{proxy_port}",
-            admin=f"http://{self.settings.host}:{admin_port}",
+            admin=f"http://{admin_host}:{admin_port}",
             upstream=self.settings.upstream,
         )
         return self.ports

@@ -205,6 +205,7 @@ class Settings(BaseSettings):
     )
 
     host: str = "127.0.0.1"
+    admin_host: str | None = None  # where /metrics and /status listen; default: `host`
     port: int = Field(default=8000, ge=0, le=65535)
     admin_port: int = Field(default=9400, ge=0, le=65535)
     upstream: str = "http://127.0.0.1:8001"
