@@ -576,6 +576,9 @@ class SimServer:
             assert request.transport is not None
             request.transport.close()
             return response
+        except ConnectionResetError:  # the client went away mid-stream: vLLM aborts quietly
+            self.metrics.finished.labels(**self.metrics.labels(), finished_reason="abort").inc()
+            return response
         if gen.include_usage:
             generation = time.perf_counter() - started - ttft
             usage_chunk: dict[str, Any] = {

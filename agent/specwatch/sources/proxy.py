@@ -73,6 +73,15 @@ def openai_error(status: int, message: str, error_type: str) -> web.Response:
     return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
 
 
+def _refusal(status: int, message: str) -> web.Response:
+    """specwatch's own refusal (408, 413, 503) in OpenAI's error shape."""
+    error_type = {408: "RequestTimeout", 413: "RequestTooLarge"}.get(status, "ServiceUnavailable")
+    response = openai_error(status, message, error_type)
+    if status == 503:
+        response.headers["Retry-After"] = "1"
+    return response
+
+
 _UPSTREAM_LOST_EVENT = (
     b'data: {"error": {"message": "specwatch: the upstream connection was lost mid-stream", '
     b'"type": "BadGateway", "param": null, "code": 502}}\n\n'
@@ -127,7 +136,9 @@ class Proxy:
             timeout=timeout,
             auto_decompress=False,  # pass bytes through as the upstream encoded them
             skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
-            connector=aiohttp.TCPConnector(limit=0, force_close=False),
+            connector=aiohttp.TCPConnector(
+                limit=0, keepalive_timeout=self._settings.limits.upstream_keepalive_seconds
+            ),
         )
 
     async def _close(self, _app: web.Application) -> None:
@@ -215,37 +226,39 @@ class Proxy:
 
     async def _observed(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
-        try:
-            async with asyncio.timeout(self._body_timeout):
-                raw = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            limit = self._settings.limits.max_request_bytes
-            return self._reject(request, True, 413, f"specwatch: body over {limit} bytes")
-        except TimeoutError:
-            return self._reject(
-                request, True, 408, f"specwatch: body not received in {self._body_timeout:g} s"
-            )
-        body: Any = None
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            self._health.parse_error(ParseSource.REQUEST, "invalid_json")
-        if not isinstance(body, dict):
-            body = None
-        stream = body is not None and body.get("stream") is True
-        inject = False
-        if body is not None and stream:
-            options = body.get("stream_options")
-            if not (isinstance(options, dict) and options.get("include_usage") is True):
-                options = dict(options) if isinstance(options, dict) else {}
-                options["include_usage"] = True
-                raw = orjson.dumps({**body, "stream_options": options})
-                inject = True
-        features = features_of(request.path, request.headers.get(self._task_header), body)
         request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
         exchange = _Exchange()
-        self._health.proxy_overhead.observe(time.perf_counter() - started)
-        try:
+        features = features_of(request.path, request.headers.get(self._task_header), None)
+        stream = False
+        try:  # from here on, whatever happens, the request lands in exactly one outcome
+            try:
+                async with asyncio.timeout(self._body_timeout):
+                    raw = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                exchange.outcome = Outcome.REJECTED
+                limit = self._settings.limits.max_request_bytes
+                return _refusal(413, f"specwatch: body over {limit} bytes")
+            except TimeoutError:
+                exchange.outcome = Outcome.REJECTED
+                return _refusal(408, f"specwatch: body not received in {self._body_timeout:g} s")
+            body: Any = None
+            try:
+                body = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                self._health.parse_error(ParseSource.REQUEST, "invalid_json")
+            if not isinstance(body, dict):
+                body = None
+            stream = body is not None and body.get("stream") is True
+            inject = False
+            if body is not None and stream:
+                options = body.get("stream_options")
+                if not (isinstance(options, dict) and options.get("include_usage") is True):
+                    options = dict(options) if isinstance(options, dict) else {}
+                    options["include_usage"] = True
+                    raw = orjson.dumps({**body, "stream_options": options})
+                    inject = True
+            features = features_of(request.path, request.headers.get(self._task_header), body)
+            self._health.proxy_overhead.observe(time.perf_counter() - started)
             return await self._forward(request, raw, stream, inject, exchange, started)
         except asyncio.CancelledError:
             exchange.outcome = Outcome.CLIENT_ABORTED

@@ -1,0 +1,144 @@
+"""Faults on both sides: abort storms, slow and odd upstreams. After each: clean results or clean
+errors, the sidecar still serves, every request in one outcome, nothing left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator
+
+import aiohttp
+import psutil
+import pytest
+from aiohttp import web
+from specwatch import conventions as C
+from specwatch.runtime import Sidecar
+from specwatch.sim.acceptance import CostModel
+from specwatch.sim.server import SimConfig, SimServer
+from structlog.testing import capture_logs
+
+from tests.conftest import serve, sidecar_settings
+from tests.integration.helpers import by_label, post, scrape, total
+
+
+@pytest.fixture
+def sim_config() -> SimConfig:
+    return SimConfig(cost=CostModel(target_step_ms=5.0, prefill_ms_per_token=0.0))
+
+
+def resources() -> tuple[int, int]:
+    return psutil.Process().num_fds(), len(asyncio.all_tasks())
+
+
+@pytest.fixture
+async def short_keepalive(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
+    """Idle upstream connections close after 0.3 s, so a pool cannot hide or fake a leak."""
+    car = Sidecar(sidecar_settings(sim[1], limits={"upstream_keepalive_seconds": 0.3}))
+    await car.start()
+    yield car
+    await car.stop()
+
+
+async def test_an_abort_storm_leaks_nothing_and_every_request_is_counted(
+    sim: tuple[SimServer, str], short_keepalive: Sidecar
+) -> None:
+    sidecar = short_keepalive
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions"
+    rng = random.Random(4)
+    limit = asyncio.Semaphore(150)
+    n = 2000
+
+    async def one(session: aiohttp.ClientSession, i: int) -> None:
+        """Once the response has begun, go away at a random point (or read it all)."""
+        body = {"prompt": f"storm {i}", "max_tokens": 60, "stream": i % 4 != 0}
+        async with limit, session.post(proxy, json=body) as response:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(rng.uniform(0.0, 0.4)):
+                    await response.read()
+            response.close()
+
+    async def storm(first: int) -> None:
+        async with aiohttp.ClientSession() as session:
+            await asyncio.gather(*(one(session, i) for i in range(first, first + n // 2)))
+        await asyncio.sleep(1.5)  # aborts settle upstream; idle pooled connections close
+        await sidecar.drained()
+
+    with capture_logs() as logs:
+        # The first storm warms everything up; the second's thousand requests must leave the
+        # same number of file descriptors and tasks behind.
+        await storm(0)
+        before = resources()
+        await storm(n // 2)
+        after = resources()
+    metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
+    outcomes = by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+    assert n == sum(outcomes.values())
+    assert outcomes[C.Outcome.CLIENT_ABORTED] > n / 4
+    assert outcomes[C.Outcome.OBSERVED] > 0
+    # what specwatch counted never exceeds what the upstream did (aborted steps it cannot see)
+    server = sim[0]
+    assert total(metrics, C.SPEC_STEPS + "_total") <= server.metrics.total(C.VLLM_NUM_DRAFTS)
+    assert after[0] <= before[0] + 10, (before, after)  # file descriptors
+    assert after[1] <= before[1] + 5, (before, after)  # event-loop tasks
+    noisy = [e for e in logs if e["log_level"] in ("warning", "error", "critical")]
+    assert len(noisy) < 10  # client aborts are counted, not logged one by one
+    async with aiohttp.ClientSession() as session:  # and it still serves
+        assert 200 == (await post(session, proxy, {"prompt": "after", "max_tokens": 8}))[0]
+
+
+async def healthy(_request: web.Request) -> web.Response:
+    return web.Response()
+
+
+@pytest.fixture
+async def odd_upstream() -> AsyncIterator[str]:
+    """Answers slowly, with the wrong content type, or with a 5xx, by path of the request body."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        kind = body.get("prompt")
+        if kind == "slow":
+            await asyncio.sleep(3)
+        if kind == "html":
+            return web.Response(text="<html>oops</html>", content_type="text/html")
+        if kind == "5xx":
+            return web.Response(status=503, text="overloaded")
+        usage = {"prompt_tokens": 1, "completion_tokens": 1}
+        return web.json_response({"id": "x", "model": "m", "usage": usage})
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", handler)
+    app.router.add_get("/health", healthy)
+    runner, url = await serve(app)
+    yield url
+    await runner.cleanup()
+
+
+async def test_slow_odd_and_failing_upstreams_give_clean_results_and_single_outcomes(
+    odd_upstream: str,
+) -> None:
+    car = Sidecar(sidecar_settings(odd_upstream, upstream_timeout_seconds=0.5))
+    await car.start()
+    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
+    try:
+        before = resources()
+        async with aiohttp.ClientSession() as session:
+            results = {kind: await post(session, proxy, {"prompt": kind})
+                       for kind in ("slow", "html", "5xx", "ok")}  # fmt: skip
+        await car.drained()
+        after = resources()
+        assert 502 == results["slow"][0]  # timed out upstream: a clean 502, not a hang
+        assert (200, b"<html>oops</html>") == results["html"]  # passed on as it came
+        assert (503, b"overloaded") == results["5xx"]
+        assert 200 == results["ok"][0]
+        metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
+        assert {
+            C.Outcome.UPSTREAM_FAILED: 1,
+            C.Outcome.PARSE_ERROR: 1,
+            C.Outcome.UPSTREAM_ERROR: 1,
+            C.Outcome.NO_SPEC_METRICS: 1,
+        } == by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+        assert after[0] <= before[0] + 5
+    finally:
+        await car.stop()
