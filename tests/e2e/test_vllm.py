@@ -224,13 +224,16 @@ async def test_noisy_draft_is_red_and_a_killed_vllm_fails_cleanly(
         assert C.Zone.RED == await until_equal(zone, C.Zone.RED, seconds=15)
 
         api = served.vllm()
-        body = {"model": "tiny", "prompt": copyable(tiny_models.cycles, 1, 30), "max_tokens": 400,
+        body = {"model": "tiny", "prompt": copyable(tiny_models.cycles, 1, 30), "max_tokens": 450,
                 "temperature": 0, "stream": True}  # fmt: skip
         async with (
             aiohttp.ClientSession() as session,
             session.post(served.proxy + "/v1/completions", json=body) as response,
         ):
             assert 200 == response.status
+            # Freeze vLLM as soon as the stream has begun, then kill it: the stream is cut
+            # mid-way for sure, however fast the tiny model would have finished it.
+            api.suspend()
             assert (await response.content.readany()).startswith(b"data: ")
             api.kill()
             received = b""
