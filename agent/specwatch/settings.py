@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
@@ -297,5 +298,5 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         return cls(**overrides)
     except ValidationError as error:
         raise ConfigError(_describe(error)) from None
-    except (OSError, ValueError) as error:  # unreadable or malformed YAML
-        raise ConfigError([f"config: {error}"]) from None
+    except (OSError, ValueError, yaml.YAMLError) as error:  # unreadable or malformed YAML
+        raise ConfigError([f"config: {' '.join(str(error).split())}"]) from None

@@ -84,3 +84,12 @@ def test_a_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as error:
         load_settings(tmp_path / "nope.yaml")
     assert "no such file" in error.value.lines[0]
+
+
+def test_a_config_file_that_is_not_yaml_text_is_a_clear_error(tmp_path: Path) -> None:
+    """Found by fuzzing: a NUL byte made PyYAML raise past the loader (a crash, not a line)."""
+    config = tmp_path / "bad.yaml"
+    config.write_bytes(b"tasks:\n  allo\x00\x00\x00wlist: [chat]\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings(config)
+    assert error.value.lines[0].startswith("config: unacceptable character #x0000")
