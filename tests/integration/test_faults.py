@@ -142,3 +142,42 @@ async def test_slow_odd_and_failing_upstreams_give_clean_results_and_single_outc
         assert after[0] <= before[0] + 5
     finally:
         await car.stop()
+
+
+async def test_an_upstream_restart_resets_its_counters_and_totals_still_reconcile() -> None:
+    from specwatch.sources.supervisor import free_port
+
+    port = free_port()
+    config = SimConfig(sleep=False)
+
+    async def start_sim() -> tuple[SimServer, web.AppRunner]:
+        server = SimServer(config)
+        runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        return server, runner
+
+    first, runner = await start_sim()
+    car = Sidecar(sidecar_settings(f"http://127.0.0.1:{port}", scrape_interval_seconds=0.2))
+    await car.start()
+    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
+    try:
+        async with aiohttp.ClientSession() as session:
+            for i in range(10):
+                await post(session, proxy, {"prompt": f"before {i}", "max_tokens": 30})
+            await asyncio.sleep(0.5)  # a scrape sees the first incarnation's counters
+            await runner.cleanup()  # vLLM restarts: its counters start again from zero
+            second, runner = await start_sim()
+            for i in range(5):
+                await post(session, proxy, {"prompt": f"after {i}", "max_tokens": 30})
+            await asyncio.sleep(0.6)
+        await car.drained()
+        metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
+        upstream_steps = sum(s.metrics.total(C.VLLM_NUM_DRAFTS) for s in (first, second))
+        assert upstream_steps == total(metrics, C.SPEC_STEPS + "_total")
+        assert 1 == total(metrics, C.VLLM_COUNTER_RESETS + "_total")
+        assert 1.0 == total(metrics, C.COVERAGE_RATIO)  # the reset is not read as a collapse
+        assert {C.Outcome.OBSERVED: 15} == by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+    finally:
+        await car.stop()
+        await runner.cleanup()

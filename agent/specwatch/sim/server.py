@@ -150,7 +150,7 @@ class IntervalStats:
 class SimMetrics:
     """vLLM's own metric names, on a registry of this server's."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, num_spec_tokens: int) -> None:
         self.registry = CollectorRegistry()
         labels = ["model_name", "engine"]
         self._labels = {"model_name": model, "engine": "0"}
@@ -185,6 +185,15 @@ class SimMetrics:
             registry=self.registry,
         )
         self.interval = IntervalStats()
+        # Like vLLM, every series exists from the start at 0: a scraper's first sample is a
+        # true baseline, not one taken after the first requests.
+        for family in (self.drafts, self.draft_tokens, self.accepted, self.prompt_tokens,
+                       self.generation_tokens):  # fmt: skip
+            family.labels(**self._labels)
+        for position in range(num_spec_tokens):
+            self.per_pos.labels(**self._labels, position=str(position))
+        for reason in ("stop", "length", "abort", "error"):
+            self.finished.labels(**self._labels, finished_reason=reason)
 
     def step(self, step: Step) -> None:
         labels = self._labels
@@ -228,7 +237,7 @@ class SimServer:
     def __init__(self, config: SimConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.acceptance = config.acceptance  # replaceable while serving (drift, recovery)
-        self.metrics = SimMetrics(config.model)
+        self.metrics = SimMetrics(config.model, config.num_spec_tokens)
         self._clock = clock
         self._started = clock()
 
