@@ -231,10 +231,10 @@ async def test_noisy_draft_is_red_and_a_killed_vllm_fails_cleanly(
             session.post(served.proxy + "/v1/completions", json=body) as response,
         ):
             assert 200 == response.status
-            # Freeze vLLM as soon as the stream has begun, then kill it: the stream is cut
-            # mid-way for sure, however fast the tiny model would have finished it.
-            api.suspend()
             assert (await response.content.readany()).startswith(b"data: ")
+            # Freeze vLLM once the stream has begun, then kill it: the stream is cut mid-way
+            # for sure, however fast the tiny model would have finished it.
+            api.suspend()
             api.kill()
             received = b""
             try:
