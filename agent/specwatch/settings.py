@@ -283,12 +283,28 @@ def _describe(error: ValidationError) -> list[str]:
     return lines
 
 
+def _check_yaml(path: Path) -> None:
+    """The file must be YAML holding a mapping of setting names (fuzzing found that a number
+    as a name crashed the YAML source instead of failing validation)."""
+    try:
+        data = yaml.safe_load(path.read_bytes())
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise ConfigError([f"config: {' '.join(str(error).split())}"]) from None
+    if data is not None and not isinstance(data, dict):
+        kind = type(data).__name__
+        raise ConfigError([f"config: {str(path)!r} must hold a mapping of settings, not a {kind}"])
+    for key in data or {}:
+        if not isinstance(key, str):
+            raise ConfigError([f"config: setting names are text, got {key!r}"])
+
+
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Build the root settings; raise ConfigError with one line per bad field."""
     cls: type[Settings] = Settings
     if config_file is not None:
         if not config_file.is_file():
             raise ConfigError([f"config: no such file {str(config_file)!r}"])
+        _check_yaml(config_file)
         cls = type(
             "Settings",
             (Settings,),

@@ -93,3 +93,20 @@ def test_a_config_file_that_is_not_yaml_text_is_a_clear_error(tmp_path: Path) ->
     with pytest.raises(ConfigError) as error:
         load_settings(config)
     assert error.value.lines[0].startswith("config: unacceptable character #x0000")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"1: x\n", "config: setting names are text, got 1"),  # found by fuzzing: a crash
+        (b"- port\n- 8000\n", "must hold a mapping of settings, not a list"),
+    ],
+)
+def test_a_config_file_of_the_wrong_shape_is_one_clear_line(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_bytes(content)
+    with pytest.raises(ConfigError) as error:
+        load_settings(config)
+    assert message in error.value.lines[0]
