@@ -16,15 +16,17 @@ import sys
 from collections.abc import Coroutine, Sequence
 from dataclasses import asdict as vars_of
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from specwatch import __version__
-from specwatch.analysis.analyzer import Snapshot
 from specwatch.logs import configure
 from specwatch.settings import ConfigError, Settings, load_settings
-from specwatch.sources.cyclelog import LineError
+
+if TYPE_CHECKING:  # commands import what they need when they run: `--help` stays quick
+    from specwatch.analysis.analyzer import Snapshot
+    from specwatch.sources.cyclelog import LineError
 
 log = structlog.get_logger("specwatch")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -81,7 +81,6 @@ class LoadResult:
     sent: int = 0
     ok: int = 0
     failed: int = 0
-    latencies: list[float] = field(default_factory=list)
 
 
 async def send(session: aiohttp.ClientSession, base: str, spec: RequestSpec) -> float:
@@ -117,7 +116,7 @@ async def run_load(
             spec = make_request(rng, model)
             result.sent += 1
             try:
-                result.latencies.append(await send(session, base, spec))
+                await send(session, base, spec)
                 result.ok += 1
             except (aiohttp.ClientError, TimeoutError):
                 result.failed += 1
