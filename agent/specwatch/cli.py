@@ -179,6 +179,10 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--drop-factor", type=float, default=0.7)
     sim.add_argument("--drop-task", help="the task the drop hits (default: all)")
 
+    from specwatch.bench.options import add_parser as add_bench
+
+    add_bench(commands)
+
     demo = commands.add_parser("demo", help="simulator + proxy + mixed workload, live table")
     demo.add_argument("--duration", type=float, default=45.0, help="seconds of load (45)")
     demo.add_argument("--seed", type=int, default=7)
@@ -422,7 +426,7 @@ def _run_replay(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _run(coroutine: Coroutine[Any, Any, int]) -> int:
+def run_loop(coroutine: Coroutine[Any, Any, int]) -> int:
     """Run on uvloop where it is installed (Linux, macOS): a faster loop for the proxy path."""
     try:
         import uvloop
@@ -439,14 +443,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         at = argv.index("--")
         argv, vllm_argv = argv[:at], argv[at + 1 :]
     args = _parser().parse_args(argv)
+    args.argv = [*argv, *(["--", *vllm_argv] if vllm_argv else [])]
     try:
         if args.command == "sim":
             configure("info", "console")
-            return _run(_run_sim(args))
+            return run_loop(_run_sim(args))
+        if args.command == "bench":
+            from specwatch.bench.command import run as run_bench
+
+            configure("warning", "console")
+            return run_bench(args, vllm_argv)
         if args.command == "demo":
             from specwatch.demo import run_demo
 
-            return _run(run_demo(args))
+            return run_loop(run_demo(args))
         settings = settings_from(args)
     except ConfigError as error:
         for line in error.lines:
@@ -478,8 +488,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not vllm_argv:
                 print("specwatch: serve needs a vLLM command after --", file=sys.stderr)
                 return 2
-            return _run(_run_serve(settings, vllm_argv))
-        return _run(_run_proxy(settings))
+            return run_loop(_run_serve(settings, vllm_argv))
+        return run_loop(_run_proxy(settings))
     except OSError as error:  # e.g. the port is taken
         print(f"specwatch: {error}", file=sys.stderr)
         return 1

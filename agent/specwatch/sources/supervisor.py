@@ -77,9 +77,12 @@ def prepare_command(argv: Sequence[str], port: int | None = None) -> VllmCommand
 class VllmProcess:
     """The running child; its stdout and stderr go to ours, line by line, and to `on_line`."""
 
-    def __init__(self, command: VllmCommand, on_line: Callable[[str], None]) -> None:
+    def __init__(
+        self, command: VllmCommand, on_line: Callable[[str], None], echo: bool = True
+    ) -> None:
         self.command = command
         self._on_line = on_line
+        self._echo = echo  # False: lines go to `on_line` only (bench keeps its terminal)
         self._process: asyncio.subprocess.Process | None = None
         self._pump: asyncio.Task[None] | None = None
 
@@ -87,6 +90,9 @@ class VllmProcess:
     def pid(self) -> int:
         assert self._process is not None
         return self._process.pid
+
+    def running(self) -> bool:
+        return self._process is not None and self._process.returncode is None
 
     async def start(self) -> None:
         self._process = await asyncio.create_subprocess_exec(
@@ -109,8 +115,9 @@ class VllmProcess:
                 line = await self._process.stdout.read(1 << 16)
             if not line:
                 return
-            out.write(line)
-            out.flush()
+            if self._echo:
+                out.write(line)
+                out.flush()
             try:
                 self._on_line(line.decode("utf-8", errors="replace"))
             except Exception:  # a parser bug must not stop vLLM's output

@@ -1,0 +1,233 @@
+"""`specwatch bench`: measure speculation against a baseline on your own workload, and report.
+
+    specwatch bench --url URL                              one endpoint, figures only
+    specwatch bench --baseline URL --spec URL [--spec NAME=URL ...]   interleaved comparison
+    specwatch bench --sweep-k 3,5,7 -- VLLM_COMMAND        start baseline and each K in turn
+
+Ctrl-C stops sending, waits for nothing, and writes a partial report of what finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Coroutine
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from specwatch import __version__
+from specwatch.analysis.slicing import CtxBuckets
+from specwatch.bench import report
+from specwatch.bench.results import BASELINE, Analysis, analyse
+from specwatch.bench.runner import Load, Target, TargetRun, run_targets, wait_ready
+from specwatch.bench.sweep import SweepError, baseline_command, command_for_k, parse_ks
+from specwatch.bench.workload import BenchRequest, DatasetError, builtin, sharegpt
+from specwatch.settings import ConfigError, load_settings
+
+
+class UsageError(Exception):
+    pass
+
+
+def _targets(args: argparse.Namespace) -> list[Target]:
+    given = [bool(args.url), bool(args.baseline or args.spec), bool(args.sweep_k)]
+    if sum(given) != 1:
+        raise UsageError("give exactly one of --url, --baseline/--spec, --sweep-k")
+    if args.url:
+        return [Target("target", args.url.rstrip("/"), args.model)]
+    if args.baseline or args.spec:
+        if not (args.baseline and args.spec):
+            raise UsageError("--baseline and --spec go together")
+        targets = [Target(BASELINE, args.baseline.rstrip("/"), args.model)]
+        for i, given_spec in enumerate(args.spec):
+            name, url = _named(given_spec)
+            name = name or ("spec" if i == 0 else f"spec{i + 1}")
+            if name in {t.name for t in targets}:
+                raise UsageError(f"two targets named {name!r}")
+            targets.append(Target(name, url.rstrip("/"), args.model))
+        return targets
+    return []
+
+
+def _named(given: str) -> tuple[str, str]:
+    """`NAME=URL` or `URL`."""
+    name, sep, url = given.partition("=")
+    if sep and "://" not in name:
+        return name, url
+    return "", given
+
+
+def _workload(args: argparse.Namespace, tasks: Any) -> tuple[list[BenchRequest], str]:
+    if args.requests < 1:
+        raise UsageError("--requests must be at least 1")
+    if args.dataset:
+        requests, skipped = sharegpt(
+            args.dataset, args.requests, seed=args.seed, max_tokens=args.max_tokens, tasks=tasks
+        )
+        note = f", {skipped} entries without a prompt skipped" if skipped else ""
+        return requests, f"ShareGPT file {args.dataset.name}{note}"
+    requests = builtin(
+        args.requests,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        min_prompt_words=args.min_prompt_words,
+        max_prompt_words=args.max_prompt_words,
+    )
+    words = f"{args.min_prompt_words}-{args.max_prompt_words}"
+    return requests, f"built-in mix, seed {args.seed}, prompts {words} words"
+
+
+def _progress(total: int, enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _open_log(folder: Path, name: str) -> Any:
+    folder.mkdir(parents=True, exist_ok=True)
+    return (folder / f"{name.replace('=', '')}.log").open("w")
+
+
+async def _sweep(
+    ks: list[int],
+    vllm_argv: list[str],
+    requests: list[BenchRequest],
+    load: Load,
+    runs: list[TargetRun],
+    tick: Any,
+    ready_timeout: float,
+    log_dir: Path,
+) -> None:
+    from specwatch.sources.supervisor import VllmProcess, prepare_command
+
+    plan = [(BASELINE, baseline_command(vllm_argv))]
+    plan += [(f"K={k}", command_for_k(vllm_argv, k)) for k in ks]
+    for name, argv in plan:
+        command = prepare_command(argv)
+        server_log = _open_log(log_dir, name)
+        child = VllmProcess(command, server_log.write, echo=False)
+        print(f"specwatch bench: starting {name}: {shlex.join(command.argv)}", file=sys.stderr)
+        await child.start()
+        try:
+            await wait_ready(command.upstream, ready_timeout, child.running)
+            await run_targets([Target(name, command.upstream)], requests, load, tick, runs)
+        finally:
+            await child.stop(30.0)
+            server_log.close()
+
+
+async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
+    console = Console(stderr=True)
+    try:
+        overrides: dict[str, Any] = {}
+        if args.ctx_buckets:
+            overrides["ctx_buckets"] = args.ctx_buckets
+        settings = load_settings(args.config, **overrides)
+        targets = _targets(args)
+        ks = parse_ks(args.sweep_k) if args.sweep_k else []
+        if ks and not vllm_argv:
+            raise UsageError("--sweep-k needs the vLLM command after --")
+        if ks:
+            command_for_k(vllm_argv, ks[0])  # fail now on a command without a spec config
+        requests, workload = _workload(args, settings.tasks)
+    except (UsageError, SweepError, DatasetError) as error:
+        print(f"specwatch bench: {error}", file=sys.stderr)
+        return 2
+    except ConfigError as error:
+        for line in error.lines:
+            print(f"specwatch bench: config: {line}", file=sys.stderr)
+        return 2
+    load = Load(
+        concurrency=args.concurrency,
+        rate=args.rate,
+        temperature=args.temperature,
+        seed=args.sampling_seed,
+        timeout=args.timeout,
+        block=args.block,
+    )
+    n_targets = len(targets) or len(ks) + 1
+    runs: list[TargetRun] = []
+    started = time.time()
+    partial = False
+    with _progress(len(requests) * n_targets, not args.no_progress) as progress:
+        task = progress.add_task("bench", total=len(requests) * n_targets)
+
+        def tick() -> None:
+            progress.advance(task)
+
+        job: Coroutine[Any, Any, object]
+        if ks:
+            job = _sweep(ks, vllm_argv, requests, load, runs, tick, args.ready_timeout, args.out)
+        else:
+            job = run_targets(targets, requests, load, tick, runs)
+        main = asyncio.ensure_future(job)
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signal.SIGINT, main.cancel)
+            loop.add_signal_handler(signal.SIGTERM, main.cancel)
+        try:
+            await main
+        except asyncio.CancelledError:
+            partial = True
+        except (aiohttp.ClientError, OSError, RuntimeError, TimeoutError, ValueError) as error:
+            partial = True
+            print(f"specwatch bench: stopped: {error}", file=sys.stderr)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError):
+                    loop.remove_signal_handler(sig)
+    if not any(run.samples for run in runs):
+        print("specwatch bench: no request finished; no report", file=sys.stderr)
+        return 1
+    analysis = Analysis(confidence=args.confidence, bootstrap=args.bootstrap, seed=args.seed)
+    documents = analyse(runs, CtxBuckets(settings.ctx_buckets), analysis)
+    load_text = (
+        f"Poisson arrivals at {load.rate:g} req/s"
+        if load.rate
+        else f"concurrency {load.concurrency}"
+    )
+    verdict = report.verdict(documents)
+    document = {
+        "meta": {
+            "version": __version__,
+            "command": "specwatch " + shlex.join(args.argv) if args.argv else "",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "partial": partial,
+            "requests": len(requests),
+            "workload": workload,
+            "max_tokens": args.max_tokens,
+            "load": asdict(load),
+            "load_description": load_text + (", sequential servers" if ks else ", interleaved"),
+            "ctx_buckets": list(settings.ctx_buckets),
+            "analysis": asdict(analysis),
+        },
+        "targets": documents,
+        "verdict": verdict,
+    }
+    written = report.write(document, args.out)
+    for line in report.plain_verdict(verdict, args.confidence):
+        console.print(line, markup=False, highlight=False)
+    console.print(f"specwatch bench: wrote {', '.join(str(p) for p in written)}", markup=False)
+    return 130 if partial else 0
+
+
+def run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
+    from specwatch.cli import run_loop
+
+    return run_loop(_run(args, vllm_argv))

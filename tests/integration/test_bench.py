@@ -1,0 +1,182 @@
+"""`specwatch bench` as a user runs it (a subprocess) against two simulators: one without
+speculation, one with K = 4. The simulators' configured acceptance and cost give the true
+speedup of every slice; the report's intervals must contain it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import matplotlib.image
+import orjson
+import pytest
+from specwatch.analysis.slicing import CtxBuckets
+from specwatch.bench.workload import builtin
+from specwatch.sim.acceptance import CostModel, plan_steps
+from specwatch.sim.server import SimConfig, SimServer, count_prompt_tokens
+
+from tests.conftest import serve
+
+K = 4
+COST = CostModel(target_step_ms=20.0, draft_cost_ratio=0.05, prefill_ms_per_token=0.005)
+N, MAX_TOKENS, SEED, MAX_WORDS = 150, 48, 3, 1500
+BUCKETS = (512,)
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[tuple[SimServer, str, SimServer, str]]:
+    base_sim = SimServer(SimConfig(num_spec_tokens=0, cost=COST, seed=1))
+    spec_sim = SimServer(SimConfig(num_spec_tokens=K, cost=COST, seed=1))
+    base_runner, base_url = await serve(base_sim.app())
+    spec_runner, spec_url = await serve(spec_sim.app())
+    yield base_sim, base_url, spec_sim, spec_url
+    await base_runner.cleanup()
+    await spec_runner.cleanup()
+
+
+async def bench(*args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "specwatch", "bench", "--no-progress", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode()
+
+
+def true_speedups(spec_sim: SimServer) -> dict[tuple[str, str], dict[str, float]]:
+    """Expected end-to-end and per-token speedup per slice, from the simulators' configuration:
+    the same requests, each request's expected number of steps by Monte Carlo."""
+    buckets = CtxBuckets(BUCKETS)
+    rng = random.Random(99)
+    sums: dict[tuple[str, str], list[float]] = {}
+    step_spec = COST.step_seconds(K)
+    for request in builtin(N, seed=SEED, max_tokens=MAX_TOKENS, max_prompt_words=MAX_WORDS):
+        body = request.body("m", 0.0, None)
+        prompt = count_prompt_tokens(body)
+        reps = 200
+        steps = (
+            sum(
+                len(plan_steps(rng, spec_sim.acceptance, K, request.task, prompt, MAX_TOKENS, 0.0))
+                for _ in range(reps)
+            )
+            / reps
+        )
+        base_decode = (MAX_TOKENS - 1) * COST.step_seconds(0)
+        spec_decode = steps * step_spec
+        prefill = COST.prefill_seconds(prompt)
+        ctx = buckets.label(prompt)
+        for key in ((ctx, request.task), (ctx, "all"), ("all", request.task), ("all", "all")):
+            acc = sums.setdefault(key, [0.0, 0.0, 0.0, 0.0])
+            acc[0] += prefill + base_decode
+            acc[1] += prefill + spec_decode
+            acc[2] += base_decode
+            acc[3] += spec_decode
+    return {key: {"e2e": v[0] / v[1], "tpot": v[2] / v[3]} for key, v in sums.items()}
+
+
+async def test_bench_intervals_contain_the_true_speedup_of_every_slice(
+    pair: tuple[SimServer, str, SimServer, str], tmp_path: Path
+) -> None:
+    _, base_url, spec_sim, spec_url = pair
+    out = tmp_path / "report"
+    slices = len(true_speedups(spec_sim))
+    # Simultaneous intervals: Bonferroni over every slice and both speedups, overall 95%.
+    confidence = 1.0 - 0.05 / (2 * slices)
+    code, text = await bench(
+        "--baseline", base_url, "--spec", spec_url, "--requests", str(N),
+        "--max-tokens", str(MAX_TOKENS), "--seed", str(SEED), "--max-prompt-words",
+        str(MAX_WORDS), "--ctx-buckets", ",".join(map(str, BUCKETS)), "--concurrency", "16",
+        "--confidence", f"{confidence:.5f}", "--bootstrap", "4000", "--out", str(out),
+    )  # fmt: skip
+    assert 0 == code, text
+    names = {p.name for p in out.iterdir()}
+    pngs = {"latency_vs_context.png", "acceptance_vs_context.png", "per_position.png",
+            "speedup_vs_k.png"}  # fmt: skip
+    assert {"report.md", "results.json"} | pngs <= names
+    for png in pngs:
+        image = matplotlib.image.imread(out / png)  # a decodable PNG with pixels in it
+        assert image.shape[0] > 100
+        assert image.shape[1] > 100
+        assert image.std() > 0.01
+    results: dict[str, Any] = orjson.loads((out / "results.json").read_bytes())
+    baseline, spec = results["targets"]
+    assert ("baseline", 0, N, 0) == (baseline["name"], baseline["k"], baseline["ok"], 0)
+    assert ("spec", K, N) == (spec["name"], spec["k"], spec["ok"])
+    truth = true_speedups(spec_sim)
+    checked = 0
+    for row in spec["slices"]:
+        key = (row["ctx_bucket"], row["task"])
+        for kind in ("e2e", "tpot"):
+            measured = row["speedup"][kind] if row["speedup"] else None
+            if measured is None:
+                continue
+            true = truth[key][kind]
+            if measured["low"] is None:  # too few requests for an interval: none is given
+                assert measured["pairs"] < 10
+                continue
+            assert measured["low"] <= true <= measured["high"], (key, kind, true, measured)
+            assert measured["high"] / measured["low"] < 1.6, (key, kind, measured)  # informative
+            checked += 1
+    assert checked >= 20
+    # The slices differ for real, and the report tells them apart: code beats translation.
+    overall = {r["task"]: r for r in spec["slices"] if r["ctx_bucket"] == "all"}
+    code_speed = overall["code"]["speedup"]["e2e"]
+    translation_speed = overall["translation"]["speedup"]["e2e"]
+    assert code_speed["low"] > translation_speed["high"]
+    report = (out / "report.md").read_text()
+    assert "## Verdict" in report
+    assert "faster than the baseline" in report
+    assert "helps" == results["verdict"]["targets"][0]["overall"]
+
+
+async def test_ctrl_c_writes_a_partial_report(
+    pair: tuple[SimServer, str, SimServer, str], tmp_path: Path
+) -> None:
+    _, base_url, _, spec_url = pair
+    out = tmp_path / "partial"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "specwatch", "bench", "--no-progress", "--baseline", base_url,
+        "--spec", spec_url, "--requests", "5000", "--max-tokens", "32", "--concurrency", "8",
+        "--out", str(out), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    await asyncio.sleep(6.0)
+    process.send_signal(signal.SIGINT)
+    text, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert 130 == process.returncode, text.decode()
+    results = orjson.loads((out / "results.json").read_bytes())
+    assert results["meta"]["partial"] is True
+    done = sum(t["requests"] for t in results["targets"])
+    assert 0 < done < 10_000
+    assert "Partial report" in (out / "report.md").read_text()
+
+
+async def test_bad_usage_is_one_clear_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    cases = [
+        (["--baseline", "http://x"], "--baseline and --spec go together"),
+        (["--url", "http://x", "--sweep-k", "3"], "exactly one of"),
+        (["--url", "http://x", "--dataset", str(bad)], "expected a JSON list"),
+        (["--sweep-k", "3,x", "--", "vllm"], "whole numbers"),
+        (["--sweep-k", "3", "--", "python", "-m", "vllm"], "no --speculative-config"),
+    ]
+    for args, message in cases:
+        code, text = await bench(*args)
+        assert 2 == code, (args, text)
+        assert message in text, (args, text)
+        assert "Traceback" not in text
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+async def test_a_dead_endpoint_is_reported_not_crashed(tmp_path: Path) -> None:
+    code, text = await bench("--url", "http://127.0.0.1:9", "--requests", "3", "--out",
+                             str(tmp_path / "r"))  # fmt: skip
+    assert 1 == code, text
+    assert "Traceback" not in text
