@@ -33,13 +33,19 @@ def test_prepare_command_adds_only_what_is_missing() -> None:
     )
     assert ("--enable-per-request-metrics", "--host", "127.0.0.1") == command.added
     assert "http://127.0.0.1:8123" == command.upstream
-    bare = prepare_command(["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"])
+    server = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
+    bare = prepare_command([*server, "--speculative-config", '{"method": "ngram"}'])
     assert bare.added[:3] == (
         "--per-request-spec-decode-metrics",
         "detailed",
         "--enable-per-request-metrics",
     )
     assert "--port" in bare.added
+    # Without speculation vLLM 0.32 refuses the spec-metrics flag (found by `bench --sweep-k`,
+    # whose baseline is such a server): it is not added.
+    plain = prepare_command(server)
+    assert "--per-request-spec-decode-metrics" not in plain.added
+    assert "--enable-per-request-metrics" in plain.added
 
 
 class Served:

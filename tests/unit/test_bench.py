@@ -135,3 +135,31 @@ def test_the_built_in_mix_does_not_depend_on_global_random_state() -> None:
     a = builtin(50, seed=9, max_tokens=8)
     random.seed(2)
     assert a == builtin(50, seed=9, max_tokens=8)
+
+
+def test_a_target_without_samples_still_reports(tmp_path: Path) -> None:
+    """Ctrl-C before the second target's first answer: the report is written all the same."""
+    from specwatch.analysis.slicing import CtxBuckets
+    from specwatch.bench import report
+    from specwatch.bench.results import analyse
+    from specwatch.bench.runner import Target, TargetRun
+
+    base, _ = paired(np.random.default_rng(3), 12, 2.0)
+    for sample in base:
+        sample.prompt_tokens = 100
+    runs = [
+        TargetRun(Target("baseline", "http://b"), "m", base, 3.0),
+        TargetRun(Target("spec", "http://s"), "m", [], 0.0),
+    ]
+    documents = analyse(runs, CtxBuckets((512,)), Analysis())
+    assert [12, 0] == [d["requests"] for d in documents]
+    document = {
+        "meta": {"command": "", "requests": 12, "workload": "w", "load_description": "l",
+                 "load": {"temperature": 0.0}, "max_tokens": 2, "version": "v", "finished": "f",
+                 "partial": True, "analysis": {"confidence": 0.95, "bootstrap": 10}},
+        "targets": documents,
+        "verdict": report.verdict(documents),
+    }  # fmt: skip
+    written = report.write(document, tmp_path)
+    assert "Partial report" in (tmp_path / "report.md").read_text()
+    assert 6 == len(written)

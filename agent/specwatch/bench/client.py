@@ -1,9 +1,11 @@
 """Send one benchmark request as a stream and time it as the client sees it.
 
-TTFT: request sent -> first chunk with output. Inter-token latency: gaps between chunks with
-output (a speculative step may bring several tokens in one chunk, which is what a client sees).
+TTFT: request sent -> first chunk with output. Inter-token latency: gaps between arrivals of
+output (a speculative step may bring several tokens in one chunk, and events read from the
+socket together count as one arrival: that is what a client sees).
 TPOT: (end-to-end - TTFT) / (output tokens - 1), tokens from the usage chunk. The final usage
-chunk also carries vLLM's per-request speculative decoding block when the server sends it.
+chunk also carries vLLM's per-request speculative decoding block and its own timings when the
+server sends them (`--enable-per-request-metrics`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class Sample:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     spec: SpecDecodeBlock | None = None
+    server_ttft: float | None = None  # vLLM's own timings (per-request metrics), when sent
+    server_e2e: float | None = None
     text: str = ""
     token_ids: list[int] | None = None
 
@@ -70,43 +74,38 @@ def _output_of(chunk: dict[str, Any]) -> tuple[str, list[int] | None]:
     return (text if isinstance(text, str) else ""), token_ids
 
 
-def _read_event(sample: Sample, data: bytes, now: float, last: float | None) -> float | None:
-    """Apply one SSE event; the time of the latest output chunk."""
+def _read_event(sample: Sample, data: bytes) -> bool:
+    """Apply one SSE event; whether it carried output."""
     if data == b"[DONE]":
-        return last
+        return False
     try:
         chunk = orjson.loads(data)
     except orjson.JSONDecodeError:
         sample.error = "invalid JSON in the stream"
-        return last
+        return False
     if not isinstance(chunk, dict):
-        return last
+        return False
     if chunk.get("usage") and not chunk.get("choices"):
         try:
             parsed = parse_response_object(chunk)
         except ParseFailure as failure:
             sample.error = f"unreadable usage chunk: {failure.reason}"
-            return last
+            return False
         sample.prompt_tokens = parsed.prompt_tokens
         sample.output_tokens = parsed.completion_tokens
         sample.spec = parsed.spec
-        return last
+        sample.server_ttft, sample.server_e2e = parsed.latency.ttft, parsed.latency.e2e
+        return False
     if "error" in chunk:
         sample.error = "error event in the stream"
-        return last
+        return False
     text, token_ids = _output_of(chunk)
     if token_ids is not None:
         if sample.token_ids is None:
             sample.token_ids = []
         sample.token_ids.extend(token_ids)
-    if not text and token_ids is None:
-        return last  # e.g. the chat role chunk
     sample.text += text
-    if sample.ttft is None:
-        sample.ttft = now - sample.started
-    elif last is not None:
-        sample.gaps.append(now - last)
-    return now
+    return bool(text) or token_ids is not None  # not e.g. the chat role chunk
 
 
 async def measure(
@@ -133,10 +132,19 @@ async def measure(
                 return sample
             async for chunk in response.content.iter_any():
                 now = time.perf_counter()
+                output = False
                 for event in splitter.feed(chunk):
                     data = event_data(event)
                     if data is not None:
-                        last = _read_event(sample, data, now, last)
+                        output = _read_event(sample, data) or output
+                if not output:
+                    continue
+                # Events read together arrived together: one arrival, one gap.
+                if sample.ttft is None:
+                    sample.ttft = now - sample.started
+                elif last is not None:
+                    sample.gaps.append(now - last)
+                last = now
         sample.e2e = time.perf_counter() - sample.started
     except (aiohttp.ClientError, TimeoutError) as error:
         sample.error = f"{type(error).__name__}: {error}"[:300]

@@ -107,6 +107,7 @@ async def _sweep(
     ks: list[int],
     vllm_argv: list[str],
     requests: list[BenchRequest],
+    warmup: list[BenchRequest],
     load: Load,
     runs: list[TargetRun],
     tick: Any,
@@ -125,7 +126,7 @@ async def _sweep(
         await child.start()
         try:
             await wait_ready(command.upstream, ready_timeout, child.running)
-            await run_targets([Target(name, command.upstream)], requests, load, tick, runs)
+            await run_targets([Target(name, command.upstream)], requests, load, tick, runs, warmup)
         finally:
             await child.stop(30.0)
             server_log.close()
@@ -160,6 +161,16 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
         timeout=args.timeout,
         block=args.block,
     )
+    # Warm-up: other prompts from the same mix (a different seed), so no measured request is
+    # answered from a cache the warm-up filled.
+    count = args.concurrency if args.warmup < 0 else args.warmup
+    warmup = builtin(
+        count,
+        seed=args.seed + 1_000_003,
+        max_tokens=args.max_tokens,
+        min_prompt_words=args.min_prompt_words,
+        max_prompt_words=args.max_prompt_words,
+    )
     n_targets = len(targets) or len(ks) + 1
     runs: list[TargetRun] = []
     started = time.time()
@@ -172,9 +183,19 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
 
         job: Coroutine[Any, Any, object]
         if ks:
-            job = _sweep(ks, vllm_argv, requests, load, runs, tick, args.ready_timeout, args.out)
+            job = _sweep(
+                ks,
+                vllm_argv,
+                requests,
+                warmup,
+                load,
+                runs,
+                tick,
+                args.ready_timeout,
+                args.out / "servers",
+            )
         else:
-            job = run_targets(targets, requests, load, tick, runs)
+            job = run_targets(targets, requests, load, tick, runs, warmup)
         main = asyncio.ensure_future(job)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError):
@@ -210,6 +231,7 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "partial": partial,
             "requests": len(requests),
+            "warmup_requests": len(warmup),
             "workload": workload,
             "max_tokens": args.max_tokens,
             "load": asdict(load),
@@ -220,7 +242,7 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
         "targets": documents,
         "verdict": verdict,
     }
-    written = report.write(document, args.out)
+    written = [*report.write(document, args.out), report.write_samples(runs, args.out)]
     for line in report.plain_verdict(verdict, args.confidence):
         console.print(line, markup=False, highlight=False)
     console.print(f"specwatch bench: wrote {', '.join(str(p) for p in written)}", markup=False)

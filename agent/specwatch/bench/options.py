@@ -36,6 +36,9 @@ def add_parser(commands: Any) -> None:
     work.add_argument("--sampling-seed", type=int, help="request `seed`, for temperature > 0")
     work.add_argument("--min-prompt-words", type=int, default=16, help="built-in mix (16)")
     work.add_argument("--max-prompt-words", type=int, default=6000, help="built-in mix (6000)")
+    work.add_argument(
+        "--warmup", type=int, default=-1, help="unmeasured requests per target first (concurrency)"
+    )
     work.add_argument("--model", help="model name to request (default: what the server lists)")
     load = bench.add_argument_group("load")
     load.add_argument("--concurrency", type=int, default=8, help="requests in flight (8)")

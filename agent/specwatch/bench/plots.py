@@ -43,7 +43,7 @@ def latency_vs_context(targets: list[dict[str, Any]], out: Path) -> Path:
     tpot_ax.set(title="Time per output token, p50", xlabel="context (prompt tokens)", ylabel="ms")
     for ax in (e2e_ax, tpot_ax):
         ax.grid(alpha=0.3)
-        ax.legend()
+        _legend(ax)
     return _save(figure, out / "latency_vs_context.png")
 
 
@@ -64,7 +64,7 @@ def acceptance_vs_context(targets: list[dict[str, Any]], out: Path) -> Path:
         ax.set(title=f"{target['name']}: alpha-hat", xlabel="context (prompt tokens)")
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+        _legend(ax, fontsize="small")
     return _save(figure, out / "acceptance_vs_context.png")
 
 
@@ -83,7 +83,7 @@ def per_position(targets: list[dict[str, Any]], out: Path) -> Path:
     )
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
-    ax.legend()
+    _legend(ax)
     return _save(figure, out / "per_position.png")
 
 
@@ -112,8 +112,15 @@ def speedup_vs_k(targets: list[dict[str, Any]], out: Path, confidence: float) ->
         ylabel="x",
     )
     ax.grid(alpha=0.3)
-    ax.legend()
+    _legend(ax)
     return _save(figure, out / "speedup_vs_k.png")
+
+
+def _legend(ax: Any, **options: Any) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**options)
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
 
 
 def _save(figure: Any, path: Path) -> Path:

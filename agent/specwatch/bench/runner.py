@@ -119,20 +119,26 @@ async def run_targets(
     load: Load,
     progress: Callable[[], None] = lambda: None,
     runs: list[TargetRun] | None = None,
+    warmup: Sequence[BenchRequest] = (),
 ) -> list[TargetRun]:
     """Every request against every target, interleaved in blocks. On cancellation the runs hold
-    every sample that finished (pass `runs` to keep them when the caller cancels)."""
+    every sample that finished (pass `runs` to keep them when the caller cancels). `warmup`
+    requests go to each target first and are not recorded."""
     runs = [] if runs is None else runs
+    mine: list[TargetRun] = []
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=load.timeout)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         for target in targets:
             model = target.model or await served_model(session, target.url)
-            runs.append(TargetRun(target=target, model=model))
+            mine.append(TargetRun(target=target, model=model))
+        runs.extend(mine)
+        for run in mine:  # first requests pay for lazy initialisation: not measured
+            await _block(session, TargetRun(run.target, run.model), warmup, load, lambda: None)
         size = load.block or max(32, 4 * load.concurrency)
         for number, start in enumerate(range(0, len(requests), size)):
             block = requests[start : start + size]
-            order = runs if number % 2 == 0 else list(reversed(runs))
+            order = mine if number % 2 == 0 else list(reversed(mine))
             for run in order:
                 await _block(session, run, block, load, progress)
     return runs

@@ -26,6 +26,10 @@ REQUIRED_FLAGS: tuple[tuple[str, str | None], ...] = (
 )
 
 
+SPECULATIVE_FLAGS = ("--speculative-config", "--speculative_config")
+SPEC_ONLY_FLAGS = frozenset({"--per-request-spec-decode-metrics"})
+
+
 def _has_flag(argv: Sequence[str], flag: str) -> str | None:
     """The flag's value ('' for a bare flag), or None when absent; both `--f v` and `--f=v`."""
     for i, arg in enumerate(argv):
@@ -55,7 +59,10 @@ def prepare_command(argv: Sequence[str], port: int | None = None) -> VllmCommand
     if not argv:
         raise ValueError("no vLLM command given: specwatch serve [options] -- vllm serve MODEL ...")
     added: list[str] = []
+    speculative = any(_has_flag(argv, flag) is not None for flag in SPECULATIVE_FLAGS)
     for flag, value in REQUIRED_FLAGS:
+        if flag in SPEC_ONLY_FLAGS and not speculative:
+            continue  # vLLM 0.32 refuses to start with it when nothing is speculative
         if _has_flag(argv, flag) is None:
             added += [flag] if value is None else [flag, value]
     host = _has_flag(argv, "--host")
