@@ -49,6 +49,12 @@ _SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "state_dir": ("state_dir",),
     "scrape_interval": ("scrape_interval_seconds",),
     "drain_seconds": ("serve", "drain_seconds"),
+    "baseline_upstream": ("ab", "baseline_upstream"),
+    "baseline_percent": ("ab", "baseline_percent"),
+    "ab_key_header": ("ab", "key_header"),
+    "rollback_file": ("ab", "rollback_file"),
+    "auto_rollback_seconds": ("ab", "auto_rollback_seconds"),
+    "admin_token_file": ("ab", "admin_token_file"),
 }
 
 
@@ -72,6 +78,15 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--state-dir", help="keep drift baselines across restarts in DIR")
     group.add_argument("--scrape-interval", help="seconds between scrapes of vLLM (default 5)")
     group.add_argument("--drain-seconds", help="serve: how long vLLM may drain on stop (30)")
+    ab = parser.add_argument_group("A/B rollout (settings `ab`)")
+    ab.add_argument("--baseline-upstream", help="a vLLM without speculation, for A/B")
+    ab.add_argument("--baseline-percent", help="sticky share of traffic to it, 0-100 (0)")
+    ab.add_argument("--ab-key-header", help="stickiness key header (X-User-Id; else request id)")
+    ab.add_argument("--rollback-file", help="while this file exists, all traffic -> baseline")
+    ab.add_argument("--auto-rollback-seconds", help="roll back when a model is red this long (off)")
+    ab.add_argument(
+        "--admin-token-file", help="bearer token for POST /admin/* (needed off loopback)"
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -490,6 +505,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
             return run_loop(_run_serve(settings, vllm_argv))
         return run_loop(_run_proxy(settings))
-    except OSError as error:  # e.g. the port is taken
+    except (OSError, ValueError) as error:  # e.g. the port is taken, an empty token file
         print(f"specwatch: {error}", file=sys.stderr)
         return 1

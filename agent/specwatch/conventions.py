@@ -20,7 +20,7 @@ LABEL_ZONE: Final = "zone"
 LABEL_BOUND: Final = "bound"
 LABEL_SOURCE: Final = "source"
 LABEL_REASON: Final = "reason"
-LABEL_VARIANT: Final = "variant"  # reserved for A/B comparison (spec / baseline)
+LABEL_VARIANT: Final = "variant"  # A/B: which upstream served a request (spec / baseline)
 LABEL_STATUS_CLASS: Final = "status_class"
 LABEL_METHOD: Final = "method"  # of a gain: measured or modelled
 
@@ -92,6 +92,15 @@ VLLM_LOG_SPEC_LINES: Final = PREFIX + "vllm_log_spec_lines"
 VLLM_LOG_ACCEPTED_TOKENS: Final = PREFIX + "vllm_log_accepted_tokens"
 VLLM_LOG_DRAFT_TOKENS: Final = PREFIX + "vllm_log_draft_tokens"
 CYCLE_LOG_ERRORS: Final = PREFIX + "cycle_log_errors"
+
+# --- A/B rollout (settings `ab`) ------------------------------------------------------------
+VARIANT_SPEC: Final = "spec"
+VARIANT_BASELINE: Final = "baseline"
+AB_BASELINE_SHARE: Final = PREFIX + "ab_baseline_share"  # configured share, 0..1
+AB_ROLLED_BACK: Final = PREFIX + "ab_rolled_back"  # 1: all traffic goes to the baseline
+AB_SWITCHES: Final = PREFIX + "ab_switches"  # counter by `to` and `source`
+LABEL_TO: Final = "to"  # of a switch: rolled_back / rolled_forward
+AB_SOURCES: Final = ("admin", "file", "auto")
 
 SOURCE_PROXY: Final = "proxy"  # where a slice's counts came from (/status `source`)
 SOURCE_VLLM_METRICS: Final = "vllm_metrics"

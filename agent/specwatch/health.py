@@ -16,6 +16,7 @@ from specwatch.conventions import PROXY_OVERHEAD_BUCKETS
 class HealthSnapshot:
     parse_errors: dict[tuple[str, str], int]
     dropped: int
+    dropped_by_variant: dict[str, int]
     analysis_errors: int
     cycle_log_errors: int
     passthrough: dict[str, int]
@@ -27,11 +28,16 @@ class Health:
     def __init__(self) -> None:
         self.parse_errors: dict[tuple[str, str], int] = defaultdict(int)
         self.dropped = 0
+        self.dropped_by_variant: dict[str, int] = defaultdict(int)
         self.analysis_errors = 0
         self.cycle_log_errors = 0
         self.passthrough: dict[str, int] = defaultdict(int)
         self.proxy_overhead = Histogram(PROXY_OVERHEAD_BUCKETS)
         self.upstream_up: bool | None = None  # None: not probed yet
+
+    def drop(self, variant: str) -> None:
+        self.dropped += 1
+        self.dropped_by_variant[variant] += 1
 
     def parse_error(self, source: str, reason: str) -> None:
         self.parse_errors[source, reason] += 1
@@ -40,6 +46,7 @@ class Health:
         return HealthSnapshot(
             parse_errors=dict(self.parse_errors),
             dropped=self.dropped,
+            dropped_by_variant=dict(self.dropped_by_variant),
             analysis_errors=self.analysis_errors,
             cycle_log_errors=self.cycle_log_errors,
             passthrough=dict(self.passthrough),

@@ -18,6 +18,19 @@ class SliceKey(NamedTuple):
     task: str
 
 
+class RequestKey(NamedTuple):
+    """The labels of request-level series: the request's slice and its A/B variant."""
+
+    model: str
+    ctx_bucket: str
+    task: str
+    variant: str
+
+    @property
+    def slice(self) -> SliceKey:
+        return SliceKey(self.model, self.ctx_bucket, self.task)
+
+
 @dataclass(frozen=True, slots=True)
 class SpecDecodeBlock:
     """vLLM's `metrics.speculative_decoding`, reduced to what the analysis needs.

@@ -23,6 +23,7 @@ from specwatch.export.admin import admin_app
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.health import Health, HealthSnapshot
 from specwatch.settings import Settings
+from specwatch.sources.ab import LOOPBACK_HOSTS, ABRouter, read_token
 from specwatch.sources.cyclelog import CycleLogWriter
 from specwatch.sources.logfollow import LogFollower
 from specwatch.sources.observation import Observation, to_record
@@ -63,11 +64,12 @@ class Sidecar:
             if cycle_log.path is not None
             else None
         )
+        self.router = ABRouter(settings.ab, settings.upstream, clock)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(SpecwatchCollector(self.sources))
+        self.registry.register(SpecwatchCollector(self.sources, self.router))
         ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, open fds...
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
-        self.proxy = Proxy(settings, self.health, self.submit, clock)
+        self.proxy = Proxy(settings, self.health, self.submit, clock, self.router)
         self._runners: list[web.AppRunner] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.ports = Ports(0, 0)
@@ -78,7 +80,7 @@ class Sidecar:
         try:
             self._queue.put_nowait(observation)
         except asyncio.QueueFull:
-            self.health.dropped += 1
+            self.health.drop(observation.variant)
 
     def ingest(self, observation: Observation) -> None:
         try:
@@ -125,7 +127,10 @@ class Sidecar:
         last_save = self._clock()
         while True:
             try:
-                self.analyzer.evaluate(self._clock())
+                now = self._clock()
+                self.analyzer.evaluate(now)
+                if self.router.enabled:
+                    self.router.check_zones(self.analyzer.red_models(), now)
             except Exception:
                 self.health.analysis_errors += 1
                 log.exception("evaluation_failed")
@@ -189,6 +194,8 @@ class Sidecar:
         return int(runner.addresses[-1][1])  # the bound port, when 0 asked the OS to choose
 
     async def start(self) -> Ports:
+        """Raises OSError (a port is taken, the token file is unreadable) or ValueError."""
+        token = read_token(self.settings.ab.admin_token_file)
         self.restore_state()
         scraper = Scraper(
             self.settings.upstream,
@@ -200,10 +207,19 @@ class Sidecar:
         coroutines = [self._consume(), self._evaluate(), scraper.run()]
         if self.settings.vllm_log is not None:
             coroutines.append(LogFollower(self.settings.vllm_log, self.log_line).run())
+        if self.router.enabled and self.settings.ab.rollback_file is not None:
+            coroutines.append(self.router.watch_file(self.settings.ab.rollback_file))
         for coroutine in coroutines:
             self._tasks.append(asyncio.create_task(coroutine))
-        admin = admin_app(self.registry, self.sources, self.ready)
         admin_host = self.settings.admin_host or self.settings.host
+        admin = admin_app(
+            self.registry,
+            self.sources,
+            self.ready,
+            self.router,
+            token,
+            loopback=admin_host in LOOPBACK_HOSTS,
+        )
         admin_port = await self._serve(admin, admin_host, self.settings.admin_port, False)
         # handler_cancellation: a client that goes away cancels its upstream request too.
         proxy_port = await self._serve(
@@ -215,6 +231,8 @@ class Sidecar:
             proxy=f"http://{self.settings.host}:{proxy_port}",
             admin=f"http://{admin_host}:{admin_port}",
             upstream=self.settings.upstream,
+            baseline_upstream=self.settings.ab.baseline_upstream,
+            baseline_percent=self.settings.ab.baseline_percent if self.router.enabled else None,
         )
         return self.ports
 

@@ -139,6 +139,7 @@ class SpeedupSettings(_Part):
     default_cost_ratio: float = Field(default=0.05, ge=0, lt=1)  # c: draft step / target step
     cost_ratio: dict[str, float] = Field(default_factory=dict)  # per served model
     baseline_tpot_ms: dict[str, float] = Field(default_factory=dict)  # per model, without spec
+    min_baseline_requests: int = Field(default=20, ge=1)  # live A/B baseline TPOT: evidence
 
 
 class LimitSettings(_Part):
@@ -167,6 +168,31 @@ class ServeSettings(_Part):
 
     drain_seconds: float = Field(default=30.0, ge=0)
     exit_grace_seconds: float = Field(default=5.0, ge=0)
+
+
+class ABSettings(_Part):
+    """A/B rollout: a sticky share of traffic to a baseline vLLM without speculation.
+
+    The key is hashed (SHA-256) to a point in [0, 100): below `baseline_percent` goes to the
+    baseline. Rollback (all traffic to the baseline at once) is switched by the admin endpoint,
+    by the presence of `rollback_file`, or automatically when a model's overall zone stays red
+    for `auto_rollback_seconds` (off unless set).
+    """
+
+    baseline_upstream: str | None = None  # None: no A/B, everything goes to `upstream`
+    baseline_percent: float = Field(default=0.0, ge=0, le=100)
+    key_header: str = "X-User-Id"  # sticky by this header; without it, by the request id
+    rollback_file: Path | None = None  # exists: rolled back; removed: rolled forward
+    rollback_poll_seconds: float = Field(default=1.0, gt=0)
+    auto_rollback_seconds: float | None = Field(default=None, gt=0)  # None: off
+    admin_token_file: Path | None = None  # needed by POST /admin/* unless admin binds loopback
+
+    @field_validator("baseline_upstream")
+    @classmethod
+    def _is_http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {value!r}")
+        return value.rstrip("/") if value else value
 
 
 class AlertSettings(_Part):
@@ -227,6 +253,7 @@ class Settings(BaseSettings):
     cycle_log: CycleLogSettings = CycleLogSettings()
     serve: ServeSettings = ServeSettings()
     alerts: AlertSettings = AlertSettings()
+    ab: ABSettings = ABSettings()
 
     _split = field_validator("ctx_buckets", mode="before")(_split_csv)
 

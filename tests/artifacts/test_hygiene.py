@@ -14,6 +14,7 @@ from specwatch.runtime import Sidecar
 from specwatch.settings import load_settings
 from specwatch.sim.server import SimServer
 
+from tests.conftest import sidecar_settings
 from tests.integration.helpers import post
 
 RECORDED = re.compile(r"\b[a-z_]+:[a-z_]+:[a-z0-9_]+\b")
@@ -40,12 +41,16 @@ async def exported_names(sidecar: Sidecar, proxy: str, admin: str) -> set[str]:
     return names
 
 
-async def test_every_metric_a_rule_or_dashboard_reads_exists(
-    sim: tuple[SimServer, str], sidecar: Sidecar
-) -> None:
+async def test_every_metric_a_rule_or_dashboard_reads_exists(sim: tuple[SimServer, str]) -> None:
+    # A/B configured (to the same simulator, 0%): its series exist too.
+    sidecar = Sidecar(sidecar_settings(sim[1], ab={"baseline_upstream": sim[1]}))
+    await sidecar.start()
     proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
     admin = f"http://127.0.0.1:{sidecar.ports.admin}"
-    exported = await exported_names(sidecar, proxy, admin)
+    try:
+        exported = await exported_names(sidecar, proxy, admin)
+    finally:
+        await sidecar.stop()
     files = render(load_settings())
     recording = yaml.safe_load(files[RECORDING_RULES])["groups"]
     alerting = yaml.safe_load(files[ALERTING_RULES])["groups"]

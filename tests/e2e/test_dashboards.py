@@ -19,7 +19,7 @@ from specwatch.demo import demo_settings
 from specwatch.gen.dashboards import panel_queries, render_dashboards
 from specwatch.gen.writer import RECORDING_RULES, render
 from specwatch.runtime import Sidecar
-from specwatch.settings import load_settings
+from specwatch.settings import ABSettings, load_settings
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
@@ -44,7 +44,12 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
         SimConfig(seed=3, acceptance=AcceptanceModel(drops=(Drop(after=20.0, factor=0.6),)))
     )
     sim_runner, sim_url = await serve(sim.app())
-    car = Sidecar(demo_settings(sim_url, 0, 0))  # 1-second drift buckets, like the demo
+    # A/B on, so the A/B panels have both variants: 20% to a baseline without speculation.
+    base = SimServer(SimConfig(seed=3, num_spec_tokens=0))
+    base_runner, base_url = await serve(base.app())
+    ab = ABSettings(baseline_upstream=base_url, baseline_percent=20)
+    settings = demo_settings(sim_url, 0, 0).model_copy(update={"ab": ab})
+    car = Sidecar(settings)  # 1-second drift buckets, like the demo
     await car.start()
     (tmp_path / "recording.yml").write_bytes(
         render(load_settings(), time_scale=60)[RECORDING_RULES]
@@ -82,3 +87,4 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
     finally:
         await car.stop()
         await sim_runner.cleanup()
+        await base_runner.cleanup()

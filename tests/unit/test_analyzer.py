@@ -2,7 +2,14 @@ from __future__ import annotations
 
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.model import EngineSample, Latency, RequestRecord, SliceKey, SpecDecodeBlock
+from specwatch.model import (
+    EngineSample,
+    Latency,
+    RequestKey,
+    RequestRecord,
+    SliceKey,
+    SpecDecodeBlock,
+)
 from specwatch.settings import load_settings
 from structlog.testing import capture_logs
 
@@ -53,7 +60,7 @@ def test_counts_land_in_the_slice_of_each_step_and_in_the_model_rollup() -> None
         rollup.since_start.requests,
     )
     # the request-level series use the prompt's bucket
-    assert {(SliceKey("m", "0-512", "code"), C.Outcome.OBSERVED): 1} == snapshot.requests
+    assert {(RequestKey("m", "0-512", "code", "spec"), C.Outcome.OBSERVED): 1} == snapshot.requests
 
 
 def test_a_request_without_usage_counts_in_the_unknown_bucket() -> None:
@@ -102,7 +109,7 @@ def test_latency_and_acceptance_length_histograms_are_per_request_slice() -> Non
     a = analyzer()
     a.ingest(record(1.0, (3, 1)))
     histograms = a.snapshot(1.0).histograms
-    key = SliceKey("m", "0-512", "code")
+    key = RequestKey("m", "0-512", "code", C.VARIANT_SPEC)
     assert 1 == histograms[C.TTFT_SECONDS][key].count
     assert 3.0 == histograms[C.REQUEST_ACCEPTANCE_LENGTH][key].sum  # 1 + 4 / 2
 
@@ -138,3 +145,35 @@ def test_without_per_request_data_the_model_is_judged_on_vllms_own_counters() ->
     )
     (engine,) = snapshot.engine
     assert engine.coverage == 0.0  # vLLM counted draft tokens the proxy never saw
+
+
+def test_ab_baseline_requests_are_counted_apart_and_measure_the_gain() -> None:
+    """Baseline requests land in request series with variant="baseline", never in acceptance
+    counts (even if that upstream sent a spec block), and their TPOT makes the gain measured."""
+    from dataclasses import replace
+
+    a = analyzer(speedup={"min_baseline_requests": 3})
+    for i in range(5):
+        a.ingest(record(1.0 + i, (3, 3)))  # spec: tpot 2 ms
+        base = replace(record(1.0 + i, (1,)), variant=C.VARIANT_BASELINE)
+        a.ingest(replace(base, latency=Latency(ttft=0.01, tpot=0.005, e2e=0.4)))
+    snapshot = a.snapshot(6.0)
+    (rollup,) = snapshot.rollups
+    assert 10 == rollup.since_start.steps  # five spec requests of two steps each
+    by_variant: dict[str, int] = {}
+    for (key, _), n in snapshot.requests.items():
+        by_variant[key.variant] = by_variant.get(key.variant, 0) + n
+    assert {"spec": 5, "baseline": 5} == by_variant
+    assert rollup.gain is not None
+    assert ("measured", 2.5) == (rollup.gain.method, round(rollup.gain.ratio, 6))
+
+
+def test_ab_gain_needs_enough_baseline_requests() -> None:
+    from dataclasses import replace
+
+    a = analyzer(speedup={"min_baseline_requests": 20})
+    a.ingest(record(1.0, (3, 3)))
+    a.ingest(replace(record(1.0, ()), variant=C.VARIANT_BASELINE))
+    (rollup,) = a.snapshot(2.0).rollups
+    assert rollup.gain is not None
+    assert "modelled" == rollup.gain.method

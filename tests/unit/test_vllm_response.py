@@ -224,3 +224,27 @@ def test_to_record_never_raises_and_counts_every_failure(
         assert failures >= 1
     if proxy_failure is not None:
         assert failures >= 1
+
+
+def test_a_client_gone_after_the_usage_chunk_keeps_its_steps(captures: Path) -> None:
+    """The client left after vLLM's final metrics had passed the proxy: the outcome says it
+    left, the steps vLLM ran are still counted (reconciliation), a broken payload is ignored."""
+    event = usage_event(captures / "stream_usage.sse")
+    assert event is not None
+
+    def observed(payload: bytes | None) -> Observation:
+        return Observation(
+            ts=1.0, request_id="r", features=features_of("/v1/completions", None, None),
+            outcome=Outcome.CLIENT_ABORTED, stream=True, payload=payload, e2e=0.1,
+            first_byte=0.01,
+        )  # fmt: skip
+
+    health = Health()
+    record = to_record(observed(event), TaskSettings(), health)
+    assert Outcome.CLIENT_ABORTED == record.outcome
+    assert record.spec is not None
+    assert record.spec.steps > 0
+    for payload in (None, b"data: {broken\n\n"):
+        record = to_record(observed(payload), TaskSettings(), health)
+        assert (Outcome.CLIENT_ABORTED, None) == (record.outcome, record.spec)
+    assert {} == dict(health.parse_errors)

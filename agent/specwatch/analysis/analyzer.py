@@ -18,7 +18,14 @@ from specwatch.analysis.speedup import Gain, gain_of
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import Counts, Histogram, SlidingWindow, WindowedMean
 from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
-from specwatch.model import EngineLogRecord, EngineSample, RequestRecord, SliceKey, SpecLogRecord
+from specwatch.model import (
+    EngineLogRecord,
+    EngineSample,
+    RequestKey,
+    RequestRecord,
+    SliceKey,
+    SpecLogRecord,
+)
 from specwatch.settings import Settings
 
 log = structlog.get_logger("specwatch.analysis")
@@ -70,9 +77,9 @@ class Snapshot:
     window_seconds: float
     slices: tuple[SliceView, ...]  # the partition: sums over these are all traffic
     rollups: tuple[SliceView, ...]  # per model, ctx_bucket = task = "all"
-    requests: dict[tuple[SliceKey, str], int]  # (request slice, outcome) -> count
-    tokens: dict[SliceKey, tuple[int, int]]  # request slice -> (prompt, completion) tokens
-    histograms: dict[str, dict[SliceKey, Histogram]]
+    requests: dict[tuple[RequestKey, str], int]  # (request slice + variant, outcome) -> count
+    tokens: dict[RequestKey, tuple[int, int]]  # -> (prompt, completion) tokens
+    histograms: dict[str, dict[RequestKey, Histogram]]
     folded_models: int
     engine: tuple[EngineView, ...] = ()
     vllm_log: LogTotals | None = None
@@ -111,9 +118,9 @@ class Analyzer:
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
         self._zones: dict[SliceKey, ZoneState] = {}
-        self._requests: dict[tuple[SliceKey, str], int] = defaultdict(int)
-        self._tokens: dict[SliceKey, list[int]] = {}
-        self._histograms: dict[str, dict[SliceKey, Histogram]] = {name: {} for name in HISTOGRAMS}
+        self._requests: dict[tuple[RequestKey, str], int] = defaultdict(int)
+        self._tokens: dict[RequestKey, list[int]] = {}
+        self._histograms: dict[str, dict[RequestKey, Histogram]] = {name: {} for name in HISTOGRAMS}
         self._models: set[str] = set()
         self._folded_models = 0
         self._engine = EngineCounters(
@@ -124,7 +131,8 @@ class Analyzer:
         )
         self._log = LogTotals()
         self._drift = DriftDetector(settings.drift)
-        self._tpot: dict[str, WindowedMean] = {}
+        self._tpot: dict[str, WindowedMean] = {}  # per model, speculative requests
+        self._base_tpot: dict[str, WindowedMean] = {}  # per model, A/B baseline requests
 
     @property
     def buckets(self) -> CtxBuckets:
@@ -139,7 +147,7 @@ class Analyzer:
         self._folded_models += 1
         return C.OTHER
 
-    def _observe(self, name: str, key: SliceKey, value: float | None) -> None:
+    def _observe(self, name: str, key: RequestKey, value: float | None) -> None:
         if value is None:
             return
         per_key = self._histograms[name]
@@ -160,21 +168,24 @@ class Analyzer:
         model = self._model_label(record.model, record.outcome)
         prompt = record.prompt_tokens
         ctx = self._buckets.label(prompt) if prompt is not None else C.UNKNOWN_CTX
-        request_key = SliceKey(model, ctx, record.task)
+        baseline = record.variant == C.VARIANT_BASELINE
+        request_key = RequestKey(model, ctx, record.task, record.variant)
         self._requests[request_key, record.outcome] += 1
         tokens = self._tokens.setdefault(request_key, [0, 0])
         tokens[0] += prompt or 0
         tokens[1] += record.completion_tokens or 0
         self._observe(C.TTFT_SECONDS, request_key, record.latency.ttft)
         self._observe(C.TPOT_SECONDS, request_key, record.latency.tpot)
-        if record.latency.tpot is not None and record.spec is not None:
+        tpot = record.latency.tpot
+        if tpot is not None and (baseline or record.spec is not None):
             window = self._cfg.window
-            self._tpot.setdefault(
-                model, WindowedMean(window.length_seconds, window.bucket_seconds)
-            ).add(record.ts, record.latency.tpot)
+            means = self._base_tpot if baseline else self._tpot
+            means.setdefault(model, WindowedMean(window.length_seconds, window.bucket_seconds)).add(
+                record.ts, tpot
+            )
         self._observe(C.REQUEST_DURATION_SECONDS, request_key, record.latency.e2e)
         spec = record.spec
-        if spec is None or not spec.steps:
+        if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
             return
         self._observe(
             C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + sum(spec.accepted) / spec.steps
@@ -242,24 +253,33 @@ class Analyzer:
             if key.ctx_bucket != C.ALL:
                 continue
             cost = speedup.cost_ratio.get(key.model)
-            base = speedup.baseline_tpot_ms.get(key.model)
+            base = self._baseline_tpot(key.model, now)
             tpot = self._tpot.get(key.model)
             spec_tpot = tpot.mean(now) if tpot is not None else None
             if cost is None and base and spec_tpot and counts.steps and counts.max_drafted:
                 tau = 1.0 + counts.accepted / counts.steps
-                cost = max(0.0, (spec_tpot * tau / (base / 1000.0) - 1.0) / counts.max_drafted)
+                cost = max(0.0, (spec_tpot * tau / base - 1.0) / counts.max_drafted)
             out[key.model] = speedup.default_cost_ratio if cost is None else cost
         return out
+
+    def _baseline_tpot(self, model: str, now: float) -> float | None:
+        """Seconds per token without speculation: live A/B baseline traffic over the window
+        (at least `speedup.min_baseline_requests` requests), else the configured figure."""
+        live = self._base_tpot.get(model)
+        measured = live.mean(now, self._cfg.speedup.min_baseline_requests) if live else None
+        if measured is not None:
+            return measured
+        configured = self._cfg.speedup.baseline_tpot_ms.get(model)
+        return configured / 1000.0 if configured else None
 
     def _gain(
         self, key: SliceKey, counts: Counts, stats: SliceStats, now: float, cost: float
     ) -> Gain | None:
-        speedup = self._cfg.speedup
         baseline = measured = None
-        if key.ctx_bucket == C.ALL and key.model in speedup.baseline_tpot_ms:
-            baseline = speedup.baseline_tpot_ms[key.model] / 1000.0
+        if key.ctx_bucket == C.ALL:
+            baseline = self._baseline_tpot(key.model, now)
             tpot = self._tpot.get(key.model)
-            measured = tpot.mean(now) if tpot is not None else None
+            measured = tpot.mean(now) if tpot is not None and baseline else None
         return gain_of(stats.tau, counts.max_drafted, cost, baseline, measured)
 
     @staticmethod
@@ -318,6 +338,14 @@ class Analyzer:
                     gain=None if gain is None else round(gain.ratio, 3),
                     gain_method=None if gain is None else gain.method,
                 )
+
+    def red_models(self) -> set[str]:
+        """Models whose overall (`all`) zone is red now."""
+        return {
+            key.model
+            for key, state in self._zones.items()
+            if key.ctx_bucket == C.ALL and state.zone == C.Zone.RED
+        }
 
     def snapshot(self, now: float) -> Snapshot:
         confidence = self._cfg.zones.confidence

@@ -206,11 +206,12 @@ class WindowedMean:
                 self._buckets.popleft()
         # a late value for an older bucket is dropped: the mean tolerates it
 
-    def mean(self, now: float) -> float | None:
+    def mean(self, now: float, min_count: int = 1) -> float | None:
+        """None when fewer than `min_count` values fall in the window."""
         oldest = int(now // self._bucket) - self._n + 1
         total = count = 0.0
         for index, s, n in self._buckets:
             if index >= oldest:
                 total += s
                 count += n
-        return total / count if count else None
+        return total / count if count and count >= min_count else None

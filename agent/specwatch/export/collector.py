@@ -19,9 +19,11 @@ from specwatch import conventions as C
 from specwatch.analysis.analyzer import SliceView, Snapshot
 from specwatch.analysis.windows import Histogram
 from specwatch.health import HealthSnapshot
-from specwatch.model import SliceKey
+from specwatch.model import RequestKey, SliceKey
+from specwatch.sources.ab import ROLLED_BACK, ROLLED_FORWARD, ABRouter
 
 SLICE = list(C.SLICE_LABELS)
+REQUEST = [*SLICE, C.LABEL_VARIANT]
 
 Source = Callable[[], tuple[Snapshot, HealthSnapshot]]
 
@@ -37,6 +39,10 @@ def _labels(key: SliceKey) -> list[str]:
     return [key.model, key.ctx_bucket, key.task]
 
 
+def _request_labels(key: RequestKey) -> list[str]:
+    return [key.model, key.ctx_bucket, key.task, key.variant]
+
+
 def _histogram(family: HistogramMetricFamily, labels: list[str], histogram: Histogram) -> None:
     family.add_metric(labels, buckets=histogram.cumulative(), sum_value=histogram.sum)
 
@@ -44,11 +50,14 @@ def _histogram(family: HistogramMetricFamily, labels: list[str], histogram: Hist
 class SpecwatchCollector(Collector):
     """Reads a fresh snapshot at every scrape; holds no state of its own."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, router: ABRouter | None = None) -> None:
         self._source = source
+        self._router = router
 
     def collect(self) -> Iterator[Metric]:
         snapshot, health = self._source()
+        if self._router is not None and self._router.enabled:
+            yield from self._ab(self._router)
         yield from self._slice_counters(snapshot)
         yield from self._requests(snapshot, health)
         yield from self._histograms(snapshot)
@@ -95,20 +104,18 @@ class SpecwatchCollector(Collector):
             C.REQUESTS,
             "Requests to observed endpoints, each in exactly one outcome; ctx_bucket is the "
             "prompt length's bucket.",
-            labels=[*SLICE, C.LABEL_OUTCOME],
+            labels=[*REQUEST, C.LABEL_OUTCOME],
         )
         for (key, outcome), n in sorted(snapshot.requests.items(), key=lambda kv: str(kv[0])):
-            requests.add_metric([*_labels(key), outcome], n)
-        if health.dropped:
-            requests.add_metric(
-                [C.OTHER, C.UNKNOWN_CTX, C.OTHER, C.Outcome.DROPPED], health.dropped
-            )
+            requests.add_metric([*_request_labels(key), outcome], n)
+        for variant, n in sorted(health.dropped_by_variant.items()):
+            requests.add_metric([C.OTHER, C.UNKNOWN_CTX, C.OTHER, variant, C.Outcome.DROPPED], n)
         yield requests
-        prompt = CounterMetricFamily(C.PROMPT_TOKENS, "Prompt tokens.", labels=SLICE)
-        completion = CounterMetricFamily(C.COMPLETION_TOKENS, "Completion tokens.", labels=SLICE)
+        prompt = CounterMetricFamily(C.PROMPT_TOKENS, "Prompt tokens.", labels=REQUEST)
+        completion = CounterMetricFamily(C.COMPLETION_TOKENS, "Completion tokens.", labels=REQUEST)
         for key, (p, c) in snapshot.tokens.items():
-            prompt.add_metric(_labels(key), p)
-            completion.add_metric(_labels(key), c)
+            prompt.add_metric(_request_labels(key), p)
+            completion.add_metric(_request_labels(key), c)
         yield prompt
         yield completion
 
@@ -121,9 +128,9 @@ class SpecwatchCollector(Collector):
             C.REQUEST_DURATION_SECONDS: "Request duration as the client saw it through the proxy.",
         }
         for name, per_key in snapshot.histograms.items():
-            family = HistogramMetricFamily(name, docs[name], labels=SLICE)
+            family = HistogramMetricFamily(name, docs[name], labels=REQUEST)
             for key, histogram in per_key.items():
-                _histogram(family, _labels(key), histogram)
+                _histogram(family, _request_labels(key), histogram)
             yield family
 
     @staticmethod
@@ -270,6 +277,28 @@ class SpecwatchCollector(Collector):
                 "Draft tokens according to vLLM's log lines.",
                 value=totals.drafted,
             )
+
+    @staticmethod
+    def _ab(router: ABRouter) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            C.AB_BASELINE_SHARE,
+            "Configured share of traffic (by key hash) sent to the baseline upstream, 0..1.",
+            value=router.cfg.baseline_percent / 100.0,
+        )
+        yield GaugeMetricFamily(
+            C.AB_ROLLED_BACK,
+            "1 while rolled back: every request goes to the baseline upstream.",
+            value=1.0 if router.rolled_back else 0.0,
+        )
+        switches = CounterMetricFamily(
+            C.AB_SWITCHES,
+            "Rollback switches, by direction and by what switched (admin, file, auto).",
+            labels=[C.LABEL_TO, C.LABEL_SOURCE],
+        )
+        for to in (ROLLED_BACK, ROLLED_FORWARD):
+            for source in C.AB_SOURCES:
+                switches.add_metric([to, source], router.switches[to, source])
+        yield switches
 
     @staticmethod
     def _health(snapshot: Snapshot, health: HealthSnapshot) -> Iterator[Metric]:

@@ -51,8 +51,10 @@ def engine_status(view: EngineView) -> dict[str, Any]:
 
 def status_document(snapshot: Snapshot, health: HealthSnapshot | None) -> dict[str, Any]:
     requests: dict[str, int] = {}
-    for (_key, outcome), n in snapshot.requests.items():
+    variants: dict[str, int] = {}
+    for (key, outcome), n in snapshot.requests.items():
         requests[outcome] = requests.get(outcome, 0) + n
+        variants[key.variant] = variants.get(key.variant, 0) + n
     document: dict[str, Any] = {
         "at": snapshot.at,
         "started": snapshot.started,
@@ -61,6 +63,7 @@ def status_document(snapshot: Snapshot, health: HealthSnapshot | None) -> dict[s
         "slices": [slice_status(view) for view in snapshot.slices],
         "models": [slice_status(view) for view in snapshot.rollups],
         "requests_by_outcome": dict(sorted(requests.items())),
+        "requests_by_variant": dict(sorted(variants.items())),
         "traffic_mix": {
             model: {
                 "psi_ctx_bucket": mix.psi_ctx_bucket,

@@ -339,6 +339,31 @@ def _health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             confirm=(f"`{C.PARSE_ERRORS}_total` by source and reason",),
             actions=("Check the vLLM version and report the reason to specwatch.",),
         ),
+        Alert(
+            name="SpecDecodeRolledBack",
+            severity="warning",
+            expr=f"max by (instance) ({C.AB_ROLLED_BACK}) == 1",
+            for_seconds=60,
+            summary="Speculation is rolled back on {{ $labels.instance }}",
+            description=(
+                "specwatch at {{ $labels.instance }} sends every request to the baseline "
+                "upstream (no speculative decoding)."
+            ),
+            meaning=(
+                "An A/B rollback is in force — by the admin endpoint, the flag file, or "
+                "auto-rollback after a red zone. Users are served, without speculation's "
+                "speedup; the A/B comparison has no speculative traffic meanwhile."
+            ),
+            confirm=(
+                f"`{C.AB_SWITCHES}_total` by `to` and `source`: who rolled back, and when",
+                "`GET /admin/ab` on the pod's admin port: `held_by` names each source",
+            ),
+            actions=(
+                "Find why (the red zone, the drift alert, a bad draft) before rolling forward.",
+                "Roll forward: remove the flag file, or POST /admin/rollback "
+                '{"rollback": false} with the admin token (this also clears auto-rollback).',
+            ),
+        ),
     ]
 
 

@@ -257,6 +257,27 @@ def overview(settings: Settings) -> builders.Dashboard:
         _latency("Time per output token", C.TPOT_SECONDS, "model", M),
         _latency("End-to-end latency", C.REQUEST_DURATION_SECONDS, "model", M),
         _series(
+            "A/B: requests/s by variant, and rollback (1 = all to baseline)",
+            [
+                (f"sum by (variant) (rate({C.REQUESTS}_total{{{M}}}[5m]))", "{{variant}}"),
+                (f"max({C.AB_ROLLED_BACK})", "rolled back"),
+            ],
+            width=12,
+        ),
+        _series(
+            "A/B: time per output token by variant (p50, p95)",
+            [
+                (
+                    f"histogram_quantile({q}, sum by (le, variant) "
+                    f"(rate({C.TPOT_SECONDS}_bucket{{{M}}}[5m])))",
+                    f"p{round(q * 100)} {{{{variant}}}}",
+                )
+                for q in (0.5, 0.95)
+            ],
+            unit="s",
+            width=12,
+        ),
+        _series(
             "Output tokens/s",
             [(f"sum by (model) (rate({C.COMPLETION_TOKENS}_total{{{M}}}[5m]))", "{{model}}")],
         ),

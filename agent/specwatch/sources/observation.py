@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from specwatch.analysis.tasks import RequestFeatures, classify
-from specwatch.conventions import OTHER, Outcome, ParseSource
+from specwatch.conventions import OTHER, VARIANT_BASELINE, VARIANT_SPEC, Outcome, ParseSource
 from specwatch.health import Health
 from specwatch.model import Latency, RequestRecord
 from specwatch.settings import TaskSettings
@@ -32,6 +33,7 @@ class Observation:
     e2e: float | None  # seconds, as the client saw it
     first_byte: float | None  # seconds to the first body byte (streams: first token)
     parse_failure: str | None = None  # found by the proxy itself (e.g. a truncated stream)
+    variant: str = VARIANT_SPEC  # A/B: the upstream that served it
 
 
 def _parse(obs: Observation) -> ParsedResponse | None:
@@ -53,14 +55,21 @@ def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestR
     source = ParseSource.SSE if obs.stream else ParseSource.RESPONSE
     if obs.parse_failure is not None:
         health.parse_error(source, obs.parse_failure)
-    if outcome is None:
+    if outcome == Outcome.CLIENT_ABORTED and obs.payload is not None:
+        # The client left after the upstream's final metrics had passed: vLLM ran those steps,
+        # and specwatch saw them (the outcome stays client_aborted).
+        with contextlib.suppress(ParseFailure):
+            parsed = _parse(obs)
+    elif outcome is None:
         try:
             parsed = _parse(obs)
         except ParseFailure as failure:
             health.parse_error(source, failure.reason)
             outcome = Outcome.PARSE_ERROR
         else:
-            if parsed is None or parsed.spec is None:
+            if obs.variant == VARIANT_BASELINE:  # no speculation there: nothing to miss
+                outcome = Outcome.OBSERVED
+            elif parsed is None or parsed.spec is None:
                 outcome = Outcome.NO_SPEC_METRICS
             else:
                 outcome = Outcome.OBSERVED
@@ -86,4 +95,5 @@ def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestR
             tpot=latency.tpot,
             e2e=obs.e2e,
         ),
+        variant=obs.variant,
     )

@@ -27,6 +27,7 @@ from specwatch.analysis.tasks import features_of
 from specwatch.conventions import OBSERVED_PATHS, Outcome, ParseSource
 from specwatch.health import Health
 from specwatch.settings import Settings
+from specwatch.sources.ab import ABRouter
 from specwatch.sources.observation import Observation
 from specwatch.sources.vllm_response import (
     SseSplitter,
@@ -107,9 +108,12 @@ class Proxy:
         health: Health,
         submit: Submit,
         clock: Callable[[], float] = time.time,
+        router: ABRouter | None = None,
     ) -> None:
         self._settings = settings
         self._upstream = settings.upstream
+        self.router = router or ABRouter(settings.ab, settings.upstream, clock)
+        self._key_header = settings.ab.key_header
         self._health = health
         self._submit = submit
         self._clock = clock
@@ -171,10 +175,11 @@ class Proxy:
     ) -> web.Response:
         """Refused by specwatch itself (never sent upstream), in OpenAI's error shape, counted."""
         if observed:
+            request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
             self._submit(
                 Observation(
                     ts=self._clock(),
-                    request_id=request.headers.get("X-Request-Id") or uuid.uuid4().hex,
+                    request_id=request_id,
                     features=features_of(
                         request.path, request.headers.get(self._task_header), None
                     ),
@@ -183,6 +188,7 @@ class Proxy:
                     payload=None,
                     e2e=None,
                     first_byte=None,
+                    variant=self.router.variant(self._ab_key(request, request_id)),
                 )
             )
         else:
@@ -224,9 +230,13 @@ class Proxy:
 
     # --- completions and chat completions ---------------------------------------------------
 
+    def _ab_key(self, request: web.Request, request_id: str) -> str:
+        return request.headers.get(self._key_header) or request_id
+
     async def _observed(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+        variant = self.router.variant(self._ab_key(request, request_id))
         exchange = _Exchange()
         features = features_of(request.path, request.headers.get(self._task_header), None)
         stream = False
@@ -259,7 +269,8 @@ class Proxy:
                     inject = True
             features = features_of(request.path, request.headers.get(self._task_header), body)
             self._health.proxy_overhead.observe(time.perf_counter() - started)
-            return await self._forward(request, raw, stream, inject, exchange, started)
+            upstream = self.router.upstream(variant)
+            return await self._forward(request, upstream, raw, stream, inject, exchange, started)
         except asyncio.CancelledError:
             exchange.outcome = Outcome.CLIENT_ABORTED
             raise
@@ -275,12 +286,14 @@ class Proxy:
                     e2e=time.perf_counter() - started,
                     first_byte=exchange.first_byte,
                     parse_failure=exchange.parse_failure,
+                    variant=variant,
                 )
             )
 
     async def _forward(
         self,
         request: web.Request,
+        base: str,
         raw: bytes,
         stream: bool,
         inject: bool,
@@ -291,7 +304,7 @@ class Proxy:
         response: web.StreamResponse | None = None
         try:
             async with self.session.post(
-                self._upstream + request.raw_path, data=raw, headers=headers
+                base + request.raw_path, data=raw, headers=headers
             ) as upstream:
                 response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
                 response.headers.update(_forwardable(upstream.headers))
@@ -380,7 +393,7 @@ class Proxy:
             forward = []
             for event in splitter.feed(chunk):
                 if is_usage_event(event):
-                    usage = event
+                    usage = exchange.payload = event  # kept even if the client leaves now
                     if inject:
                         held = held and restore_fingerprint(held, event)
                         continue
