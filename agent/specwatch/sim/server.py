@@ -5,8 +5,13 @@
 `vllm:spec_decode_*` counters agree with what it served, counted step by step as vLLM does (so
 an aborted request's steps are counted even though no response carries them).
 
-For tests, a request may carry `X-Sim-Fail: 500` (an internal error before any step) or
-`X-Sim-Fail: cut` (the connection is cut after half the steps).
+For tests, a request may carry `X-Sim-Fail`: `500` (an internal error before any step), `cut`
+(the connection is cut after half the steps: an engine killed mid-stream), `truncate` (the
+answer simply stops halfway, cleanly closed: no usage, no `[DONE]`; a JSON body is cut in
+half), `bad-json` (a stream gets one malformed event in the middle; a JSON body is not JSON),
+`html` (a 200 with an HTML page, no generation) or `slow` (50 ms between stream chunks).
+`reported_steps` counts the speculative steps of the responses that carried their metrics to
+the end, so a test can reconcile exactly what a client could have seen.
 """
 
 from __future__ import annotations
@@ -227,6 +232,7 @@ class _Generation:
     stream: bool
     include_usage: bool
     cut: bool
+    fail: str | None
     rng: random.Random
     steps: list[Step]
 
@@ -240,6 +246,7 @@ class SimServer:
         self.metrics = SimMetrics(config.model, config.num_spec_tokens)
         self._clock = clock
         self._started = clock()
+        self.reported_steps = 0  # steps of responses whose metrics reached the client
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -354,6 +361,7 @@ class SimServer:
             stream=body.get("stream") is True,
             include_usage=isinstance(options, dict) and options.get("include_usage") is True,
             cut=request.headers.get("X-Sim-Fail") == "cut",
+            fail=request.headers.get("X-Sim-Fail"),
             rng=rng,
             steps=steps,
         )
@@ -367,6 +375,9 @@ class SimServer:
             gen = self._prepare(request, body, chat)
         except BadRequest as bad:
             return error_response(bad.status, str(bad), bad.error_type, bad.param)
+        if gen.fail == "html":
+            page = "<html><body>upstream busy</body></html>"
+            return web.Response(text=page, content_type="text/html")
         labels = self.metrics.labels()
         self.metrics.running.labels(**labels).inc()
         try:
@@ -515,9 +526,20 @@ class SimServer:
             "metrics": self._metrics_block(gen, ttft, generation),
         }
         body["usage"]["completion_tokens_details"] = None
-        return web.Response(
-            body=orjson.dumps(body), content_type="application/json", headers=_id_header(request)
-        )
+        data = orjson.dumps(body)
+        if gen.fail == "truncate":
+            data = data[: len(data) // 2]
+        elif gen.fail == "bad-json":
+            data = b"{" + data  # not JSON any more
+        else:
+            self.reported_steps += self._listed(gen)
+        return web.Response(body=data, content_type="application/json", headers=_id_header(request))
+
+    def _listed(self, gen: _Generation) -> int:
+        """The steps the metrics block lists (0 when no block is sent)."""
+        if self.config.spec_metrics == "none":
+            return 0
+        return sum(1 for step in gen.steps if step.drafted)
 
     def _chunk(self, gen: _Generation, text: str, finished: bool) -> dict[str, Any]:
         if gen.chat:
@@ -575,12 +597,22 @@ class SimServer:
             }
             await response.write(_event(role))
         first = True
+        half = (len(gen.steps) + 1) // 2
         try:
+            i = 0
             async for text, finished in self._run(gen):
                 if first:
                     ttft = time.perf_counter() - started
                     first = False
+                if gen.fail == "truncate" and i == half:
+                    await response.write_eof()  # a clean end, halfway: no usage, no [DONE]
+                    return response
+                if gen.fail == "bad-json" and i == half:
+                    await response.write(b'data: {"id": broken\n\n')
+                if gen.fail == "slow":
+                    await asyncio.sleep(0.05)
                 await response.write(_event(self._chunk(gen, text, finished)))
+                i += 1
         except ConnectionAbortedError:
             assert request.transport is not None
             request.transport.close()
@@ -601,6 +633,9 @@ class SimServer:
                 "metrics": self._metrics_block(gen, ttft, generation),
             }
             await response.write(_event(usage_chunk))
+            self.reported_steps += self._listed(gen)
+        if gen.fail == "slow":
+            await asyncio.sleep(0.05)
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
