@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -132,7 +133,20 @@ async def _sweep(
             server_log.close()
 
 
+def _render(results: Path, out: Path) -> int:
+    try:
+        document = orjson.loads(results.read_bytes())
+        written = report.write(document, out)
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as error:
+        print(f"specwatch bench: cannot render {results}: {error!r}", file=sys.stderr)
+        return 1
+    print(f"specwatch bench: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 0
+
+
 async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
+    if args.render:
+        return _render(args.render, args.out)
     console = Console(stderr=True)
     try:
         overrides: dict[str, Any] = {}

@@ -55,3 +55,9 @@ def add_parser(commands: Any) -> None:
     out.add_argument("--ctx-buckets", help="upper bounds (default: the sidecar's settings)")
     out.add_argument("--config", type=Path, help="YAML settings (ctx buckets, tasks)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument(
+        "--render",
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="only re-render report.md and the plots into --out from a results.json",
+    )

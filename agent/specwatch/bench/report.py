@@ -16,6 +16,7 @@ from specwatch.bench import plots
 
 ALL = "all"
 HELPS, HURTS, UNCLEAR = "helps", "hurts", "unclear"
+MAX_LISTED = 8
 
 
 def call(figure: dict[str, Any] | None) -> str:
@@ -108,10 +109,14 @@ def plain_verdict(v: dict[str, Any], confidence: float) -> list[str]:
             f"Helps in {len(t['slices'][HELPS])} slice(s), hurts in {len(t['slices'][HURTS])}, "
             f"unclear in {len(t['slices'][UNCLEAR])}."
         )
-        for row in t["slices"][HURTS]:
-            lines.append(
-                f"  - hurts at {row['ctx_bucket']} tokens, task {row['task']}: {_x(row['e2e'])}"
-            )
+        hurting = t["slices"][HURTS]
+        if t["overall"] != HURTS:  # a win overall that still hurts somewhere: say where
+            for row in sorted(hurting, key=lambda r: r["e2e"]["estimate"])[:MAX_LISTED]:
+                lines.append(
+                    f"  - hurts at {row['ctx_bucket']} tokens, task {row['task']}: {_x(row['e2e'])}"
+                )
+            if len(hurting) > MAX_LISTED:
+                lines.append(f"  - and {len(hurting) - MAX_LISTED} more slices (tables below)")
     best = v["best"]
     if best and len(v["targets"]) > 1:
         tail = (

