@@ -55,6 +55,7 @@ _SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "rollback_file": ("ab", "rollback_file"),
     "auto_rollback_seconds": ("ab", "auto_rollback_seconds"),
     "admin_token_file": ("ab", "admin_token_file"),
+    "shadow_fraction": ("shadow", "fraction"),
 }
 
 
@@ -86,6 +87,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     ab.add_argument("--auto-rollback-seconds", help="roll back when a model is red this long (off)")
     ab.add_argument(
         "--admin-token-file", help="bearer token for POST /admin/* (needed off loopback)"
+    )
+    ab.add_argument(
+        "--shadow-fraction", help="share of greedy requests also compared on the baseline (0)"
     )
 
 

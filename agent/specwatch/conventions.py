@@ -102,6 +102,13 @@ AB_SWITCHES: Final = PREFIX + "ab_switches"  # counter by `to` and `source`
 LABEL_TO: Final = "to"  # of a switch: rolled_back / rolled_forward
 AB_SOURCES: Final = ("admin", "file", "auto")
 
+# --- the shadow check (settings `shadow`) -----------------------------------------------------
+SHADOW_COMPARISONS: Final = PREFIX + "shadow_comparisons"  # counter by model
+OUTPUT_DIVERGENCE: Final = PREFIX + "output_divergence"  # counter by model
+SHADOW_SKIPPED: Final = PREFIX + "shadow_skipped"  # counter by reason
+
+REPLICA_COST_PER_HOUR: Final = PREFIX + "replica_cost_per_hour"  # gauge by variant, settings
+
 SOURCE_PROXY: Final = "proxy"  # where a slice's counts came from (/status `source`)
 SOURCE_VLLM_METRICS: Final = "vllm_metrics"
 

@@ -22,6 +22,9 @@ class HealthSnapshot:
     passthrough: dict[str, int]
     proxy_overhead: Histogram
     upstream_up: bool | None
+    shadow_comparisons: dict[str, int]
+    shadow_divergences: dict[str, int]
+    shadow_skipped: dict[str, int]
 
 
 class Health:
@@ -34,6 +37,9 @@ class Health:
         self.passthrough: dict[str, int] = defaultdict(int)
         self.proxy_overhead = Histogram(PROXY_OVERHEAD_BUCKETS)
         self.upstream_up: bool | None = None  # None: not probed yet
+        self.shadow_comparisons: dict[str, int] = defaultdict(int)  # per model
+        self.shadow_divergences: dict[str, int] = defaultdict(int)
+        self.shadow_skipped: dict[str, int] = defaultdict(int)  # per reason
 
     def drop(self, variant: str) -> None:
         self.dropped += 1
@@ -52,4 +58,7 @@ class Health:
             passthrough=dict(self.passthrough),
             proxy_overhead=self.proxy_overhead.copy(),
             upstream_up=self.upstream_up,
+            shadow_comparisons=dict(self.shadow_comparisons),
+            shadow_divergences=dict(self.shadow_divergences),
+            shadow_skipped=dict(self.shadow_skipped),
         )

@@ -66,7 +66,7 @@ class Sidecar:
         )
         self.router = ABRouter(settings.ab, settings.upstream, clock)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(SpecwatchCollector(self.sources, self.router))
+        self.registry.register(SpecwatchCollector(self.sources, self.router, settings.cost))
         ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, open fds...
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
         self.proxy = Proxy(settings, self.health, self.submit, clock, self.router)

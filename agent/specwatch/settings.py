@@ -195,6 +195,23 @@ class ABSettings(_Part):
         return value.rstrip("/") if value else value
 
 
+class ShadowSettings(_Part):
+    """The shadow check: a share of greedy requests compared against the A/B baseline."""
+
+    fraction: float = Field(default=0.0, ge=0, le=1)  # 0: off
+    max_in_flight: int = Field(default=8, ge=1)  # beyond: skipped, counted
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    divergence_warning_ratio: float = Field(default=0.01, gt=0, le=1)  # the alert's threshold
+
+
+class CostSettings(_Part):
+    """What a replica costs, for the dashboards' cost per million output tokens."""
+
+    price_per_accelerator_hour: float | None = Field(default=None, ge=0)  # None: no cost panel
+    accelerators_per_replica: int = Field(default=1, ge=1)
+    baseline_price_per_accelerator_hour: float | None = Field(default=None, ge=0)  # A/B side
+
+
 class AlertSettings(_Part):
     """What `specwatch generate` puts in the Prometheus rules and the Alertmanager config.
 
@@ -254,6 +271,8 @@ class Settings(BaseSettings):
     serve: ServeSettings = ServeSettings()
     alerts: AlertSettings = AlertSettings()
     ab: ABSettings = ABSettings()
+    shadow: ShadowSettings = ShadowSettings()
+    cost: CostSettings = CostSettings()
 
     _split = field_validator("ctx_buckets", mode="before")(_split_csv)
 
@@ -277,6 +296,8 @@ class Settings(BaseSettings):
     def _ports_differ(self) -> Settings:
         if self.port and self.port == self.admin_port:
             raise ValueError(f"port and admin_port are both {self.port}")
+        if self.shadow.fraction > 0 and self.ab.baseline_upstream is None:
+            raise ValueError("shadow.fraction needs ab.baseline_upstream (where to compare)")
         return self
 
     @classmethod

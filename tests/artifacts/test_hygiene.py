@@ -42,8 +42,14 @@ async def exported_names(sidecar: Sidecar, proxy: str, admin: str) -> set[str]:
 
 
 async def test_every_metric_a_rule_or_dashboard_reads_exists(sim: tuple[SimServer, str]) -> None:
-    # A/B configured (to the same simulator, 0%): its series exist too.
-    sidecar = Sidecar(sidecar_settings(sim[1], ab={"baseline_upstream": sim[1]}))
+    # A/B (to the same simulator, 0%), the shadow check and a price: their series exist too.
+    settings = sidecar_settings(
+        sim[1],
+        ab={"baseline_upstream": sim[1]},
+        shadow={"fraction": 0.5},
+        cost={"price_per_accelerator_hour": 2.0},
+    )
+    sidecar = Sidecar(settings)
     await sidecar.start()
     proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
     admin = f"http://127.0.0.1:{sidecar.ports.admin}"

@@ -19,7 +19,7 @@ from specwatch.demo import demo_settings
 from specwatch.gen.dashboards import panel_queries, render_dashboards
 from specwatch.gen.writer import RECORDING_RULES, render
 from specwatch.runtime import Sidecar
-from specwatch.settings import ABSettings, load_settings
+from specwatch.settings import ABSettings, CostSettings, ShadowSettings, load_settings
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
@@ -47,8 +47,17 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
     # A/B on, so the A/B panels have both variants: 20% to a baseline without speculation.
     base = SimServer(SimConfig(seed=3, num_spec_tokens=0))
     base_runner, base_url = await serve(base.app())
+    # A/B, the shadow check and a price on, so their panels have data too.
     ab = ABSettings(baseline_upstream=base_url, baseline_percent=20)
-    settings = demo_settings(sim_url, 0, 0).model_copy(update={"ab": ab})
+    settings = demo_settings(sim_url, 0, 0).model_copy(
+        update={
+            "ab": ab,
+            "shadow": ShadowSettings(fraction=0.2),
+            "cost": CostSettings(
+                price_per_accelerator_hour=2.5, baseline_price_per_accelerator_hour=2.5
+            ),
+        }
+    )
     car = Sidecar(settings)  # 1-second drift buckets, like the demo
     await car.start()
     (tmp_path / "recording.yml").write_bytes(

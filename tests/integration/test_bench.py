@@ -180,3 +180,48 @@ async def test_a_dead_endpoint_is_reported_not_crashed(tmp_path: Path) -> None:
                              str(tmp_path / "r"))  # fmt: skip
     assert 1 == code, text
     assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("corrupt", [0.0, 0.25])
+async def test_losslessness_checks_and_cost(corrupt: float, tmp_path: Path) -> None:
+    """A lossless speculative simulator gives the baseline's output token for token; one that
+    changes a token in a quarter of its answers is flagged as a server bug, with examples."""
+    cost = CostModel(target_step_ms=3.0)
+    base = SimServer(SimConfig(num_spec_tokens=0, cost=cost))
+    spec = SimServer(SimConfig(num_spec_tokens=K, cost=cost, corrupt_share=corrupt))
+    base_runner, base_url = await serve(base.app())
+    spec_runner, spec_url = await serve(spec.app())
+    out = tmp_path / "q"
+    try:
+        code, text = await bench(
+            "--baseline", base_url, "--spec", spec_url, "--requests", "80", "--max-tokens",
+            "24", "--concurrency", "8", "--quality-temperature", "0.7", "--quality-prompts",
+            "5", "--quality-samples", "4", "--quality-permutations", "199",
+            "--price-per-hour", "2.0", "--out", str(out),
+        )  # fmt: skip
+    finally:
+        await base_runner.cleanup()
+        await spec_runner.cleanup()
+    assert 0 == code, text
+    results = orjson.loads((out / "results.json").read_bytes())
+    (check,) = results["quality"]
+    greedy = check["greedy"]
+    assert ("token ids", 80) == (greedy["by"], greedy["compared"])
+    report = (out / "report.md").read_text()
+    if corrupt:
+        assert greedy["flagged"] is True
+        assert 0.6 < greedy["share"] < 0.9  # about 1 - 0.25
+        assert greedy["examples"]
+        assert "correctness problem of the server" in report
+    else:
+        assert (True, 1.0) == (not greedy["flagged"], greedy["share"])
+        assert "identical to the baseline's for all 80 requests" in report
+    dist = check["distribution"]
+    assert (5, 4, 0.7) == (dist["prompts"], dist["samples_per_side"], dist["temperature"])
+    assert 0 < dist["p_value"] <= 1
+    base_cost, spec_cost = results["cost"]
+    assert ("baseline", "spec") == (base_cost["target"], spec_cost["target"])
+    expected = 2.0 / (spec_cost["output_tokens_per_s"] * 3600) * 1e6
+    assert expected == pytest.approx(spec_cost["cost_per_million_output_tokens"])
+    assert spec_cost["saving_vs_baseline"] > 0  # speculation is faster here, so cheaper
+    assert "## Cost" in report

@@ -36,6 +36,7 @@ class Sample:
     index: int
     target: str
     task: str = ""
+    temperature: float | None = None  # set on distribution-check samples
     ok: bool = False
     error: str | None = None
     status: int | None = None
@@ -117,7 +118,9 @@ async def measure(
     headers: dict[str, str],
 ) -> Sample:
     """Send `body`; never raises for what the server or the network does (see `error`)."""
-    sample = Sample(index=request.index, target=name, task=request.task)
+    sample = Sample(
+        index=request.index, target=name, task=request.task, temperature=request.temperature
+    )
     sample.started = time.perf_counter()
     splitter = SseSplitter(MAX_EVENT_BYTES)
     last: float | None = None

@@ -29,10 +29,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from specwatch import __version__
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.bench import report
-from specwatch.bench.results import BASELINE, Analysis, analyse
+from specwatch.bench.results import BASELINE, Analysis, analyse, cost, quality
 from specwatch.bench.runner import Load, Target, TargetRun, run_targets, wait_ready
 from specwatch.bench.sweep import SweepError, baseline_command, command_for_k, parse_ks
-from specwatch.bench.workload import BenchRequest, DatasetError, builtin, sharegpt
+from specwatch.bench.workload import (
+    BenchRequest,
+    DatasetError,
+    builtin,
+    quality_requests,
+    sharegpt,
+)
 from specwatch.settings import ConfigError, load_settings
 
 
@@ -58,6 +64,21 @@ def _targets(args: argparse.Namespace) -> list[Target]:
             targets.append(Target(name, url.rstrip("/"), args.model))
         return targets
     return []
+
+
+def _prices(given: list[str]) -> dict[str, float]:
+    """`--price-per-hour 2.5` (every target) or `--price-per-hour K=3=2.5` (one target)."""
+    out: dict[str, float] = {}
+    for item in given:
+        name, _, value = item.rpartition("=")
+        try:
+            price = float(value)
+        except ValueError:
+            raise UsageError(f"--price-per-hour: not a price: {item!r}") from None
+        if price < 0:
+            raise UsageError(f"--price-per-hour: negative price: {item!r}")
+        out[name or "*"] = price
+    return out
 
 
 def _named(given: str) -> tuple[str, str]:
@@ -88,6 +109,29 @@ def _workload(args: argparse.Namespace, tasks: Any) -> tuple[list[BenchRequest],
     return requests, f"built-in mix, seed {args.seed}, prompts {words} words"
 
 
+def _quality_plan(
+    args: argparse.Namespace, requests: list[BenchRequest], has_baseline: bool
+) -> Any:
+    """Each target's distribution-check requests: the first prompts, seeded samples; the
+    baseline's seeds and every other target's do not overlap, so all are independent draws."""
+    if args.quality_temperature is None:
+        return lambda _name: ()
+    if not has_baseline:
+        raise UsageError("--quality-temperature needs a baseline (--baseline or --sweep-k)")
+    if args.quality_temperature <= 0:
+        raise UsageError("--quality-temperature must be above 0 (temperature 0 is checked anyway)")
+    if args.quality_samples < 2 or args.quality_prompts < 1:
+        raise UsageError("--quality-samples must be at least 2, --quality-prompts at least 1")
+    prompts = requests[: args.quality_prompts]
+    samples, temperature = args.quality_samples, args.quality_temperature
+
+    def plan(name: str) -> list[BenchRequest]:
+        first = 0 if name == BASELINE else samples
+        return quality_requests(prompts, samples, temperature, first)
+
+    return plan
+
+
 def _progress(total: int, enabled: bool) -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"),
@@ -114,6 +158,7 @@ async def _sweep(
     tick: Any,
     ready_timeout: float,
     log_dir: Path,
+    quality_for: Any,
 ) -> None:
     from specwatch.sources.supervisor import VllmProcess, prepare_command
 
@@ -160,6 +205,10 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
         if ks:
             command_for_k(vllm_argv, ks[0])  # fail now on a command without a spec config
         requests, workload = _workload(args, settings.tasks)
+        prices = _prices(args.price_per_hour)
+        if args.accelerators < 1:
+            raise UsageError("--accelerators must be at least 1")
+        quality_for = _quality_plan(args, requests, bool(ks) or bool(args.baseline))
     except (UsageError, SweepError, DatasetError) as error:
         print(f"specwatch bench: {error}", file=sys.stderr)
         return 2
@@ -174,6 +223,7 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
         seed=args.sampling_seed,
         timeout=args.timeout,
         block=args.block,
+        token_ids=not args.no_token_ids,
     )
     # Warm-up: other prompts from the same mix (a different seed), so no measured request is
     # answered from a cache the warm-up filled.
@@ -186,11 +236,13 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
         max_prompt_words=args.max_prompt_words,
     )
     n_targets = len(targets) or len(ks) + 1
+    extra = args.quality_prompts * args.quality_samples if args.quality_temperature else 0
     runs: list[TargetRun] = []
     started = time.time()
     partial = False
-    with _progress(len(requests) * n_targets, not args.no_progress) as progress:
-        task = progress.add_task("bench", total=len(requests) * n_targets)
+    total = (len(requests) + extra) * n_targets
+    with _progress(total, not args.no_progress) as progress:
+        task = progress.add_task("bench", total=total)
 
         def tick() -> None:
             progress.advance(task)
@@ -207,9 +259,10 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
                 tick,
                 args.ready_timeout,
                 args.out / "servers",
+                quality_for,
             )
         else:
-            job = run_targets(targets, requests, load, tick, runs, warmup)
+            job = run_targets(targets, requests, load, tick, runs, warmup, quality_for)
         main = asyncio.ensure_future(job)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError):
@@ -237,6 +290,9 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
         else f"concurrency {load.concurrency}"
     )
     verdict = report.verdict(documents)
+    checks = quality(
+        runs, load.temperature, args.quality_alpha, args.quality_permutations, args.seed
+    )
     document = {
         "meta": {
             "version": __version__,
@@ -255,9 +311,11 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
         },
         "targets": documents,
         "verdict": verdict,
+        "quality": checks,
+        "cost": cost(documents, prices, args.accelerators),
     }
     written = [*report.write(document, args.out), report.write_samples(runs, args.out)]
-    for line in report.plain_verdict(verdict, args.confidence):
+    for line in [*report.plain_verdict(verdict, args.confidence), *report.quality_lines(checks)]:
         console.print(line, markup=False, highlight=False)
     console.print(f"specwatch bench: wrote {', '.join(str(p) for p in written)}", markup=False)
     return 130 if partial else 0

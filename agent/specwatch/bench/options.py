@@ -48,6 +48,28 @@ def add_parser(commands: Any) -> None:
     load.add_argument(
         "--ready-timeout", type=float, default=600.0, help="sweep: seconds for vLLM to start"
     )
+    quality = bench.add_argument_group("quality: is speculation lossless here? (needs a baseline)")
+    quality.add_argument(
+        "--quality-temperature",
+        type=float,
+        help="also sample prompts at this temperature from each side and test the distributions",
+    )
+    quality.add_argument("--quality-prompts", type=int, default=16, help="prompts sampled (16)")
+    quality.add_argument("--quality-samples", type=int, default=8, help="samples per side (8)")
+    quality.add_argument("--quality-permutations", type=int, default=999, help="(999)")
+    quality.add_argument("--quality-alpha", type=float, default=0.01, help="test level (0.01)")
+    quality.add_argument(
+        "--no-token-ids", action="store_true", help="do not ask for token ids (compare text)"
+    )
+    costs = bench.add_argument_group("cost")
+    costs.add_argument(
+        "--price-per-hour",
+        action="append",
+        default=[],
+        metavar="[TARGET=]PRICE",
+        help="accelerator price per hour, for every target or one (repeatable)",
+    )
+    costs.add_argument("--accelerators", type=int, default=1, help="per replica (1)")
     out = bench.add_argument_group("report")
     out.add_argument("--out", type=Path, default=Path("bench-report"), help="report folder")
     out.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")

@@ -160,6 +160,95 @@ def _target_row(t: dict[str, Any]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def quality_lines(checks: list[dict[str, Any]] | None) -> list[str]:
+    """The losslessness verdicts in plain words."""
+    lines = []
+    for entry in checks or ():
+        greedy, dist = entry["greedy"], entry["distribution"]
+        name = entry["target"]
+        if greedy:
+            if greedy["flagged"]:
+                lines.append(
+                    f"- **{name}: outputs differ from the baseline at temperature 0** in "
+                    f"{greedy['compared'] - greedy['identical']} of {greedy['compared']} requests "
+                    f"(first divergence at token {greedy['first_divergence']['median']:g}, "
+                    "median). Greedy speculative decoding must return the target's own output: "
+                    "this is a correctness problem of the server, not noise."
+                )
+            else:
+                lines.append(
+                    f"- {name}: outputs identical to the baseline's for all {greedy['compared']} "
+                    f"requests at temperature 0 (compared by {greedy['by']})."
+                )
+        if dist:
+            mark = "**" if dist["flagged"] else ""
+            lines.append(
+                f"- {mark}{name} at temperature {dist['temperature']:g}: {dist['verdict']}{mark} "
+                f"({dist['prompts']} prompts x {dist['samples_per_side']} samples per side)."
+            )
+    return lines
+
+
+def _quality_section(checks: list[dict[str, Any]] | None) -> list[str]:
+    if not checks:
+        return []
+    lines = ["", "## Quality: is speculation lossless here?", ""]
+    lines += [
+        "| target | identical at T=0 | compared by | first divergence (min / median / max) "
+        "| distribution test at T>0 | p-value | similarity within / between |",
+        "|---|---:|---|---|---|---:|---|",
+    ]
+    for entry in checks:
+        greedy, dist = entry["greedy"], entry["distribution"]
+        first = greedy["first_divergence"] if greedy else None
+        cells = [
+            entry["target"],
+            "—" if not greedy else f"{greedy['identical']} / {greedy['compared']}",
+            "—" if not greedy else greedy["by"],
+            "—" if not first else f"{first['min']} / {first['median']:g} / {first['max']}",
+            "—" if not dist else ("**differs**" if dist["flagged"] else "no difference"),
+            "—" if not dist else f"{dist['p_value']:.4f}",
+            "—"
+            if not dist
+            else f"{dist['within_similarity']:.3f} / {dist['between_similarity']:.3f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    for entry in checks:
+        for example in (entry["greedy"] or {}).get("examples", []):
+            lines.append(
+                f"\n{entry['target']}, request {example['index']}, diverges at token "
+                f"{example['position']}:\n\n    baseline: {example['baseline']!r}\n"
+                f"    spec:     {example['spec']!r}"
+            )
+    lines += [
+        "",
+        "At temperature 0 the speculative output must equal the baseline's token for token. "
+        "At temperature > 0 the test asks whether speculative samples differ from baseline "
+        "samples more than baseline samples differ among themselves (chrF similarity, a "
+        "permutation test within each prompt; `results.json` has every figure).",
+    ]
+    return lines
+
+
+def _cost_section(rows: list[dict[str, Any]] | None) -> list[str]:
+    if not rows:
+        return []
+    header = (
+        "| target | $/accelerator-hour x accelerators | output tok/s | $ per 1M output tokens "
+        "| saving vs baseline |"
+    )
+    lines = ["", "## Cost", "", header, "|---|---:|---:|---:|---:|"]
+    for row in rows:
+        saving = row["saving_vs_baseline"]
+        lines.append(
+            f"| {row['target']} | {row['price_per_accelerator_hour']:g} x {row['accelerators']} "
+            f"| {row['output_tokens_per_s']:.1f} | {row['cost_per_million_output_tokens']:.3f} "
+            f"| {'—' if saving is None else f'{saving:+.1%}'} |"
+        )
+    lines += ["", "At the throughput measured here (the load of this run), one replica."]
+    return lines
+
+
 def markdown(document: dict[str, Any]) -> str:
     meta, targets, v = document["meta"], document["targets"], document["verdict"]
     confidence = meta["analysis"]["confidence"]
@@ -174,7 +263,8 @@ def markdown(document: dict[str, Any]) -> str:
     ]
     if meta.get("partial"):
         lines += ["", "**Partial report: the run was interrupted.**"]
-    lines += ["", "## Verdict", "", *plain_verdict(v, confidence), "", "## Targets", ""]
+    lines += ["", "## Verdict", "", *plain_verdict(v, confidence)]
+    lines += [*quality_lines(document.get("quality")), "", "## Targets", ""]
     lines += [
         "| target | model | K | ok / failed | output tok/s | req/s | e2e p50 / p95 / p99 ms "
         "| TTFT p50 ms | TPOT p50 ms | ITL p50 ms | alpha-hat | tau | speedup e2e "
@@ -220,6 +310,8 @@ def markdown(document: dict[str, Any]) -> str:
                 f"| {r['ctx_bucket']} | {r['task']} | {r['ok']} | {_p(r['ttft_ms'])} "
                 f"| {_p(r['e2e_ms'])} / {_p(r['e2e_ms'], 'p99')} | {_p(r['tpot_ms'])} |"
             )
+    lines += _quality_section(document.get("quality"))
+    lines += _cost_section(document.get("cost"))
     lines += [
         "",
         "## Plots",

@@ -237,3 +237,91 @@ def _slice_order(buckets: CtxBuckets) -> Any:
         return (ctx == ALL, order.get(ctx, len(order)), "~" if task == ALL else task)
 
     return key
+
+
+def quality(
+    runs: Sequence[TargetRun],
+    temperature: float,
+    alpha: float,
+    permutations: int,
+    seed: int,
+    similarity: Any = None,
+) -> list[dict[str, Any]]:
+    """Per speculative target: greedy identity against the baseline (at temperature 0) and
+    the distribution test on the quality samples (when any were taken)."""
+    from specwatch.bench.quality import chrf_similarity, distribution_test, greedy_identity
+
+    baseline = next((r for r in runs if r.target.name == BASELINE), None)
+    if baseline is None:
+        return []
+    out = []
+    for run in runs:
+        if run is baseline:
+            continue
+        entry: dict[str, Any] = {"target": run.target.name, "greedy": None, "distribution": None}
+        if temperature == 0:
+            entry["greedy"] = greedy_identity(baseline.samples, run.samples)
+        if run.quality and baseline.quality:
+            groups = []
+            for index in sorted({s.index for s in baseline.quality}):
+                base = [s.text for s in baseline.quality if s.index == index and s.ok]
+                spec = [s.text for s in run.quality if s.index == index and s.ok]
+                n = min(len(base), len(spec))
+                groups.append((base[:n], spec[:n]))
+            result = distribution_test(
+                groups, similarity or chrf_similarity(), permutations=permutations, seed=seed
+            )
+            if result is not None:
+                entry["distribution"] = {
+                    "temperature": next(iter(_temperatures(run.quality)), None),
+                    "statistic": result.statistic,
+                    "p_value": result.p_value,
+                    "alpha": alpha,
+                    "flagged": result.p_value < alpha,
+                    "within_similarity": result.within,
+                    "between_similarity": result.between,
+                    "prompts": result.prompts,
+                    "samples_per_side": result.samples,
+                    "permutations": result.permutations,
+                    "verdict": result.verdict(alpha),
+                    "similarity": "chrF (sacrebleu), symmetric",
+                }
+        out.append(entry)
+    return out
+
+
+def _temperatures(samples: Sequence[Sample]) -> Iterable[float]:
+    return (s.temperature for s in samples if s.temperature is not None)
+
+
+def cost(
+    targets: Sequence[dict[str, Any]], prices: dict[str, float], accelerators: int
+) -> list[dict[str, Any]] | None:
+    """Cost per million output tokens at the throughput each target was measured at."""
+    if not prices:
+        return None
+    out = []
+    base_cost = None
+    for target in targets:
+        price = prices.get(target["name"], prices.get("*"))
+        tps = target["output_tokens_per_s"]
+        if price is None or not tps:
+            continue
+        per_hour = price * accelerators
+        per_million = per_hour / (tps * 3600.0) * 1e6
+        if target["name"] == BASELINE:
+            base_cost = per_million
+        out.append(
+            {
+                "target": target["name"],
+                "price_per_accelerator_hour": price,
+                "accelerators": accelerators,
+                "output_tokens_per_s": tps,
+                "cost_per_million_output_tokens": per_million,
+            }
+        )
+    for row in out:
+        row["saving_vs_baseline"] = (
+            None if base_cost is None else 1.0 - row["cost_per_million_output_tokens"] / base_cost
+        )
+    return out

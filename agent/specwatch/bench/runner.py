@@ -12,7 +12,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -38,6 +38,7 @@ class Load:
     seed: int | None = None  # sent as the request seed, for sampling at temperature > 0
     timeout: float = 600.0
     block: int = 0  # requests per interleaved block; 0: max(32, 4 x concurrency)
+    token_ids: bool = True  # ask for output token ids (vLLM's return_token_ids)
 
 
 @dataclass(slots=True)
@@ -46,6 +47,7 @@ class TargetRun:
     model: str = ""
     samples: list[Sample] = field(default_factory=list)
     busy_seconds: float = 0.0
+    quality: list[Sample] = field(default_factory=list)  # temperature > 0 samples, apart
 
 
 async def served_model(session: aiohttp.ClientSession, url: str) -> str:
@@ -88,10 +90,10 @@ async def _block(
     started = time.perf_counter()
 
     async def one(request: BenchRequest) -> None:
-        body = request.body(run.model, load.temperature, load.seed)
+        body = request.body(run.model, load.temperature, load.seed, load.token_ids)
         headers = {TASK_HEADER: request.task, "Content-Type": "application/json"}
         sample = await measure(session, run.target.url, run.target.name, request, body, headers)
-        run.samples.append(sample)
+        (run.quality if request.temperature is not None else run.samples).append(sample)
         progress()
 
     try:
@@ -120,10 +122,12 @@ async def run_targets(
     progress: Callable[[], None] = lambda: None,
     runs: list[TargetRun] | None = None,
     warmup: Sequence[BenchRequest] = (),
+    quality: Callable[[str], Sequence[BenchRequest]] = lambda _name: (),
 ) -> list[TargetRun]:
     """Every request against every target, interleaved in blocks. On cancellation the runs hold
     every sample that finished (pass `runs` to keep them when the caller cancels). `warmup`
-    requests go to each target first and are not recorded."""
+    requests go to each target first and are not recorded; `quality(name)` gives each target's
+    distribution-check requests, run last and kept apart (`TargetRun.quality`)."""
     runs = [] if runs is None else runs
     mine: list[TargetRun] = []
     connector = aiohttp.TCPConnector(limit=0)
@@ -141,4 +145,8 @@ async def run_targets(
             order = mine if number % 2 == 0 else list(reversed(mine))
             for run in order:
                 await _block(session, run, block, load, progress)
+        for run in mine:  # the distribution check's samples, after the measured ones
+            extra = quality(run.target.name)
+            if extra:
+                await _block(session, run, extra, replace(load, rate=None), progress)
     return runs

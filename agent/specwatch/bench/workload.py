@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +43,27 @@ class BenchRequest:
     chat: bool
     prompt: str
     max_tokens: int
+    temperature: float | None = None  # quality samples: their own temperature and seed
+    seed: int | None = None
 
     @property
     def path(self) -> str:
         return CHAT_PATH if self.chat else COMPLETIONS_PATH
 
-    def body(self, model: str, temperature: float, seed: int | None) -> dict[str, Any]:
+    def body(
+        self, model: str, temperature: float, seed: int | None, token_ids: bool = True
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": model,
             "max_tokens": self.max_tokens,
-            "temperature": temperature,
+            "temperature": temperature if self.temperature is None else self.temperature,
             "stream": True,
             "stream_options": {"include_usage": True},
             "ignore_eos": True,  # vLLM: the same length from every target, or latencies differ
         }
+        if token_ids:
+            body["return_token_ids"] = True  # vLLM: output token ids, for the identity check
+        seed = seed if self.seed is None else self.seed
         if seed is not None:
             body["seed"] = seed
         if self.chat:
@@ -88,6 +95,17 @@ def builtin(
         prompt = " ".join((opener + filler)[: max(words, 1)])
         out.append(BenchRequest(index, task, rng.random() < 0.5, prompt, max_tokens))
     return out
+
+
+def quality_requests(
+    prompts: Sequence[BenchRequest], samples: int, temperature: float, first_seed: int
+) -> list[BenchRequest]:
+    """`samples` seeded samples of each prompt at `temperature`: seeds first_seed, +1, ..."""
+    return [
+        replace(prompt, index=i, temperature=temperature, seed=first_seed + s)
+        for i, prompt in enumerate(prompts)
+        for s in range(samples)
+    ]
 
 
 def _first_human_turn(item: Any) -> str | None:

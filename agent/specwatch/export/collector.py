@@ -20,6 +20,7 @@ from specwatch.analysis.analyzer import SliceView, Snapshot
 from specwatch.analysis.windows import Histogram
 from specwatch.health import HealthSnapshot
 from specwatch.model import RequestKey, SliceKey
+from specwatch.settings import CostSettings
 from specwatch.sources.ab import ROLLED_BACK, ROLLED_FORWARD, ABRouter
 
 SLICE = list(C.SLICE_LABELS)
@@ -50,14 +51,19 @@ def _histogram(family: HistogramMetricFamily, labels: list[str], histogram: Hist
 class SpecwatchCollector(Collector):
     """Reads a fresh snapshot at every scrape; holds no state of its own."""
 
-    def __init__(self, source: Source, router: ABRouter | None = None) -> None:
+    def __init__(
+        self, source: Source, router: ABRouter | None = None, cost: CostSettings | None = None
+    ) -> None:
         self._source = source
         self._router = router
+        self._cost = cost
 
     def collect(self) -> Iterator[Metric]:
         snapshot, health = self._source()
         if self._router is not None and self._router.enabled:
             yield from self._ab(self._router)
+        if self._cost is not None and self._cost.price_per_accelerator_hour is not None:
+            yield self._replica_cost(self._cost)
         yield from self._slice_counters(snapshot)
         yield from self._requests(snapshot, health)
         yield from self._histograms(snapshot)
@@ -279,6 +285,21 @@ class SpecwatchCollector(Collector):
             )
 
     @staticmethod
+    def _replica_cost(cost: CostSettings) -> Metric:
+        family = GaugeMetricFamily(
+            C.REPLICA_COST_PER_HOUR,
+            "What the replica behind this sidecar costs per hour (price x accelerators), by "
+            "variant; divided by output tokens/s it gives the cost per token.",
+            labels=[C.LABEL_VARIANT],
+        )
+        n = cost.accelerators_per_replica
+        assert cost.price_per_accelerator_hour is not None
+        family.add_metric([C.VARIANT_SPEC], cost.price_per_accelerator_hour * n)
+        if cost.baseline_price_per_accelerator_hour is not None:
+            family.add_metric([C.VARIANT_BASELINE], cost.baseline_price_per_accelerator_hour * n)
+        return family
+
+    @staticmethod
     def _ab(router: ABRouter) -> Iterator[Metric]:
         yield GaugeMetricFamily(
             C.AB_BASELINE_SHARE,
@@ -352,6 +373,27 @@ class SpecwatchCollector(Collector):
                 "1 when the upstream's /health answered 200 at the last scrape.",
                 value=1.0 if health.upstream_up else 0.0,
             )
+        comparisons = CounterMetricFamily(
+            C.SHADOW_COMPARISONS,
+            "Greedy requests whose output was compared with the baseline's (shadow check).",
+            labels=[C.LABEL_MODEL],
+        )
+        divergences = CounterMetricFamily(
+            C.OUTPUT_DIVERGENCE,
+            "Shadow comparisons whose outputs differed: speculation was not lossless.",
+            labels=[C.LABEL_MODEL],
+        )
+        for model, n in sorted(health.shadow_comparisons.items()):
+            comparisons.add_metric([model], n)
+            divergences.add_metric([model], health.shadow_divergences.get(model, 0))
+        skipped = CounterMetricFamily(
+            C.SHADOW_SKIPPED,
+            "Shadow comparisons not made: too many in flight, or the baseline failed.",
+            labels=[C.LABEL_REASON],
+        )
+        for reason, n in sorted(health.shadow_skipped.items()):
+            skipped.add_metric([reason], n)
+        yield from (comparisons, divergences, skipped)
         info = InfoMetricFamily(C.BUILD_INFO.removesuffix("_info"), "specwatch build.")
         info.add_metric([], {"version": __version__})
         yield info

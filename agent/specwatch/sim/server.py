@@ -59,6 +59,10 @@ class SimConfig:
     acceptance: AcceptanceModel = field(default_factory=AcceptanceModel)
     cost: CostModel = field(default_factory=CostModel)
     sleep: bool = True  # False: no latency at all (fast tests)
+    # Output tokens do not depend on speculation (it is lossless): the same request gives the
+    # same text at any K. A buggy server is simulated by changing one token in this share of
+    # the requests (chosen per request, seeded).
+    corrupt_share: float = 0.0
 
 
 class BadRequest(Exception):
@@ -235,6 +239,11 @@ class _Generation:
     fail: str | None
     rng: random.Random
     steps: list[Step]
+    text_rng: random.Random
+    corrupt_at: int  # the output token changed by a simulated bug; -1: none
+    return_ids: bool
+    ids: list[int] = field(default_factory=list)
+    last_ids: list[int] = field(default_factory=list)
 
 
 class SimServer:
@@ -247,6 +256,7 @@ class SimServer:
         self._clock = clock
         self._started = clock()
         self.reported_steps = 0  # steps of responses whose metrics reached the client
+        self.corrupted = 0  # requests whose output a simulated bug changed (corrupt_share)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -364,6 +374,9 @@ class SimServer:
             fail=request.headers.get("X-Sim-Fail"),
             rng=rng,
             steps=steps,
+            text_rng=random.Random(hashlib.sha256(key + b"text").digest()),
+            corrupt_at=self._corrupt_at(key, max_tokens),
+            return_ids=body.get("return_token_ids") is True,
         )
 
     async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
@@ -392,8 +405,25 @@ class SimServer:
 
     # --- generation ----------------------------------------------------------------------------
 
+    def _corrupt_at(self, key: bytes, max_tokens: int) -> int:
+        if not self.config.corrupt_share:
+            return -1
+        rng = random.Random(hashlib.sha256(key + b"corrupt").digest())
+        if rng.random() >= self.config.corrupt_share:
+            return -1
+        self.corrupted += 1
+        return rng.randrange(max_tokens)
+
     def _text(self, gen: _Generation, n: int) -> str:
-        return "".join(" " + WORDS[gen.rng.randrange(len(WORDS))] for _ in range(n))
+        ids: list[int] = []
+        for _ in range(n):
+            token = gen.text_rng.randrange(len(WORDS))
+            if len(gen.ids) + len(ids) == gen.corrupt_at:
+                token = (token + 1) % len(WORDS)
+            ids.append(token)
+        gen.ids += ids
+        gen.last_ids = ids
+        return "".join(" " + WORDS[i] for i in ids)
 
     async def _run(self, gen: _Generation) -> Any:
         """Yield (text, finished) per engine step, sleeping as the cost model says."""
@@ -490,7 +520,7 @@ class SimServer:
                 "logprobs": None,
                 "finish_reason": "length",
                 "stop_reason": None,
-                "token_ids": None,
+                "token_ids": gen.ids if gen.return_ids else None,
                 "routed_experts": None,
             }
             tail: dict[str, Any] = {
@@ -505,7 +535,7 @@ class SimServer:
                 "logprobs": None,
                 "finish_reason": "length",
                 "stop_reason": None,
-                "token_ids": None,
+                "token_ids": gen.ids if gen.return_ids else None,
                 "prompt_logprobs": None,
                 "prompt_token_ids": None,
                 "routed_experts": None,
@@ -548,7 +578,7 @@ class SimServer:
             choice["finish_reason"] = "length" if finished else None
             if finished:
                 choice["stop_reason"] = None
-            choice["token_ids"] = None
+            choice["token_ids"] = gen.last_ids if gen.return_ids else None
             obj = "chat.completion.chunk"
         else:
             choice = {
@@ -558,7 +588,7 @@ class SimServer:
                 "finish_reason": "length" if finished else None,
                 "stop_reason": None,
                 "prompt_token_ids": None,
-                "token_ids": None,
+                "token_ids": gen.last_ids if gen.return_ids else None,
             }
             obj = "text_completion"
         chunk: dict[str, Any] = {

@@ -29,6 +29,7 @@ from specwatch.health import Health
 from specwatch.settings import Settings
 from specwatch.sources.ab import ABRouter
 from specwatch.sources.observation import Observation
+from specwatch.sources.shadow import Shadow
 from specwatch.sources.vllm_response import (
     SseSplitter,
     event_data,
@@ -97,6 +98,7 @@ class _Exchange:
     payload: bytes | None = None
     first_byte: float | None = None
     parse_failure: str | None = None
+    capture: list[bytes] | None = None  # the output, kept for a shadow comparison
 
 
 class Proxy:
@@ -113,6 +115,7 @@ class Proxy:
         self._settings = settings
         self._upstream = settings.upstream
         self.router = router or ABRouter(settings.ab, settings.upstream, clock)
+        self.shadow = Shadow(settings, health, lambda: self.session)
         self._key_header = settings.ab.key_header
         self._health = health
         self._submit = submit
@@ -146,6 +149,7 @@ class Proxy:
         )
 
     async def _close(self, _app: web.Application) -> None:
+        await self.shadow.close()
         if self._session is not None:
             await self._session.close()
 
@@ -268,9 +272,25 @@ class Proxy:
                     raw = orjson.dumps({**body, "stream_options": options})
                     inject = True
             features = features_of(request.path, request.headers.get(self._task_header), body)
+            shadowed = self.shadow.wanted(body, variant)
+            if shadowed:
+                exchange.capture = []
             self._health.proxy_overhead.observe(time.perf_counter() - started)
             upstream = self.router.upstream(variant)
-            return await self._forward(request, upstream, raw, stream, inject, exchange, started)
+            response = await self._forward(
+                request, upstream, raw, stream, inject, exchange, started
+            )
+            if shadowed and exchange.outcome is None and exchange.capture is not None:
+                assert body is not None
+                # The client has its whole answer: the comparison cannot delay it.
+                self.shadow.start(
+                    request.path,
+                    body,
+                    dict(_forwardable(request.headers)),
+                    b"".join(exchange.capture),
+                    stream,
+                )
+            return response
         except asyncio.CancelledError:
             exchange.outcome = Outcome.CLIENT_ABORTED
             raise
@@ -365,6 +385,8 @@ class Proxy:
             if size <= self._max_response:
                 parts.append(chunk)
                 size += len(chunk)
+                if exchange.capture is not None:
+                    exchange.capture.append(chunk)
         if exchange.outcome is not None:
             return
         if size > self._max_response:
@@ -385,9 +407,16 @@ class Proxy:
         usage: bytes | None = None
         held: bytes | None = None  # the last content chunk, until we know if usage follows
         done = errored = False
+        captured = 0
         async for chunk in upstream.content.iter_any():
             if exchange.first_byte is None:
                 exchange.first_byte = time.perf_counter() - started
+            if exchange.capture is not None:
+                captured += len(chunk)
+                if captured > self._max_response:
+                    exchange.capture = None  # too large to compare: not shadowed
+                else:
+                    exchange.capture.append(chunk)
             if not inject:
                 await response.write(chunk)
             forward = []
