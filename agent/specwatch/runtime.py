@@ -184,9 +184,21 @@ class Sidecar:
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def _serve(
-        self, app: web.Application, host: str, port: int, cancel_on_disconnect: bool
+        self,
+        app: web.Application,
+        host: str,
+        port: int,
+        cancel_on_disconnect: bool,
+        keepalive_timeout: float = 75.0,
     ) -> int:
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=cancel_on_disconnect)
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handler_cancellation=cancel_on_disconnect,
+            # aiohttp arms this timer when a connection opens: one that has not completed its
+            # request headers by then is closed, which is the proxy's header read timeout.
+            keepalive_timeout=keepalive_timeout,
+        )
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
@@ -223,7 +235,11 @@ class Sidecar:
         admin_port = await self._serve(admin, admin_host, self.settings.admin_port, False)
         # handler_cancellation: a client that goes away cancels its upstream request too.
         proxy_port = await self._serve(
-            self.proxy.app(), self.settings.host, self.settings.port, True
+            self.proxy.app(),
+            self.settings.host,
+            self.settings.port,
+            True,
+            self.settings.limits.header_read_timeout_seconds,
         )
         self.ports = Ports(proxy=proxy_port, admin=admin_port)
         log.info(

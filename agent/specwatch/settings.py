@@ -151,6 +151,9 @@ class LimitSettings(_Part):
     analysis_queue: int = Field(default=10_000, ge=1)
     max_concurrent_requests: int = Field(default=1024, ge=1)  # beyond: 503, Retry-After
     body_read_timeout_seconds: float = Field(default=60.0, gt=0)  # a slow client: 408
+    # A connection that has not sent complete request headers within this time, or sits idle
+    # between requests this long, is closed (slowloris; aiohttp's keep-alive timer).
+    header_read_timeout_seconds: float = Field(default=60.0, gt=0)
     upstream_keepalive_seconds: float = Field(default=15.0, gt=0)  # idle pooled connections
     max_position: int = Field(default=16, ge=1)
 

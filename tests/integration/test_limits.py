@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -33,6 +34,7 @@ async def limited(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
                 "max_request_bytes": 2048,
                 "max_concurrent_requests": 2,
                 "body_read_timeout_seconds": 0.5,
+                "header_read_timeout_seconds": 0.5,
             },
         )
     )
@@ -75,6 +77,40 @@ async def test_a_client_that_sends_its_body_too_slowly_gets_a_408(limited: Sidec
     writer.close()
     assert b" 408 " in status_line
     assert {C.Outcome.REJECTED: 1} == await outcomes(limited)
+
+
+async def test_a_client_that_sends_its_headers_too_slowly_is_disconnected(
+    limited: Sidecar,
+) -> None:
+    """Slowloris: a header line every 0.2 s never completes a request; the connection is
+    closed after the header read timeout (0.5 s here), and the proxy keeps serving."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", limited.ports.proxy)
+    writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    closed_after = None
+    for i in range(40):  # up to 8 s of dribbling
+        await asyncio.sleep(0.2)
+        if reader.at_eof():
+            closed_after = loop.time() - started
+            break
+        try:
+            writer.write(f"X-Slow-{i}: y\r\n".encode())
+            await writer.drain()
+        except ConnectionError:
+            closed_after = loop.time() - started
+            break
+        with contextlib.suppress(TimeoutError):
+            if await asyncio.wait_for(reader.read(1), timeout=0.01) == b"":
+                closed_after = loop.time() - started
+                break
+    writer.close()
+    assert closed_after is not None, "the slow client was never disconnected"
+    async with aiohttp.ClientSession() as session:  # the proxy still serves
+        status, _ = await post(
+            session, f"http://127.0.0.1:{limited.ports.proxy}/v1/completions", {"prompt": "x"}
+        )
+    assert 200 == status
 
 
 async def test_past_the_concurrency_cap_a_clear_503_with_retry_after(limited: Sidecar) -> None:
