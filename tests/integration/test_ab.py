@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,45 @@ async def test_without_ab_there_is_no_rollback_endpoint(sidecar: Sidecar) -> Non
     url = f"http://127.0.0.1:{sidecar.ports.admin}/admin/rollback"
     async with aiohttp.ClientSession() as session, session.post(url, json={}) as response:
         assert 404 == response.status
+
+
+async def test_auto_rollback_when_a_model_stays_red(sim_config: SimConfig) -> None:
+    """A draft that is accepted 20% of the time: the model's zone turns red, and after the
+    configured time every request goes to the baseline, with the switch exported."""
+    from specwatch.sim.acceptance import AcceptanceModel
+
+    bad = SimServer(
+        replace(sim_config, acceptance=AcceptanceModel(task_alpha={}, default_alpha=0.2))
+    )
+    base = SimServer(SimConfig(num_spec_tokens=0, sleep=False, cost=sim_config.cost))
+    bad_runner, bad_url = await serve(bad.app())
+    base_runner, base_url = await serve(base.app())
+    settings = sidecar_settings(
+        bad_url,
+        ab={"baseline_upstream": base_url, "baseline_percent": 0, "auto_rollback_seconds": 0.5},
+        zones={
+            "min_trials": 50,
+            "min_requests": 3,
+            "min_dwell_seconds": 0,
+            "evaluation_interval_seconds": 0.05,
+        },
+    )
+    car = Sidecar(settings)
+    await car.start()
+    proxy = f"http://127.0.0.1:{car.ports.proxy}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            assert "spec" == await served_by(session, proxy, "user-1")
+            async with asyncio.timeout(15):
+                while not car.router.rolled_back:
+                    await served_by(session, proxy, "user-1")
+                    await asyncio.sleep(0.02)
+            assert {"auto"} == set(car.router.held_by)
+            assert {"baseline"} == {await served_by(session, proxy, f"u{i}") for i in range(20)}
+        samples = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
+        assert 1.0 == total(samples, C.AB_SWITCHES + "_total", to="rolled_back", source="auto")
+        assert 1.0 == total(samples, C.AB_ROLLED_BACK)
+    finally:
+        await car.stop()
+        await bad_runner.cleanup()
+        await base_runner.cleanup()

@@ -225,3 +225,30 @@ async def test_losslessness_checks_and_cost(corrupt: float, tmp_path: Path) -> N
     assert expected == pytest.approx(spec_cost["cost_per_million_output_tokens"])
     assert spec_cost["saving_vs_baseline"] > 0  # speculation is faster here, so cheaper
     assert "## Cost" in report
+
+
+async def test_one_endpoint_with_a_dataset_at_a_poisson_rate(
+    pair: tuple[SimServer, str, SimServer, str], tmp_path: Path
+) -> None:
+    """`--url` (figures, no comparison), a ShareGPT file, Poisson arrivals."""
+    _, _, _, spec_url = pair
+    dataset = tmp_path / "sharegpt.json"
+    conversations = [
+        {"conversations": [{"from": "human", "value": f"Write a python function number {i}"},
+                           {"from": "gpt", "value": "def f(): ..."}]}
+        for i in range(30)
+    ]  # fmt: skip
+    dataset.write_bytes(orjson.dumps(conversations))
+    out = tmp_path / "one"
+    code, text = await bench(
+        "--url", spec_url, "--dataset", str(dataset), "--requests", "40", "--rate", "40",
+        "--max-tokens", "16", "--out", str(out),
+    )  # fmt: skip
+    assert 0 == code, text
+    results = orjson.loads((out / "results.json").read_bytes())
+    (target,) = results["targets"]
+    assert ("target", 40, K) == (target["name"], target["ok"], target["k"])
+    assert {"code"} == {r["task"] for r in target["slices"]} - {"all"}
+    assert "Poisson arrivals at 40 req/s" in results["meta"]["load_description"]
+    assert [] == results["quality"]
+    assert "One target, no baseline" in (out / "report.md").read_text()
