@@ -5,7 +5,11 @@ Starts the simulator and `specwatch proxy` as processes, drives the demo's mixed
 proxy's RSS and open file descriptors (psutil), its event-loop tasks and the size of its
 /metrics page every minute. Target: flat, within 5% after the warm-up.
 
-    .venv/bin/python benchmarks/soak.py [--minutes 30] [--concurrency 8]
+    .venv/bin/python benchmarks/soak.py [--minutes 30] [--concurrency 8] [--ab]
+
+`--ab` adds a baseline simulator (no speculation): 10% of the traffic goes there, and the
+shadow check compares 20% of the greedy requests with it in the background — the paths that
+hold extra tasks and connections.
 """
 
 from __future__ import annotations
@@ -35,20 +39,54 @@ async def sample(admin: str, process: psutil.Process) -> tuple[float, int, float
     return process.memory_info().rss / 2**20, process.num_fds(), tasks, len(text.encode())
 
 
+async def totals(admin: str) -> dict[str, float]:
+    """Requests by variant and the shadow counters, from /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async with aiohttp.ClientSession() as session, session.get(admin + "/metrics") as response:
+        text = await response.text()
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == "specwatch_requests_total":
+                key = f"requests {s.labels['variant']}"
+            elif s.name in (
+                "specwatch_shadow_comparisons_total",
+                "specwatch_output_divergence_total",
+                "specwatch_shadow_skipped_total",
+            ):
+                key = s.name.removeprefix("specwatch_").removesuffix("_total")
+            else:
+                continue
+            out[key] = out.get(key, 0.0) + s.value
+    return out
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=int, default=30)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--ab", action="store_true", help="A/B 10%% and the shadow check 20%%")
     args = parser.parse_args()
     sim_port, proxy_port, admin_port = free_port(), free_port(), free_port()
+    base_port = free_port()
+    ab_flags: list[str] = []
     env = {**os.environ, "SPECWATCH_LOG_LEVEL": "warning"}
     sim = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "specwatch", "sim", "--port", str(sim_port), "--step-ms", "2",
         env=env, stdout=subprocess.DEVNULL,
     )  # fmt: skip
+    base = None
+    if args.ab:
+        base = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "specwatch", "sim", "--port", str(base_port), "--step-ms", "2",
+            "--num-spec-tokens", "0", env=env, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        ab_flags = ["--baseline-upstream", f"http://127.0.0.1:{base_port}",
+                    "--baseline-percent", "10", "--shadow-fraction", "0.2"]  # fmt: skip
     proxy = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "specwatch", "proxy", "--upstream", f"http://127.0.0.1:{sim_port}",
-        "--port", str(proxy_port), "--admin-port", str(admin_port), env=env,
+        "--port", str(proxy_port), "--admin-port", str(admin_port), *ab_flags, env=env,
     )  # fmt: skip
     admin = f"http://127.0.0.1:{admin_port}"
     try:
@@ -67,12 +105,18 @@ async def main() -> None:
             print(f"{minute:6d} {row[0]:9.1f} {row[1]:5d} {row[2]:6.0f} {row[3] / 1024:13.1f}",
                   flush=True)  # fmt: skip
         result = await load
+        ab_totals = await totals(admin) if args.ab else {}
     finally:
         proxy.terminate()
         sim.terminate()
         await proxy.wait()
         await sim.wait()
+        if base is not None:
+            base.terminate()
+            await base.wait()
     print(f"requests: {result.ok} served, {result.failed} failed")
+    if args.ab:
+        print(f"A/B and shadow at the end: {ab_totals}")
     if len(rows) > WARM_UP_MINUTES + 1:
         base, last = rows[WARM_UP_MINUTES], rows[-1]
         for i, name in enumerate(("RSS", "open fds", "tasks", "/metrics size")):
