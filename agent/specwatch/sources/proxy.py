@@ -98,7 +98,14 @@ class _Exchange:
     payload: bytes | None = None
     first_byte: float | None = None
     parse_failure: str | None = None
-    capture: list[bytes] | None = None  # the output, kept for a shadow comparison
+    capture: list[bytes] | None = None  # a shadowed stream's bytes (a body is the payload)
+
+    def output(self, stream: bool) -> bytes | None:
+        """What the client got, for a shadow comparison: the body, or a stream's captured
+        bytes (None when the stream was too large to keep)."""
+        if not stream:
+            return self.payload
+        return None if self.capture is None else b"".join(self.capture)
 
 
 class Proxy:
@@ -197,13 +204,7 @@ class Proxy:
             )
         else:
             self._health.passthrough[f"{status // 100}xx"] += 1
-        error_type = {408: "RequestTimeout", 413: "RequestTooLarge"}.get(
-            status, "ServiceUnavailable"
-        )
-        response = openai_error(status, message, error_type)
-        if status == 503:
-            response.headers["Retry-After"] = "1"
-        return response
+        return _refusal(status, message)
 
     # --- every other path: bytes in, bytes out ----------------------------------------------
 
@@ -273,23 +274,19 @@ class Proxy:
                     inject = True
             features = features_of(request.path, request.headers.get(self._task_header), body)
             shadowed = self.shadow.wanted(body, variant)
-            if shadowed:
+            if shadowed and stream:
                 exchange.capture = []
             self._health.proxy_overhead.observe(time.perf_counter() - started)
             upstream = self.router.upstream(variant)
             response = await self._forward(
                 request, upstream, raw, stream, inject, exchange, started
             )
-            if shadowed and exchange.outcome is None and exchange.capture is not None:
+            output = exchange.output(stream) if shadowed and exchange.outcome is None else None
+            if output:
                 assert body is not None
                 # The client has its whole answer: the comparison cannot delay it.
-                self.shadow.start(
-                    request.path,
-                    body,
-                    dict(_forwardable(request.headers)),
-                    b"".join(exchange.capture),
-                    stream,
-                )
+                headers = dict(_forwardable(request.headers))
+                self.shadow.start(request.path, body, headers, output, stream)
             return response
         except asyncio.CancelledError:
             exchange.outcome = Outcome.CLIENT_ABORTED
@@ -385,8 +382,6 @@ class Proxy:
             if size <= self._max_response:
                 parts.append(chunk)
                 size += len(chunk)
-                if exchange.capture is not None:
-                    exchange.capture.append(chunk)
         if exchange.outcome is not None:
             return
         if size > self._max_response:
