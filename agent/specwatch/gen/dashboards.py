@@ -98,7 +98,12 @@ def _acceptance(title: str, queries: list[tuple[str, str]], settings: Settings, 
 
 
 def _latency(
-    title: str, histogram: str, by: str, selector: str, width: int = 8
+    title: str,
+    histogram: str,
+    by: str,
+    selector: str,
+    width: int = 8,
+    quantiles: tuple[float, ...] = (0.5, 0.95, 0.99),
 ) -> timeseries.Panel:
     buckets = f"rate({histogram}_bucket{{{selector}}}[5m])"
     queries = [
@@ -106,7 +111,7 @@ def _latency(
             f"histogram_quantile({q}, sum by (le, {by}) ({buckets}))",
             f"p{round(q * 100)} {{{{{by}}}}}",
         )
-        for q in (0.5, 0.95, 0.99)
+        for q in quantiles
     ]
     return _series(title, queries, "s", width)
 
@@ -264,18 +269,13 @@ def overview(settings: Settings) -> builders.Dashboard:
             ],
             width=12,
         ),
-        _series(
+        _latency(
             "A/B: time per output token by variant (p50, p95)",
-            [
-                (
-                    f"histogram_quantile({q}, sum by (le, variant) "
-                    f"(rate({C.TPOT_SECONDS}_bucket{{{M}}}[5m])))",
-                    f"p{round(q * 100)} {{{{variant}}}}",
-                )
-                for q in (0.5, 0.95)
-            ],
-            unit="s",
+            C.TPOT_SECONDS,
+            "variant",
+            M,
             width=12,
+            quantiles=(0.5, 0.95),
         ),
         _series(
             "Shadow check: greedy outputs differing from the baseline (share, 1h)",
