@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from specwatch.bench.client import Sample
+from specwatch.sources.shadow import first_divergence
 
 Similarity = Callable[[str, str], float]
 
@@ -44,14 +45,6 @@ def chrf_similarity() -> Similarity:
         return float(one + two) / 200.0
 
     return similarity
-
-
-def first_divergence(a: Sequence[Any], b: Sequence[Any]) -> int | None:
-    """Index of the first difference (a length difference counts), None when equal."""
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return i
-    return None if len(a) == len(b) else min(len(a), len(b))
 
 
 def _snippet(text: str, at: int, width: int = 40) -> str:

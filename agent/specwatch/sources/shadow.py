@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -64,6 +64,14 @@ def output_text(data: bytes, stream: bool) -> str | None:
         return "".join(parts)
     except orjson.JSONDecodeError:
         return None
+
+
+def first_divergence(a: Sequence[Any], b: Sequence[Any]) -> int | None:
+    """Index of the first difference (a length difference counts), None when equal."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
 
 
 class Shadow:
@@ -134,12 +142,9 @@ class Shadow:
             self._health.shadow_skipped[SKIP_FAILED] += 1
             return
         self._health.shadow_comparisons[model] += 1
-        if spec_text != base_text:
+        at = first_divergence(spec_text, base_text)
+        if at is not None:
             self._health.shadow_divergences[model] += 1
-            at = next(
-                (i for i, (a, b) in enumerate(zip(spec_text, base_text, strict=False)) if a != b),
-                min(len(spec_text), len(base_text)),
-            )
             log.warning("output_divergence", model=model, first_difference_at_char=at)
 
     async def close(self) -> None:
