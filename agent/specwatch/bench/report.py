@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from specwatch.bench import plots
+from specwatch.bench.results import BASELINE
 
 ALL = "all"
 HELPS, HURTS, UNCLEAR = "helps", "hurts", "unclear"
@@ -42,7 +43,7 @@ def verdict(targets: list[dict[str, Any]]) -> dict[str, Any]:
     """Per speculative target: overall call and the slices where it helps or hurts; best K."""
     per_target = []
     for target in targets:
-        if target["name"] == "baseline" or not any(r["speedup"] for r in target["slices"]):
+        if target["name"] == BASELINE or not any(r["speedup"] for r in target["slices"]):
             continue
         detail = [r for r in target["slices"] if r["ctx_bucket"] != ALL and r["task"] != ALL]
         calls: dict[str, list[dict[str, Any]]] = {HELPS: [], HURTS: [], UNCLEAR: []}
@@ -296,7 +297,7 @@ def markdown(document: dict[str, Any]) -> str:
                 + f" | {_x(speed.get('e2e'))} | {_x(speed.get('tpot'))} "
                 f"| {call(speed.get('e2e')) if speed else '—'} |"
             )
-    baseline = next((t for t in targets if t["name"] == "baseline"), None)
+    baseline = next((t for t in targets if t["name"] == BASELINE), None)
     if baseline:
         lines += [
             "",

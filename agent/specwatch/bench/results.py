@@ -184,24 +184,25 @@ def _errors(samples: Iterable[Sample]) -> dict[str, int]:
 def analyse(runs: Sequence[TargetRun], buckets: CtxBuckets, a: Analysis) -> list[dict[str, Any]]:
     """One document per target: totals, then every slice with latency, acceptance, speedup."""
     slices = slice_of(runs, buckets)
+
+    def grouped(samples: Iterable[Sample]) -> dict[tuple[str, str], list[Sample]]:
+        groups: dict[tuple[str, str], list[Sample]] = {(ALL, ALL): []}  # even when empty
+        for sample in samples:
+            for key in _keys(*slices[sample.index]):
+                groups.setdefault(key, []).append(sample)
+        return groups
+
     baseline = next((r for r in runs if r.target.name == BASELINE), None)
+    base_grouped = grouped(baseline.samples) if baseline is not None else {}
     out = []
     for run in runs:
-        grouped: dict[tuple[str, str], list[Sample]] = {(ALL, ALL): []}  # even when empty
-        base_grouped: dict[tuple[str, str], list[Sample]] = {}
-        for sample in run.samples:
-            for key in _keys(*slices[sample.index]):
-                grouped.setdefault(key, []).append(sample)
-        if baseline is not None and baseline is not run:
-            for sample in baseline.samples:
-                for key in _keys(*slices[sample.index]):
-                    base_grouped.setdefault(key, []).append(sample)
+        compare = baseline is not None and baseline is not run
         rows = []
-        for (ctx, task), samples in sorted(grouped.items(), key=_slice_order(buckets)):
+        for (ctx, task), samples in sorted(grouped(run.samples).items(), key=_slice_order(buckets)):
             row: dict[str, Any] = {"ctx_bucket": ctx, "task": task, **_latency(samples)}
             row["acceptance"] = _acceptance(samples, a)
             row["speedup"] = (
-                speedup(base_grouped.get((ctx, task), []), samples, a) if base_grouped else None
+                speedup(base_grouped.get((ctx, task), []), samples, a) if compare else None
             )
             rows.append(row)
         ok = [s for s in run.samples if s.ok]
