@@ -22,7 +22,9 @@ from specwatch.model import SpecDecodeBlock
 from specwatch.sources.vllm_response import (
     ParseFailure,
     SseSplitter,
+    choice_text,
     event_data,
+    first_choice,
     parse_response_object,
 )
 
@@ -62,17 +64,12 @@ class Sample:
 
 
 def _output_of(chunk: dict[str, Any]) -> tuple[str, list[int] | None]:
-    choices = chunk.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    choice = first_choice(chunk)
+    if choice is None:
         return "", None
-    choice = choices[0]
-    text = choice.get("text")
-    if text is None:
-        delta = choice.get("delta")
-        text = delta.get("content") if isinstance(delta, dict) else None
     ids = choice.get("token_ids")
     token_ids = ids if isinstance(ids, list) and all(isinstance(t, int) for t in ids) else None
-    return (text if isinstance(text, str) else ""), token_ids
+    return choice_text(choice) or "", token_ids
 
 
 def _read_event(sample: Sample, data: bytes) -> bool:

@@ -24,7 +24,7 @@ import structlog
 from specwatch import conventions as C
 from specwatch.health import Health
 from specwatch.settings import Settings
-from specwatch.sources.vllm_response import SseSplitter, event_data
+from specwatch.sources.vllm_response import SseSplitter, choice_text, event_data, first_choice
 
 log = structlog.get_logger("specwatch.shadow")
 
@@ -32,19 +32,8 @@ SKIP_BUSY, SKIP_FAILED = "busy", "baseline_failed"
 
 
 def _choice_text(obj: Any) -> str | None:
-    if not isinstance(obj, dict):
-        return None
-    choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return None
-    choice = choices[0]
-    if isinstance(choice.get("text"), str):
-        return str(choice["text"])
-    for key in ("message", "delta"):
-        part = choice.get(key)
-        if isinstance(part, dict) and isinstance(part.get("content"), str):
-            return str(part["content"])
-    return None
+    choice = first_choice(obj)
+    return None if choice is None else choice_text(choice)
 
 
 def output_text(data: bytes, stream: bool) -> str | None:

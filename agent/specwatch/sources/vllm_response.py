@@ -140,6 +140,25 @@ def parse_response_object(obj: Any) -> ParsedResponse:
     )
 
 
+def first_choice(obj: Any) -> dict[str, Any] | None:
+    """`choices[0]` of a response or chunk, when it is an object."""
+    choices = obj.get("choices") if isinstance(obj, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    return choices[0]
+
+
+def choice_text(choice: dict[str, Any]) -> str | None:
+    """A choice's output text: `text` (completions), else `message` / `delta` content (chat)."""
+    if isinstance(choice.get("text"), str):
+        return str(choice["text"])
+    for key in ("message", "delta"):
+        part = choice.get(key)
+        if isinstance(part, dict) and isinstance(part.get("content"), str):
+            return str(part["content"])
+    return None
+
+
 def decode_json(data: bytes) -> Any:
     try:
         return orjson.loads(data)
