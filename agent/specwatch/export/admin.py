@@ -39,8 +39,7 @@ def admin_app(
 
     async def status(_request: web.Request) -> web.Response:
         snapshot, health = source()
-        body = orjson.dumps(status_document(snapshot, health), option=orjson.OPT_INDENT_2)
-        return web.Response(body=body, content_type="application/json")
+        return _json(status_document(snapshot, health))
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok\n")

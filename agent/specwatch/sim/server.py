@@ -235,8 +235,7 @@ class _Generation:
     task: str
     stream: bool
     include_usage: bool
-    cut: bool
-    fail: str | None
+    fail: str | None  # X-Sim-Fail (see the module docstring)
     rng: random.Random
     steps: list[Step]
     text_rng: random.Random
@@ -370,7 +369,6 @@ class SimServer:
             task=task,
             stream=body.get("stream") is True,
             include_usage=isinstance(options, dict) and options.get("include_usage") is True,
-            cut=request.headers.get("X-Sim-Fail") == "cut",
             fail=request.headers.get("X-Sim-Fail"),
             rng=rng,
             steps=steps,
@@ -436,7 +434,7 @@ class SimServer:
         ttft = time.perf_counter() - started
         self.metrics.ttft.labels(**self.metrics.labels()).observe(ttft)
         yield self._text(gen, 1), not gen.steps
-        cut_at = len(gen.steps) // 2 if gen.cut else -1
+        cut_at = len(gen.steps) // 2 if gen.fail == "cut" else -1
         for i, step in enumerate(gen.steps):
             if i == cut_at:
                 raise ConnectionAbortedError("X-Sim-Fail: cut")
