@@ -39,6 +39,13 @@ ACCEPTANCE_TRIALS: Final = PREFIX + "acceptance_trials"
 ACCEPTED_BY_POSITION: Final = PREFIX + "accepted_tokens_by_position"
 REQUESTS: Final = PREFIX + "requests"
 PASSTHROUGH_REQUESTS: Final = PREFIX + "passthrough_requests"
+# The request-level variance of alpha-hat (analysis/stats.py), summable across pods: per slice,
+# the requests with steps in it, and over them the sums of a_i^2, a_i t_i and t_i^2 (a_i, t_i:
+# a request's accepted tokens and trials in the slice).
+SLICE_REQUESTS: Final = PREFIX + "slice_requests"
+REQUEST_ACCEPTED_SQUARED: Final = PREFIX + "request_accepted_squared"
+REQUEST_ACCEPTED_X_TRIALS: Final = PREFIX + "request_accepted_x_trials"
+REQUEST_TRIALS_SQUARED: Final = PREFIX + "request_trials_squared"
 PROMPT_TOKENS: Final = PREFIX + "prompt_tokens"
 COMPLETION_TOKENS: Final = PREFIX + "completion_tokens"
 

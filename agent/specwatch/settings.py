@@ -100,6 +100,9 @@ class ZoneSettings(_Part):
     min_trials: int = Field(default=1000, ge=1)
     min_requests: int = Field(default=30, ge=1)
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    # speculation surely slower than none (the gain's whole interval below 1) at every
+    # evaluation for this long makes a slice red
+    slower_seconds: float = Field(default=300.0, ge=0)
     evaluation_interval_seconds: float = Field(default=10.0, gt=0)
 
     @model_validator(mode="after")
@@ -139,7 +142,8 @@ class SpeedupSettings(_Part):
     default_cost_ratio: float = Field(default=0.05, ge=0, lt=1)  # c: draft step / target step
     cost_ratio: dict[str, float] = Field(default_factory=dict)  # per served model
     baseline_tpot_ms: dict[str, float] = Field(default_factory=dict)  # per model, without spec
-    min_baseline_requests: int = Field(default=20, ge=1)  # live A/B baseline TPOT: evidence
+    # a measured gain needs this many requests with a time per output token on each side
+    min_baseline_requests: int = Field(default=20, ge=2)
 
 
 class LimitSettings(_Part):

@@ -40,7 +40,7 @@ def slice_table(snapshot: Snapshot, title: str) -> Table:
             str(window.trials),
             alpha,
             _fmt(stats.rate.estimate if stats.rate else None),
-            _fmt(stats.tau, 2),
+            _fmt(stats.tau.estimate if stats.tau else None, 2),
             f"[{ZONE_STYLE[view.zone]}]{view.zone}[/]",
         )
 

@@ -136,17 +136,27 @@ async def test_bench_intervals_contain_the_true_speedup_of_every_slice(
     assert "helps" == results["verdict"]["targets"][0]["overall"]
 
 
+def finished(sim: SimServer) -> float:
+    labels = {**sim.metrics.labels(), "finished_reason": "length"}
+    return sim.metrics.registry.get_sample_value("vllm:request_success_total", labels) or 0.0
+
+
 async def test_ctrl_c_writes_a_partial_report(
     pair: tuple[SimServer, str, SimServer, str], tmp_path: Path
 ) -> None:
-    _, base_url, _, spec_url = pair
+    base, base_url, spec, spec_url = pair
     out = tmp_path / "partial"
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "specwatch", "bench", "--no-progress", "--baseline", base_url,
         "--spec", spec_url, "--requests", "5000", "--max-tokens", "32", "--concurrency", "8",
         "--out", str(out), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
-    await asyncio.sleep(6.0)
+    # Interrupt once measured requests have been answered by both (the warm-up is 8 each):
+    # how long the start takes depends on the machine, so poll rather than sleep.
+    deadline = asyncio.get_running_loop().time() + 60
+    while min(finished(base), finished(spec)) < 20:
+        assert asyncio.get_running_loop().time() < deadline, "the bench never got going"
+        await asyncio.sleep(0.1)
     process.send_signal(signal.SIGINT)
     text, _ = await asyncio.wait_for(process.communicate(), 60)
     assert 130 == process.returncode, text.decode()

@@ -235,7 +235,7 @@ async def test_status_reports_window_and_since_start_counts(
     (code,) = [s for s in status["slices"] if s["task"] == "code"]
     assert 5 == code["requests"] == code["since_start"]["requests"]
     assert code["spec_steps"] == code["since_start"]["spec_steps"] > 0
-    assert {"estimate", "lower", "upper"} == set(code["alpha"])
+    assert {"estimate", "lower", "upper", "design_effect"} == set(code["alpha"])
     assert C.Zone.INSUFFICIENT == code["zone"]  # 5 requests are below the gate
     assert {"model", "ctx_bucket", "task"} <= set(code)
     assert 1 == len(status["models"])

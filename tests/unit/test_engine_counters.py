@@ -64,3 +64,20 @@ def test_a_counter_reset_counts_what_came_after_it() -> None:
     counters.observe(sample(1.0, 100, 150, 20))
     counters.observe(sample(2.0, 5, 6, 1))  # vLLM restarted: counters from zero
     assert (105, 1) == (counters.since_start()["m"].steps, counters.resets)
+
+
+def test_without_per_position_counters_alpha_is_unknown_not_biased() -> None:
+    """Counting every step as a rejection gave 0.598 where the truth was 0.698: no figure."""
+    from specwatch.analysis.stats import SliceStats
+
+    counters = EngineCounters(60, 10, 8, fresh_start=True)
+    no_positions = EngineSample(
+        ts=1.0, model="m", drafts=10, draft_tokens=30, accepted_tokens=12,
+        accepted_per_position=(), requests=2,
+    )  # fmt: skip
+    counters.observe(no_positions)
+    counts = counters.since_start()["m"]
+    stats = SliceStats.of(counts, 0.95)
+    assert (0, None) == (counts.trials, stats.alpha)
+    assert stats.rate is not None  # accepted / drafted needs no positions
+    assert pytest.approx(0.4) == stats.rate.estimate

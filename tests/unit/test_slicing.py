@@ -29,5 +29,5 @@ def test_a_request_within_one_bucket_takes_the_fast_path_with_the_same_result() 
     spec = SpecDecodeBlock(num_spec_tokens=3, drafted=(3, 3, 3), accepted=(0, 1, 3))
     parts = split_steps(spec, 10, BUCKETS, max_position=8)
     assert ["0-512"] == list(parts)
-    assert {"requests": 0, "spec_steps": 3, "draft_tokens": 9, "accepted_tokens": 4,
+    assert {"requests": 1, "spec_steps": 3, "draft_tokens": 9, "accepted_tokens": 4,
             "trials": 6} == parts["0-512"].as_dict()  # fmt: skip

@@ -3,17 +3,19 @@ from __future__ import annotations
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.speedup import MEASURED, MODELLED, gain_of, modelled_gain
+from specwatch.analysis.speedup import MEASURED, MODELLED, measured_gain, modelled_gain
+from specwatch.analysis.stats import Interval
+from specwatch.analysis.windows import RatioSums
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings, load_settings
 
 
 def all_accepted_at_20ms(settings: Settings) -> Analyzer:
     analyzer = Analyzer(settings, started=0.0)
-    for i in range(10):
+    for i in range(20):  # speedup.min_baseline_requests
         analyzer.ingest(
             RequestRecord(
-                ts=float(i), request_id=str(i), model="m", task="code", outcome=C.Outcome.OBSERVED,
+                ts=i / 2, request_id=str(i), model="m", task="code", outcome=C.Outcome.OBSERVED,
                 prompt_tokens=50, completion_tokens=40,
                 spec=SpecDecodeBlock(3, (3,) * 10, (3,) * 10), latency=Latency(tpot=0.020),
             )
@@ -24,25 +26,77 @@ def all_accepted_at_20ms(settings: Settings) -> Analyzer:
 def test_the_modelled_gain_is_tau_over_the_cost_of_drafting() -> None:
     # alpha 0.8, K = 4, i.i.d.: tau = (1 - 0.8^5) / 0.2 = 3.3616; c = 0.05 -> 3.3616 / 1.2
     tau = (1 - 0.8**5) / (1 - 0.8)
-    assert pytest.approx(2.8013, abs=1e-4) == modelled_gain(tau, 4, 0.05)
+    gain = modelled_gain(Interval(tau, tau - 0.12, tau + 0.12), 4, 0.05)
+    assert MODELLED == gain.method
+    assert pytest.approx(2.8013, abs=1e-4) == gain.ratio
+    assert pytest.approx((tau - 0.12) / 1.2) == gain.lower
+    assert pytest.approx((tau + 0.12) / 1.2) == gain.upper
 
 
-def test_a_baseline_makes_the_gain_measured() -> None:
-    gain = gain_of(tau=2.0, k=4, cost_ratio=0.05, baseline_tpot=0.030, spec_tpot=0.020)
+def sums(pairs: list[tuple[float, float]]) -> RatioSums:
+    out = RatioSums()
+    for x, y in pairs:
+        out.add(x, y)
+    return out
+
+
+def test_the_measured_gain_is_token_weighted_not_a_mean_of_requests() -> None:
+    # speculation: a long answer at 10 ms/token and a short one at 40 ms/token. Pooled over
+    # tokens that is (0.99 * 100 + 0.04 * 1 ... ) ~ 10.3 ms; the mean of the two would be 25 ms.
+    spec = sums([(0.010 * 99, 99), (0.040 * 1, 1)] * 5)
+    base = sums([(0.020 * 99, 99), (0.020 * 1, 1)] * 5)
+    gain = measured_gain(spec, base, 0.95)
     assert gain is not None
-    assert (MEASURED, 1.5) == (gain.method, pytest.approx(gain.ratio))
-    modelled = gain_of(tau=2.0, k=4, cost_ratio=0.05)
-    assert modelled is not None
-    assert MODELLED == modelled.method
-    assert gain_of(tau=None, k=4, cost_ratio=0.05) is None
+    expected = 0.020 / ((0.010 * 99 + 0.040) / 100)
+    assert (MEASURED, pytest.approx(expected)) == (gain.method, gain.ratio)
+    assert gain.lower < gain.ratio < gain.upper
+
+
+def test_the_measured_gain_interval_widens_with_spread_between_requests() -> None:
+    narrow = sums([(0.010 * 50, 50), (0.011 * 50, 50)] * 10)
+    wide = sums([(0.005 * 50, 50), (0.016 * 50, 50)] * 10)
+    base = sums([(0.020 * 50, 50)] * 20)
+    tight, loose = measured_gain(narrow, base, 0.95), measured_gain(wide, base, 0.95)
+    assert tight is not None
+    assert loose is not None
+    assert pytest.approx(tight.ratio) == loose.ratio
+    assert loose.upper - loose.lower > 5 * (tight.upper - tight.lower)
+
+
+def test_a_configured_baseline_is_a_constant_and_one_request_is_no_evidence() -> None:
+    spec = sums([(0.010 * 50, 50), (0.012 * 50, 50)] * 10)
+    gain = measured_gain(spec, None, 0.95, baseline_seconds_per_token=0.022)
+    assert gain is not None
+    assert pytest.approx(2.0) == gain.ratio
+    assert measured_gain(sums([(0.5, 50)]), None, 0.95, 0.022) is None
+    assert measured_gain(spec, None, 0.95) is None  # no baseline at all
+
+
+def test_the_measured_gain_interval_covers_the_truth_about_as_claimed() -> None:
+    """Lognormal per-request time per token (sd 0.3), 24 baseline and 80 speculative requests
+    of 20..200 tokens: the 95% interval on the token-weighted gain covers the true 1.25."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    covered, runs = 0, 400
+    for _ in range(runs):
+        def draw(n: int, median: float) -> RatioSums:
+            tokens = rng.integers(20, 200, n)
+            tpot = median * np.exp(rng.normal(0.0, 0.3, n))
+            return sums([(float(t * m), float(t)) for t, m in zip(tokens, tpot, strict=True)])
+
+        gain = measured_gain(draw(80, 0.016), draw(24, 0.020), 0.95)
+        assert gain is not None
+        covered += gain.lower <= 1.25 <= gain.upper
+    assert 0.92 <= covered / runs <= 0.99
 
 
 def test_a_measured_gain_below_one_makes_the_zone_red_despite_good_acceptance() -> None:
     settings = load_settings(
-        zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
+        zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0, "slower_seconds": 0},
         speedup={"baseline_tpot_ms": {"m": 10.0}},
     )
-    # ten requests, every draft accepted (tau 4), at twice the baseline's 10 ms per token
+    # twenty requests, every draft accepted (tau 4), at twice the baseline's 10 ms per token
     analyzer = all_accepted_at_20ms(settings)
     analyzer.evaluate(10.0)
     snapshot = analyzer.snapshot(10.0)
@@ -61,7 +115,7 @@ def test_without_a_configured_c_it_is_estimated_from_the_measured_latency() -> N
     # baseline 10 ms per token; with speculation 20 ms per token at tau = 4 (3 of 3 accepted):
     # a step takes 80 ms against 10 ms, so c = (80 / 10 - 1) / 3 = 2.33: drafting is the cost
     settings = load_settings(
-        zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
+        zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0, "slower_seconds": 0},
         speedup={"baseline_tpot_ms": {"m": 10.0}},
     )
     analyzer = all_accepted_at_20ms(settings)

@@ -14,9 +14,9 @@ from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, LogTotals
 from specwatch.analysis.mix import MixView, decompose, psi, shares
 from specwatch.analysis.slicing import CtxBuckets, split_steps
-from specwatch.analysis.speedup import Gain, gain_of
+from specwatch.analysis.speedup import Gain, SpeedupTracker
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import Counts, Histogram, SlidingWindow, WindowedMean
+from specwatch.analysis.windows import Counts, Histogram, SlidingWindow
 from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
 from specwatch.model import (
     EngineLogRecord,
@@ -131,8 +131,7 @@ class Analyzer:
         )
         self._log = LogTotals()
         self._drift = DriftDetector(settings.drift)
-        self._tpot: dict[str, WindowedMean] = {}  # per model, speculative requests
-        self._base_tpot: dict[str, WindowedMean] = {}  # per model, A/B baseline requests
+        self._speedup = SpeedupTracker(settings)
 
     @property
     def buckets(self) -> CtxBuckets:
@@ -176,12 +175,9 @@ class Analyzer:
         tokens[1] += record.completion_tokens or 0
         self._observe(C.TTFT_SECONDS, request_key, record.latency.ttft)
         self._observe(C.TPOT_SECONDS, request_key, record.latency.tpot)
-        tpot = record.latency.tpot
-        if tpot is not None and (baseline or record.spec is not None):
-            window = self._cfg.window
-            means = self._base_tpot if baseline else self._tpot
-            means.setdefault(model, WindowedMean(window.length_seconds, window.bucket_seconds)).add(
-                record.ts, tpot
+        if baseline or record.spec is not None:
+            self._speedup.add(
+                model, baseline, record.ts, record.latency.tpot, record.completion_tokens
             )
         self._observe(C.REQUEST_DURATION_SECONDS, request_key, record.latency.e2e)
         spec = record.spec
@@ -191,16 +187,17 @@ class Analyzer:
             C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + sum(spec.accepted) / spec.steps
         )
         if prompt is None:
-            whole = Counts(self._max_position)
-            whole.add_steps(spec.drafted, spec.accepted)
+            whole = Counts.of_request(spec.drafted, spec.accepted, self._max_position)
             parts = {C.UNKNOWN_CTX: whole}
         else:
             parts = split_steps(spec, prompt, self._buckets, self._max_position)
         rollup = Counts(self._max_position)
         for label, counts in parts.items():
-            counts.requests = 1
             self._add(SliceKey(model, label, record.task), record.ts, counts)
             rollup.merge(counts)
+        # One request; its moments stay those of its parts: a request that crosses a context
+        # bucket is one sampling unit per bucket in the rollup too, exactly what Prometheus
+        # gets by summing the slices' counters (gen/rules.py).
         rollup.requests = 1
         self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
 
@@ -244,43 +241,16 @@ class Analyzer:
         return out, engine
 
     def _costs(self, windows: dict[SliceKey, tuple[Counts, str]], now: float) -> dict[str, float]:
-        """c per model: configured; else estimated from the measured per-token latency against
-        the configured baseline's, c_eff = (TPOT_spec * tau / TPOT_base - 1) / K; else the
-        default."""
-        speedup = self._cfg.speedup
-        out = {}
-        for key, (counts, _) in windows.items():
-            if key.ctx_bucket != C.ALL:
-                continue
-            cost = speedup.cost_ratio.get(key.model)
-            base = self._baseline_tpot(key.model, now)
-            tpot = self._tpot.get(key.model)
-            spec_tpot = tpot.mean(now) if tpot is not None else None
-            if cost is None and base and spec_tpot and counts.steps and counts.max_drafted:
-                tau = 1.0 + counts.accepted / counts.steps
-                cost = max(0.0, (spec_tpot * tau / base - 1.0) / counts.max_drafted)
-            out[key.model] = speedup.default_cost_ratio if cost is None else cost
-        return out
+        """c per model, from each model's `all` window."""
+        return {
+            key.model: self._speedup.cost_ratio(key.model, counts, now)
+            for key, (counts, _) in windows.items()
+            if key.ctx_bucket == C.ALL
+        }
 
-    def _baseline_tpot(self, model: str, now: float) -> float | None:
-        """Seconds per token without speculation: live A/B baseline traffic over the window
-        (at least `speedup.min_baseline_requests` requests), else the configured figure."""
-        live = self._base_tpot.get(model)
-        measured = live.mean(now, self._cfg.speedup.min_baseline_requests) if live else None
-        if measured is not None:
-            return measured
-        configured = self._cfg.speedup.baseline_tpot_ms.get(model)
-        return configured / 1000.0 if configured else None
-
-    def _gain(
-        self, key: SliceKey, counts: Counts, stats: SliceStats, now: float, cost: float
-    ) -> Gain | None:
-        baseline = measured = None
-        if key.ctx_bucket == C.ALL:
-            baseline = self._baseline_tpot(key.model, now)
-            tpot = self._tpot.get(key.model)
-            measured = tpot.mean(now) if tpot is not None and baseline else None
-        return gain_of(stats.tau, counts.max_drafted, cost, baseline, measured)
+    def _gain(self, key: SliceKey, counts: Counts, stats: SliceStats, now: float, cost: float) -> Gain | None:
+        rollup = key.ctx_bucket == C.ALL
+        return self._speedup.gain(key.model, rollup, stats.tau, counts.max_drafted, cost, now)
 
     @staticmethod
     def _advice(counts: Counts, stats: SliceStats, cost: float) -> Advice | None:
@@ -316,10 +286,9 @@ class Analyzer:
             interval = stats.alpha if cfg.metric == "alpha" else stats.rate
             cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
             gain = self._gain(key, counts, stats, now, cost)
-            slower = gain is not None and gain.ratio < 1.0
             state = self._zones.setdefault(key, ZoneState())
             enough = has_evidence(state, counts.trials, counts.requests, cfg)
-            change = next_zone(state, interval, enough, now, cfg, slower)
+            change = next_zone(state, interval, enough, now, cfg, gain)
             if change is not None:
                 log.info(
                     "zone_changed",
@@ -336,7 +305,12 @@ class Analyzer:
                     window_requests=counts.requests,
                     source=source,
                     gain=None if gain is None else round(gain.ratio, 3),
+                    gain_lower=None if gain is None else round(gain.lower, 3),
+                    gain_upper=None if gain is None else round(gain.upper, 3),
                     gain_method=None if gain is None else gain.method,
+                    design_effect=None
+                    if interval is None or interval.design_effect is None
+                    else round(interval.design_effect, 2),
                 )
 
     def red_models(self) -> set[str]:

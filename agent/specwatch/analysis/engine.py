@@ -43,9 +43,11 @@ def _delta_counts(
     # Taking every step to draft K tokens (true of draft models and EAGLE, and of ngram when its
     # match is long enough): steps that accepted all K ended without a rejection, every other
     # step tested one position more than it accepted. The proxy's per-step data needs no such
-    # assumption; this is the reference, not the measurement.
-    full = per_position[k - 1] if k else 0
-    counts.trials = counts.accepted + (counts.steps - full)
+    # assumption; this is the reference, not the measurement. Without per-position counters
+    # the steps that accepted all K are unknown, and so are the trials: 0, alpha-hat unknown
+    # (counting every step as a rejection would bias it low: 0.598 where the truth was 0.698).
+    if k:
+        counts.trials = counts.accepted + (counts.steps - per_position[k - 1])
     return counts, reset
 
 

@@ -44,16 +44,15 @@ class CtxBuckets:
 def split_steps(
     spec: SpecDecodeBlock, prompt_tokens: int, buckets: CtxBuckets, max_position: int
 ) -> dict[str, Counts]:
-    """Per ctx bucket label, the counts of this request's steps that started in it."""
+    """Per ctx bucket label, the counts of this request's steps that started in it, each
+    marked as one request's contribution to that bucket (`Counts.as_request`)."""
     drafted, accepted = spec.drafted, spec.accepted
     position = prompt_tokens + 1
     # Fast path: the whole request stays in one bucket (the common case).
     end = position + sum(accepted) + len(accepted)
     first = buckets.index(position)
     if first == buckets.index(end):
-        counts = Counts(max_position)
-        counts.add_steps(drafted, accepted)
-        return {buckets.labels[first]: counts}
+        return {buckets.labels[first]: Counts.of_request(drafted, accepted, max_position)}
     out: dict[int, tuple[list[int], list[int]]] = {}
     for d, a in zip(drafted, accepted, strict=True):
         index = buckets.index(position)
@@ -63,9 +62,7 @@ def split_steps(
         steps[0].append(d)
         steps[1].append(a)
         position += a + 1
-    result = {}
-    for index, (ds, as_) in out.items():
-        counts = Counts(max_position)
-        counts.add_steps(ds, as_)
-        result[buckets.labels[index]] = counts
-    return result
+    return {
+        buckets.labels[index]: Counts.of_request(ds, as_, max_position)
+        for index, (ds, as_) in out.items()
+    }

@@ -13,14 +13,35 @@ K = TypeVar("K")
 
 
 class Counts:
-    """Step-level sums of one slice (see ARCHITECTURE.md, Definitions).
+    """Step-level sums of one slice (see docs/architecture.md, Definitions), and the sums over
+    requests of squares and products of each request's own sums in the slice.
 
     `by_position[i]` counts steps that accepted at least i + 1 tokens, i.e. whose draft
     position i + 1 was accepted. Positions past `max_position` are not counted per position
     (the cap keeps the series bounded); every total still includes them.
+
+    The second moments (`aa` = sum a_i^2, `at` = sum a_i t_i, `tt` = sum t_i^2, and likewise
+    with drafted tokens d_i and steps s_i) are what a request-level (cluster-robust) variance
+    of the ratios alpha-hat, rate and tau needs; `as_request()` fills them for a Counts that
+    holds exactly one request's steps in one slice.
     """
 
-    __slots__ = ("accepted", "by_position", "drafted", "max_drafted", "requests", "steps", "trials")
+    __slots__ = (
+        "aa",
+        "accepted",
+        "ad",
+        "as_",
+        "at",
+        "by_position",
+        "dd",
+        "drafted",
+        "max_drafted",
+        "requests",
+        "ss",
+        "steps",
+        "trials",
+        "tt",
+    )
 
     def __init__(self, max_position: int) -> None:
         self.requests = 0
@@ -30,6 +51,9 @@ class Counts:
         self.trials = 0
         self.max_drafted = 0  # the largest K seen: how many positions p_i is reported for
         self.by_position = [0] * max_position
+        self.aa = self.at = self.tt = 0  # accepted x accepted, x trials; trials x trials
+        self.ad = self.dd = 0  # accepted x drafted, drafted x drafted
+        self.as_ = self.ss = 0  # accepted x steps, steps x steps
 
     def add_steps(self, drafted: Sequence[int], accepted: Sequence[int]) -> None:
         self.steps += len(drafted)
@@ -49,6 +73,23 @@ class Counts:
                 positions[i] += 1
         self.trials += total_a + rejected
 
+    def as_request(self) -> Counts:
+        """Mark these counts as one request's contribution: one request, and its moments."""
+        a, t, d, s = self.accepted, self.trials, self.drafted, self.steps
+        self.requests = 1
+        self.aa, self.at, self.tt = a * a, a * t, t * t
+        self.ad, self.dd = a * d, d * d
+        self.as_, self.ss = a * s, s * s
+        return self
+
+    @classmethod
+    def of_request(
+        cls, drafted: Sequence[int], accepted: Sequence[int], max_position: int
+    ) -> Counts:
+        counts = cls(max_position)
+        counts.add_steps(drafted, accepted)
+        return counts.as_request()
+
     def merge(self, other: Counts) -> None:
         self.requests += other.requests
         self.steps += other.steps
@@ -56,6 +97,13 @@ class Counts:
         self.accepted += other.accepted
         self.trials += other.trials
         self.max_drafted = max(self.max_drafted, other.max_drafted)
+        self.aa += other.aa
+        self.at += other.at
+        self.tt += other.tt
+        self.ad += other.ad
+        self.dd += other.dd
+        self.as_ += other.as_
+        self.ss += other.ss
         mine, theirs = self.by_position, other.by_position
         for i in range(min(len(mine), len(theirs))):
             mine[i] += theirs[i]
@@ -81,9 +129,14 @@ class Counts:
             "trials": self.trials,
         }
 
+    def moments(self) -> tuple[int, ...]:
+        return (self.aa, self.at, self.tt, self.ad, self.dd, self.as_, self.ss)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Counts) and (
-            self.as_dict() == other.as_dict() and self.by_position == other.by_position
+            self.as_dict() == other.as_dict()
+            and self.by_position == other.by_position
+            and self.moments() == other.moments()
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
@@ -185,33 +238,59 @@ class Histogram:
         return out
 
 
-class WindowedMean:
-    """The mean of values over the last `length` seconds, in buckets (e.g. per-token latency)."""
+class RatioSums:
+    """Sums over requests of x_i, y_i and their squares and product: a ratio sum(x) / sum(y)
+    and its request-level variance (e.g. decode seconds over decode tokens)."""
+
+    __slots__ = ("n", "x", "xx", "xy", "y", "yy")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.x = self.y = self.xx = self.xy = self.yy = 0.0
+
+    def add(self, x: float, y: float) -> None:
+        self.n += 1
+        self.x += x
+        self.y += y
+        self.xx += x * x
+        self.xy += x * y
+        self.yy += y * y
+
+    def merge(self, other: RatioSums) -> None:
+        self.n += other.n
+        self.x += other.x
+        self.y += other.y
+        self.xx += other.xx
+        self.xy += other.xy
+        self.yy += other.yy
+
+
+class WindowedRatio:
+    """RatioSums over the last `length` seconds, in buckets of `bucket` seconds."""
 
     __slots__ = ("_bucket", "_buckets", "_n")
 
     def __init__(self, length: float, bucket: float) -> None:
         self._bucket = bucket
         self._n = max(1, round(length / bucket))
-        self._buckets: deque[list[float]] = deque()  # [index, sum, count]
+        self._buckets: deque[tuple[int, RatioSums]] = deque()
 
-    def add(self, ts: float, value: float) -> None:
+    def add(self, ts: float, x: float, y: float) -> None:
         index = int(ts // self._bucket)
         if self._buckets and self._buckets[-1][0] == index:
-            self._buckets[-1][1] += value
-            self._buckets[-1][2] += 1
+            self._buckets[-1][1].add(x, y)
         elif not self._buckets or self._buckets[-1][0] < index:
-            self._buckets.append([index, value, 1])
+            sums = RatioSums()
+            sums.add(x, y)
+            self._buckets.append((index, sums))
             while self._buckets and self._buckets[0][0] <= index - self._n:
                 self._buckets.popleft()
-        # a late value for an older bucket is dropped: the mean tolerates it
+        # a late value for an older bucket is dropped: one request of many
 
-    def mean(self, now: float, min_count: int = 1) -> float | None:
-        """None when fewer than `min_count` values fall in the window."""
+    def total(self, now: float) -> RatioSums:
         oldest = int(now // self._bucket) - self._n + 1
-        total = count = 0.0
-        for index, s, n in self._buckets:
+        out = RatioSums()
+        for index, sums in self._buckets:
             if index >= oldest:
-                total += s
-                count += n
-        return total / count if count and count >= min_count else None
+                out.merge(sums)
+        return out

@@ -17,7 +17,7 @@ what both targets share — prompt length, output length — cancels out of the 
 covers far less than it claims on a handful of requests (a 95% interval on 6 pairs missed the
 simulator's truth in the first test run).
 Acceptance: alpha-hat, rate, tau and p_i as the sidecar defines them (analysis/stats.py), with
-Wilson intervals.
+the sidecar's request-level intervals (the request is the unit of sampling).
 """
 
 from __future__ import annotations
@@ -78,13 +78,14 @@ def _acceptance(samples: Iterable[Sample], a: Analysis) -> dict[str, Any] | None
     counts = Counts(a.max_position)
     for sample in samples:
         if sample.ok and sample.spec is not None:
-            counts.requests += 1
-            counts.add_steps(sample.spec.drafted, sample.spec.accepted)
+            spec = sample.spec
+            counts.merge(Counts.of_request(spec.drafted, spec.accepted, a.max_position))
     if not counts.steps:
         return None
     stats = SliceStats.of(counts, a.confidence)
     assert stats.alpha is not None
     assert stats.rate is not None
+    assert stats.tau is not None
     return {
         "requests": counts.requests,
         "spec_steps": counts.steps,
@@ -97,7 +98,10 @@ def _acceptance(samples: Iterable[Sample], a: Analysis) -> dict[str, Any] | None
         "rate": stats.rate.estimate,
         "rate_low": stats.rate.lower,
         "rate_high": stats.rate.upper,
-        "tau": stats.tau,
+        "alpha_design_effect": stats.alpha.design_effect,
+        "tau": stats.tau.estimate,
+        "tau_low": stats.tau.lower,
+        "tau_high": stats.tau.upper,
         "per_position": list(stats.per_position),
     }
 

@@ -87,6 +87,26 @@ class SpecwatchCollector(Collector):
                 "rejection (denominator of alpha-hat).",
                 labels=SLICE,
             ),
+            "requests": CounterMetricFamily(
+                C.SLICE_REQUESTS,
+                "Requests with steps in the slice: the sampling units of its intervals.",
+                labels=SLICE,
+            ),
+            "aa": CounterMetricFamily(
+                C.REQUEST_ACCEPTED_SQUARED,
+                "Sum over requests of (the request's accepted tokens in the slice)^2.",
+                labels=SLICE,
+            ),
+            "at": CounterMetricFamily(
+                C.REQUEST_ACCEPTED_X_TRIALS,
+                "Sum over requests of the request's accepted tokens x its trials in the slice.",
+                labels=SLICE,
+            ),
+            "tt": CounterMetricFamily(
+                C.REQUEST_TRIALS_SQUARED,
+                "Sum over requests of (the request's trials in the slice)^2.",
+                labels=SLICE,
+            ),
         }
         by_position = CounterMetricFamily(
             C.ACCEPTED_BY_POSITION,
@@ -99,6 +119,10 @@ class SpecwatchCollector(Collector):
             families["drafted"].add_metric(labels, total.drafted)
             families["accepted"].add_metric(labels, total.accepted)
             families["trials"].add_metric(labels, total.trials)
+            families["requests"].add_metric(labels, total.requests)
+            families["aa"].add_metric(labels, total.aa)
+            families["at"].add_metric(labels, total.at)
+            families["tt"].add_metric(labels, total.tt)
             for i, n in enumerate(total.by_position[: total.max_drafted]):
                 by_position.add_metric([*labels, str(i + 1)], n)
         yield from families.values()
@@ -148,7 +172,7 @@ class SpecwatchCollector(Collector):
         )
         alpha = GaugeMetricFamily(
             C.ACCEPTANCE_ALPHA,
-            "Per-token acceptance alpha-hat over the window, with its Wilson bounds.",
+            "Per-token acceptance alpha-hat over the window, with its request-level bounds.",
             labels=[*SLICE, C.LABEL_BOUND],
         )
         rate = GaugeMetricFamily(
@@ -167,9 +191,10 @@ class SpecwatchCollector(Collector):
         )
         gain = GaugeMetricFamily(
             C.ESTIMATED_GAIN_RATIO,
-            "Speedup of speculation over none: measured against a configured baseline, or "
-            "modelled as tau / (1 + K c). Below 1, speculation is slower.",
-            labels=[*SLICE, C.LABEL_METHOD],
+            "Speedup of speculation over none: measured against a baseline, or modelled as "
+            "tau / (1 + K c), with its request-level bounds. An upper bound below 1: "
+            "speculation is slower.",
+            labels=[*SLICE, C.LABEL_METHOD, C.LABEL_BOUND],
         )
         drift_statistic = GaugeMetricFamily(
             C.DRIFT_STATISTIC,
@@ -193,11 +218,14 @@ class SpecwatchCollector(Collector):
             if stats.rate is not None:
                 rate.add_metric(labels, stats.rate.estimate)
             if stats.tau is not None:
-                tau.add_metric(labels, stats.tau)
+                tau.add_metric(labels, stats.tau.estimate)
             trials.add_metric(labels, view.window.trials)
             window_requests.add_metric(labels, view.window.requests)
             if view.gain is not None:
-                gain.add_metric([*labels, view.gain.method], view.gain.ratio)
+                g = view.gain
+                gain.add_metric([*labels, g.method, C.BOUND_ESTIMATE], g.ratio)
+                gain.add_metric([*labels, g.method, C.BOUND_LOWER], g.lower)
+                gain.add_metric([*labels, g.method, C.BOUND_UPPER], g.upper)
             if view.drift is not None and view.drift.statistic is not None:
                 drift_statistic.add_metric(labels, view.drift.statistic)
                 drift_alarm.add_metric(labels, 1.0 if view.drift.alarm else 0.0)

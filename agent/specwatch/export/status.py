@@ -10,10 +10,15 @@ from specwatch.analysis.stats import Interval
 from specwatch.health import HealthSnapshot
 
 
-def _interval(interval: Interval | None) -> dict[str, float] | None:
+def _interval(interval: Interval | None) -> dict[str, float | None] | None:
     if interval is None:
         return None
-    return {"estimate": interval.estimate, "lower": interval.lower, "upper": interval.upper}
+    return {
+        "estimate": interval.estimate,
+        "lower": interval.lower,
+        "upper": interval.upper,
+        "design_effect": interval.design_effect,
+    }
 
 
 def slice_status(view: SliceView) -> dict[str, Any]:
@@ -26,7 +31,9 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         **view.window.as_dict(),
         "alpha": _interval(stats.alpha),
         "rate": None if stats.rate is None else stats.rate.estimate,
-        "tau": stats.tau,
+        "rate_interval": _interval(stats.rate),
+        "tau": None if stats.tau is None else stats.tau.estimate,
+        "tau_interval": _interval(stats.tau),
         "per_position": list(stats.per_position),
         "zone": view.zone,
         "zone_since": view.zone_since,

@@ -97,8 +97,9 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             ),
             meaning=(
                 f"The fleet-wide per-token acceptance alpha-hat of this slice has been below {red} "
-                "over the last hour (its whole 95% Wilson interval) and the last 5 minutes, with "
-                "enough trials to be sure. At this acceptance the draft's cost is rarely repaid: "
+                "over the last hour (its whole 95% interval, with requests as the sampling unit: "
+                "requests differ far more than tokens) and the last 5 minutes, with enough "
+                "trials to be sure. At this acceptance the draft's cost is rarely repaid: "
                 "expected tokens per step (1 - a^(K+1)) / (1 - a) stay near 1."
             ),
             confirm=confirm,
@@ -116,21 +117,24 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             name="SpecDecodeSliceYellow",
             severity="warning",
             expr=(
-                f"{a1h}\nand {ON_SLICE} {a1h} < {green}\nand {ON_SLICE} {a1h} >= {red}\n"
+                f"{a1h}\nand {ON_SLICE} {upper} < {green}\nand {ON_SLICE} {upper} >= {red}\n"
                 + _guards(settings, windows, "1h")
-                + f"\nunless {ON_SLICE} min_over_time({a1h}[{windows('1h')}]) < {red}"
+                + f"\nunless {ON_SLICE} min_over_time({upper}[{windows('1h')}]) < {red}"
             ),
             for_seconds=900,
             summary="Speculative decoding acceptance is marginal for " + SLICE_TEXT,
             description=(
                 f'Slice {SLICE_TEXT}: alpha-hat {{{{ $value | printf "%.3f" }}}} over 1h '
-                f"({bounds}), between the red ({red}) and green ({green}) thresholds."
+                f"({bounds}): surely below the green threshold ({green}), not surely below "
+                f"the red one ({red})."
             ),
             meaning=(
-                f"Acceptance sits between {red} and {green}: speculation still helps but less "
-                "than it could, and a further drop turns it red. A slice that recovers from red "
-                "through yellow does not raise this warning within the hour after (the red "
-                "alert covered it)."
+                f"Acceptance is below {green} with confidence (the hour's whole request-level "
+                f"interval), and not surely below {red}: speculation still helps but less than "
+                "it could, and a further drop turns it red. A slice whose interval still "
+                f"reaches {green} does not warn (too little evidence to tell it from green). "
+                "A slice that recovers from red through yellow does not raise this warning "
+                "within the hour after (the red alert covered it)."
             ),
             confirm=confirm,
             actions=(
@@ -172,13 +176,14 @@ def _burn_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
                 summary="Acceptance SLO error budget burning for " + SLICE_TEXT,
                 description=(
                     f"Slice {SLICE_TEXT}: {{{{ $value | humanizePercentage }}}} of 5-minute "
-                    f"windows were bad (alpha-hat below {settings.zones.red}); the objective "
+                    f"windows were bad (alpha-hat surely below {settings.zones.red}); the objective "
                     f"allows {budget:.2%} ({windows_text})."
                 ),
                 meaning=(
                     f"The SLO: {settings.alerts.slo_target:.2%} of 5-minute windows per slice "
-                    f"are good (alpha-hat at least {settings.zones.red}, or too little traffic "
-                    f"to tell). This alert fires when the error budget burns at {windows_text} "
+                    f"are good (alpha-hat not surely below {settings.zones.red}: the window's "
+                    "request-level upper bound reaches it; or too little traffic to tell). This "
+                    f"alert fires when the error budget burns at {windows_text} "
                     "— fast burns page, slow burns open a ticket."
                 ),
                 confirm=(
@@ -247,22 +252,29 @@ def _drift_alert(settings: Settings, windows: Q.Windows) -> Alert:
 
 
 def _slower_alert() -> Alert:
-    gain = f'{C.ESTIMATED_GAIN_RATIO}{{method="measured",ctx_bucket="all",task="all"}}'
+    selector = 'method="measured",ctx_bucket="all",task="all"'
+    upper = f'{C.ESTIMATED_GAIN_RATIO}{{{selector},bound="upper"}}'
+    estimate = f'{C.ESTIMATED_GAIN_RATIO}{{{selector},bound="estimate"}}'
     return Alert(
         name="SpecDecodeSlowerThanBaseline",
         severity="critical",
-        expr=f"max by (model) ({gain}) < 1",
+        expr=(
+            f"max by (model) ({estimate})\n"
+            f"and on(model) max by (model) ({upper}) < 1"
+        ),
         for_seconds=600,
         summary="Speculative decoding is slower than no speculation for {{ $labels.model }}",
         description=(
             'Model {{ $labels.model }}: measured gain {{ $value | printf "%.2f" }}: time '
-            "per output token without speculation over with it, below 1 on every pod."
+            "per output token without speculation over with it, surely below 1 (the upper "
+            "bound of its interval) on every pod."
         ),
         meaning=(
-            "With a baseline configured (`speedup.baseline_tpot_ms` per model), specwatch "
-            "measures the gain as the baseline's time per output token over speculation's. "
-            "Below 1 on every pod, speculation costs more than it saves: users wait longer than "
-            "they would without it."
+            "With A/B baseline traffic (or a configured `speedup.baseline_tpot_ms` per model), "
+            "specwatch measures the gain as the baseline's time per output token over "
+            "speculation's, each pooled over the window's tokens, with an interval over "
+            "requests. Its whole interval below 1 on every pod: speculation costs more than "
+            "it saves, and users wait longer than they would without it."
         ),
         confirm=(
             f"`{C.ESTIMATED_GAIN_RATIO}` by pod and method",

@@ -250,7 +250,8 @@ def overview(settings: Settings) -> builders.Dashboard:
         .datasource(DATASOURCE)
         .with_target(
             _query(
-                f'max by (model, method) ({C.ESTIMATED_GAIN_RATIO}{{{M}, ctx_bucket="all"}})',
+                f"max by (model, method) ({C.ESTIMATED_GAIN_RATIO}"
+                f'{{{M}, ctx_bucket="all", bound="estimate"}})',
                 "{{model}} ({{method}})",
             )
         )
@@ -399,7 +400,10 @@ def slice_dashboard(settings: Settings) -> builders.Dashboard:
             "Drift statistic and speedup",
             [
                 (f"max({C.DRIFT_STATISTIC}{{{sel}}})", "drift statistic"),
-                (f"max by (method) ({C.ESTIMATED_GAIN_RATIO}{{{sel}}})", "gain ({{method}})"),
+                (
+                    f'max by (method) ({C.ESTIMATED_GAIN_RATIO}{{{sel}, bound="estimate"}})',
+                    "gain ({{method}})",
+                ),
             ],
             width=12,
         ),
@@ -439,7 +443,8 @@ def fleet(settings: Settings) -> builders.Dashboard:
             [
                 (f"min by ({per}) ({C.UPSTREAM_UP})", "up {{instance}}"),
                 (
-                    f'max by ({per}) ({C.ESTIMATED_GAIN_RATIO}{{{M}, ctx_bucket="all"}})',
+                    f"max by ({per}) ({C.ESTIMATED_GAIN_RATIO}"
+                    f'{{{M}, ctx_bucket="all", bound="estimate"}})',
                     "gain {{instance}}",
                 ),
             ],

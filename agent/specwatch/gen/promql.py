@@ -70,7 +70,22 @@ def alpha(level: str, window: str) -> str:
 
 
 def alpha_bound(level: str, bound: str, window: str) -> str:
-    return record(level, f"{C.ACCEPTANCE_ALPHA}_{bound}", f"wilson{window}")
+    """alpha-hat's request-level bound (analysis/stats.py: Wilson on trials / design effect)."""
+    return record(level, f"{C.ACCEPTANCE_ALPHA}_{bound}", f"robust{window}")
+
+
+def design_effect(level: str, window: str) -> str:
+    return record(level, C.PREFIX + "acceptance_design_effect", f"robust{window}")
+
+
+def effective_trials(level: str, window: str) -> str:
+    """Trials / design effect: the sample size alpha-hat's bounds are worth."""
+    return record(level, C.PREFIX + "acceptance_effective_trials", f"robust{window}")
+
+
+def t_quantile(level: str, window: str) -> str:
+    """Student's t on (requests - 1) degrees of freedom, for the window's bounds."""
+    return record(level, C.PREFIX + "acceptance_t_quantile", f"robust{window}")
 
 
 def vllm_rate(level: str, window: str) -> str:

@@ -5,8 +5,11 @@
      "per_step_drafted": [int], "per_step_accepted": [int],
      "ttft_ms": float|null, "tpot_ms": float|null, "e2e_ms": float|null}
 
-More optional fields may follow (`variant`); readers ignore what they do not know. Files rotate
-by size: FILE -> FILE.1 -> FILE.2 ... up to `backups`.
+More optional fields may follow (`variant`); readers ignore what they do not know. A/B baseline
+requests (`"variant": "baseline"`, no speculation) are logged too, with `num_spec_tokens` 0 and
+empty per-step arrays (a reader also accepts them without those fields): their time per output
+token is what makes the gain measured on replay. Files rotate by size: FILE -> FILE.1 ->
+FILE.2 ... up to `backups`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import IO, Any
 
 import orjson
 
-from specwatch.conventions import Outcome
+from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC, Outcome
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 
 SCHEMA_VERSION = 1
@@ -31,7 +34,6 @@ def _ms(seconds: float | None) -> float | None:
 
 def to_line(record: RequestRecord) -> bytes:
     spec = record.spec
-    assert spec is not None
     return (
         orjson.dumps(
             {
@@ -42,9 +44,9 @@ def to_line(record: RequestRecord) -> bytes:
                 "task": record.task,
                 "prompt_tokens": record.prompt_tokens,
                 "completion_tokens": record.completion_tokens,
-                "num_spec_tokens": spec.num_spec_tokens,
-                "per_step_drafted": list(spec.drafted),
-                "per_step_accepted": list(spec.accepted),
+                "num_spec_tokens": spec.num_spec_tokens if spec else 0,
+                "per_step_drafted": list(spec.drafted) if spec else [],
+                "per_step_accepted": list(spec.accepted) if spec else [],
                 "ttft_ms": _ms(record.latency.ttft),
                 "tpot_ms": _ms(record.latency.tpot),
                 "e2e_ms": _ms(record.latency.e2e),
@@ -84,7 +86,8 @@ class CycleLogWriter:
             self._path.unlink()
 
     def write(self, record: RequestRecord) -> None:
-        if record.outcome != Outcome.OBSERVED or record.spec is None:
+        baseline = record.variant == VARIANT_BASELINE
+        if record.outcome != Outcome.OBSERVED or (record.spec is None and not baseline):
             return
         line = to_line(record)
         handle = self._open()
@@ -145,11 +148,17 @@ def from_line(line: bytes) -> RequestRecord:
     for key in ("request_id", "model", "task"):
         if not isinstance(obj.get(key), str):
             raise BadLine(f"{key} is not a string")
-    drafted = _ints(obj, "per_step_drafted")
-    accepted = _ints(obj, "per_step_accepted")
-    if len(drafted) != len(accepted) or any(a > d for a, d in zip(accepted, drafted, strict=True)):
-        raise BadLine("per-step arrays disagree")
-    variant = obj.get("variant", "spec")
+    variant = obj.get("variant", VARIANT_SPEC)
+    if not isinstance(variant, str):
+        variant = VARIANT_SPEC
+    spec = None
+    if variant != VARIANT_BASELINE:  # a baseline ran no speculation: nothing to read
+        drafted = _ints(obj, "per_step_drafted")
+        accepted = _ints(obj, "per_step_accepted")
+        pairs = zip(accepted, drafted, strict=True)
+        if len(drafted) != len(accepted) or any(a > d for a, d in pairs):
+            raise BadLine("per-step arrays disagree")
+        spec = SpecDecodeBlock(_int(obj, "num_spec_tokens"), drafted, accepted)
     return RequestRecord(
         ts=float(ts),
         request_id=obj["request_id"],
@@ -158,13 +167,13 @@ def from_line(line: bytes) -> RequestRecord:
         outcome=Outcome.OBSERVED,
         prompt_tokens=_int(obj, "prompt_tokens"),
         completion_tokens=_int(obj, "completion_tokens"),
-        spec=SpecDecodeBlock(_int(obj, "num_spec_tokens"), drafted, accepted),
+        spec=spec,
         latency=Latency(
             ttft=_seconds(obj, "ttft_ms"),
             tpot=_seconds(obj, "tpot_ms"),
             e2e=_seconds(obj, "e2e_ms"),
         ),
-        variant=variant if isinstance(variant, str) else "spec",
+        variant=variant,
     )
 
 
