@@ -1,24 +1,33 @@
-"""Drift detection on realistic streams: false alarms a week and detection delays.
+"""Drift detection on realistic streams, like for like: false alarms a week, then delays.
 
-Simulated slice streams at a given speculative-step rate (50 steps/s by default), K = 4,
-overdispersed like real traffic: every request has its own alpha around the slice mean (sd
-0.08), and in one minute out of ten a burst of correlated requests shares an extra offset.
-specwatch's detector (1-minute buckets, the default settings) and river's ADWIN and
-PageHinkley (fed one value per request: its accepted / trials) run on the same streams:
+Simulated slice streams at 50 speculative steps/s (by default), K = 4, overdispersed like real
+traffic: every request has its own alpha around the slice mean (sd 0.08), and in one minute out
+of ten a burst of correlated requests shares an extra offset. Two backgrounds:
 
-- false alarms over one stationary week per seed;
-- detection delay after a drop of 0.03, 0.05 and 0.10 in alpha, which starts after seven hours
-  of stationary traffic (specwatch needs a 6-hour baseline ending 30 minutes back).
+- stationary: the slice mean is constant;
+- wander: the slice's minute-level mean wanders slowly, AR(1) with rho 0.95 per minute and
+  stationary sd 0.015 (what a slice's traffic does as its prompts drift over the day).
 
-    .venv/bin/pip install river numpy   # benchmark-only dependencies (pip install -e '.[bench]')
-    .venv/bin/python benchmarks/drift_evaluation.py [--seeds 3] [--steps-per-second 50]
+Every detector gets the same input: the slice's 1-minute buckets. specwatch's detector gets
+each bucket's (accepted, trials); river's ADWIN and PageHinkley get each bucket's alpha-hat
+(one value a minute). river's thresholds are set so that each raises the same number of false
+alarms per stationary week as specwatch's target (`--target`, 1 per slice-week), on calibration
+streams of their own seeds; ADWIN is two-sided, so only its downward detections count. Then,
+on fresh seeds: false alarms per week in both backgrounds, and the delay after a drop of 0.03,
+0.05 and 0.10 that starts after seven hours (specwatch needs a 6-hour baseline ending 30
+minutes back), in both backgrounds.
+
+    .venv/bin/pip install -e '.[bench]'     # river and numpy
+    .venv/bin/python benchmarks/drift_evaluation.py [--seeds 5] [--steps-per-second 50]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from river import drift as river_drift
@@ -31,89 +40,168 @@ K = 4
 STEPS_PER_REQUEST = 15
 KEY = SliceKey("m", "0-512", "code")
 WEEK_MINUTES = 7 * 24 * 60
+WANDER_RHO, WANDER_SD = 0.95, 0.015
+DROP_AT, AFTER = 7 * 60, 120
+DROPS = (0.03, 0.05, 0.10)
+
+Buckets = list[tuple[int, int]]  # (accepted, trials) per minute
 
 
-def minutes(
-    rng: np.random.Generator, alpha_of: list[float], steps_per_minute: int
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Per minute: accepted and trials of each request."""
+def stream(seed: int, minutes: int, alpha: float, steps_per_minute: int, wander: bool,
+           drop: float = 0.0) -> Buckets:  # fmt: skip
+    """Per minute, the slice's (accepted, trials); a drop of `drop` from minute DROP_AT on."""
+    rng = np.random.default_rng(seed)
     requests = max(1, steps_per_minute // STEPS_PER_REQUEST)
-    for mean in alpha_of:
+    level = 0.0
+    innovation = WANDER_SD * math.sqrt(1.0 - WANDER_RHO**2)
+    out = []
+    for minute in range(minutes):
+        if wander:
+            level = WANDER_RHO * level + rng.normal(0.0, innovation)
+        mean = alpha + level - (drop if minute >= DROP_AT else 0.0)
         alphas = mean + rng.normal(0.0, 0.08, requests)
         if rng.random() < 0.1:  # a burst: correlated requests share an offset
             burst = rng.random(requests) < 0.3
             alphas[burst] += rng.normal(0.0, 0.08)
         alphas = np.clip(alphas, 0.02, 0.98)
-        per_step_alpha = np.repeat(alphas, STEPS_PER_REQUEST)
-        draws = rng.random((per_step_alpha.size, K)) < per_step_alpha[:, None]
-        accepted_per_step = np.cumprod(draws, axis=1).sum(axis=1)
-        trials_per_step = accepted_per_step + (accepted_per_step < K)
-        accepted = accepted_per_step.reshape(requests, STEPS_PER_REQUEST).sum(axis=1)
-        trials = trials_per_step.reshape(requests, STEPS_PER_REQUEST).sum(axis=1)
-        yield accepted, trials
+        per_step = np.repeat(alphas, STEPS_PER_REQUEST)
+        draws = rng.random((per_step.size, K)) < per_step[:, None]
+        accepted = np.cumprod(draws, axis=1).sum(axis=1)
+        trials = accepted + (accepted < K)
+        out.append((int(accepted.sum()), int(trials.sum())))
+    return out
 
 
-def run(alpha_of: list[float], seed: int, steps_per_minute: int) -> dict[str, list[int]]:
-    """The minutes at which each detector raised an alarm."""
-    rng = np.random.default_rng(seed)
-    ours = DriftDetector(DriftSettings())
-    adwin = river_drift.ADWIN()
-    page_hinkley = river_drift.PageHinkley(mode="down")
-    alarms: dict[str, list[int]] = {"specwatch": [], "ADWIN": [], "PageHinkley": []}
-    raised = 0
-    for minute, (accepted, trials) in enumerate(minutes(rng, alpha_of, steps_per_minute)):
-        ours.add(KEY, minute * 60.0 + 1.0, int(accepted.sum()), int(trials.sum()))
-        ours.evaluate((minute + 1) * 60.0 + 1.0)
-        view = ours.view(KEY)
+Detector = Callable[[Buckets], list[int]]  # the minutes at which alarms started
+
+
+def specwatch(buckets: Buckets) -> list[int]:
+    detector = DriftDetector(DriftSettings())
+    alarms, raised = [], 0
+    for minute, (accepted, trials) in enumerate(buckets):
+        detector.add(KEY, minute * 60.0 + 1.0, accepted, trials)
+        detector.evaluate((minute + 1) * 60.0 + 1.0)
+        view = detector.view(KEY)
         if view is not None and view.alarms_raised > raised:
             raised = view.alarms_raised
-            alarms["specwatch"].append(minute)
-        for value in (accepted / trials).tolist():
-            adwin.update(value)
-            if adwin.drift_detected:
-                alarms["ADWIN"].append(minute)
-            page_hinkley.update(value)
-            if page_hinkley.drift_detected:
-                alarms["PageHinkley"].append(minute)
+            alarms.append(minute)
     return alarms
 
 
+def adwin(delta: float) -> Detector:
+    def run(buckets: Buckets) -> list[int]:
+        detector = river_drift.ADWIN(delta=delta, clock=1)  # check at every bucket
+        alarms = []
+        for minute, (accepted, trials) in enumerate(buckets):
+            before = detector.estimation
+            detector.update(accepted / trials)
+            if detector.drift_detected and detector.estimation < before:  # downward only
+                alarms.append(minute)
+        return alarms
+
+    return run
+
+
+def page_hinkley(threshold: float) -> Detector:
+    def run(buckets: Buckets) -> list[int]:
+        detector = river_drift.PageHinkley(threshold=threshold, mode="down")
+        alarms = []
+        for minute, (accepted, trials) in enumerate(buckets):
+            detector.update(accepted / trials)
+            if detector.drift_detected:
+                alarms.append(minute)
+        return alarms
+
+    return run
+
+
+@dataclass
+class Streams:
+    alpha: float
+    steps_per_minute: int
+
+    def week(self, seed: int, wander: bool) -> Buckets:
+        return stream(seed, WEEK_MINUTES, self.alpha, self.steps_per_minute, wander)
+
+    def dropped(self, seed: int, wander: bool, drop: float) -> Buckets:
+        return stream(seed, DROP_AT + AFTER, self.alpha, self.steps_per_minute, wander, drop)
+
+
+def calibrate(make: Callable[[float], Detector], weeks: list[Buckets], target: float,
+              low: float, high: float, log_scale: bool) -> float:  # fmt: skip
+    """The parameter between low and high (more alarms at `high`) whose false alarms per week
+    on `weeks` come closest to `target`, by bisection."""
+
+    def rate(parameter: float) -> float:
+        return statistics.mean(len(make(parameter)(week)) for week in weeks)
+
+    for _ in range(14):
+        mid = math.sqrt(low * high) if log_scale else (low + high) / 2.0
+        if rate(mid) > target:
+            high = mid
+        else:
+            low = mid
+    return low  # the side with at most `target` alarms
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seeds", type=int, default=3)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--calibration-weeks", type=int, default=4)
     parser.add_argument("--steps-per-second", type=int, default=50)
     parser.add_argument("--alpha", type=float, default=0.7)
+    parser.add_argument("--target", type=float, default=1.0, help="false alarms per week")
     args = parser.parse_args()
     configure("error", "console")
-    per_minute = args.steps_per_second * 60
-    names = ("specwatch", "ADWIN", "PageHinkley")
+    streams = Streams(args.alpha, args.steps_per_second * 60)
+    print(f"streams: alpha {args.alpha}, {args.steps_per_second} steps/s, K={K}, per-request sd"
+          f" 0.08 with bursts; wander: AR(1) rho {WANDER_RHO}, sd {WANDER_SD}")  # fmt: skip
 
-    print(f"stream: alpha {args.alpha}, {args.steps_per_second} steps/s, K={K}, overdispersed")
-    false_alarms: dict[str, list[int]] = {name: [] for name in names}
-    for seed in range(args.seeds):
-        alarms = run([args.alpha] * WEEK_MINUTES, seed, per_minute)
-        for name in names:
-            false_alarms[name].append(len(alarms[name]))
-    print(f"\nfalse alarms per stationary week ({args.seeds} seeds, one slice):")
-    for name in names:
-        values = false_alarms[name]
-        print(f"  {name:12} mean {statistics.mean(values):8.1f}   per seed {values}")
+    calibration = [streams.week(10_000 + i, wander=False) for i in range(args.calibration_weeks)]
+    # ADWIN: fewer alarms at a smaller delta; PageHinkley: fewer at a larger threshold (here
+    # its inverse, so that both bisections move the same way).
+    delta = calibrate(adwin, calibration, args.target, 1e-12, 0.99, log_scale=True)
+    inverse = calibrate(lambda x: page_hinkley(1.0 / x), calibration, args.target, 0.01, 1e4,
+                        log_scale=True)  # fmt: skip
+    detectors: dict[str, Detector] = {
+        "specwatch": specwatch,
+        f"ADWIN (delta {delta:.2g})": adwin(delta),
+        f"PageHinkley (threshold {1.0 / inverse:.3g})": page_hinkley(1.0 / inverse),
+    }
+    print(f"river calibrated to {args.target:g} false alarm(s) per stationary week on "
+          f"{args.calibration_weeks} weeks of other seeds; specwatch at its defaults")  # fmt: skip
 
-    start, after = 7 * 60, 120
-    print(
-        f"\ndetection delay, minutes after the drop ({args.seeds} seeds; '-' = missed in {after}):"
-    )
-    print(f"  {'drop':>6}  " + "  ".join(f"{name:>22}" for name in names))
-    for drop in (0.03, 0.05, 0.10):
-        alpha_of = [args.alpha] * start + [args.alpha - drop] * after
-        delays: dict[str, list[str]] = {name: [] for name in names}
-        for seed in range(args.seeds):
-            alarms = run(alpha_of, 1000 + seed, per_minute)
-            for name in names:
-                hits = [m - start for m in alarms[name] if m >= start]
-                delays[name].append(str(hits[0]) if hits else "-")
-        cells = "  ".join(f"{','.join(delays[name]):>22}" for name in names)
-        print(f"  {drop:6.2f}  {cells}")
+    print(f"\nfalse alarms per slice-week ({args.seeds} seeds, mean (per seed)):")
+    print("| detector | stationary | wander |\n|---|---|---|")
+    weeks = {w: [streams.week(s, wander=w) for s in range(args.seeds)] for w in (False, True)}
+    for name, detector in detectors.items():
+        cells = []
+        for wander in (False, True):
+            counts = [len(detector(week)) for week in weeks[wander]]
+            cells.append(f"{statistics.mean(counts):.1f} ({', '.join(map(str, counts))})")
+        print(f"| {name} | {cells[0]} | {cells[1]} |")
+
+    print(f"\ndetection delay, minutes after the drop ({args.seeds} seeds; '-' = missed in "
+          f"{AFTER} min; an alarm before the drop counts as missed):")  # fmt: skip
+    header = " | ".join(f"{d:.2f} {bg}" for bg in ("stationary", "wander") for d in DROPS)
+    print(f"| detector | {header} |\n|---|" + "---|" * (2 * len(DROPS)))
+    dropped = {
+        (wander, drop): [streams.dropped(1000 + s, wander, drop) for s in range(args.seeds)]
+        for wander in (False, True)
+        for drop in DROPS
+    }
+    for name, detector in detectors.items():
+        cells = []
+        for wander in (False, True):
+            for drop in DROPS:
+                delays = []
+                for buckets in dropped[wander, drop]:
+                    alarms = detector(buckets)
+                    early = any(m < DROP_AT for m in alarms)
+                    hits = [m - DROP_AT for m in alarms if m >= DROP_AT]
+                    delays.append("-" if early or not hits else str(hits[0]))
+                cells.append(",".join(delays))
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

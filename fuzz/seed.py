@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -14,8 +13,7 @@ from specwatch.gen.alertmanager import TEMPLATES  # noqa: F401  # the package im
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.sources.cyclelog import to_line
 
-SHARED = Path(os.environ.get("SPECWATCH_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-CAPTURES = SHARED / "fixtures" / "vllm-0.32.0-cpu"
+CAPTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "vllm-0.32.0-cpu"
 
 
 def seeds() -> dict[str, list[bytes]]:

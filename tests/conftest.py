@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,13 +14,13 @@ from specwatch.settings import Settings, load_settings
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 
+from tests.support import CAPTURES, ROOT
+
+__all__ = ["ROOT", "serve", "sidecar_settings"]  # used by other test modules
+
 # Wall-clock health checks and deadlines fail on a cold or busy machine, not on a bug: off.
 settings.register_profile("specwatch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("specwatch")
-
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("SPECWATCH_SHARED", ROOT.parent / "shared"))
-CAPTURES = SHARED / "fixtures" / "vllm-0.32.0-cpu"
 
 
 @pytest.fixture(autouse=True)

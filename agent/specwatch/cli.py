@@ -197,6 +197,12 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--drop-after", type=float, help="seconds after start of an acceptance drop")
     sim.add_argument("--drop-factor", type=float, default=0.7)
     sim.add_argument("--drop-task", help="the task the drop hits (default: all)")
+    sim.add_argument(
+        "--request-icc",
+        type=float,
+        default=None,
+        help="between-request variance of acceptance / m (1 - m) (default: calibrated, 0.17)",
+    )
 
     from specwatch.bench.options import add_parser as add_bench
 
@@ -238,9 +244,10 @@ async def _run_proxy(settings: Settings) -> int:
 async def _run_sim(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from specwatch.sim.acceptance import AcceptanceModel, CostModel, Drop
+    from specwatch.sim.acceptance import REQUEST_ICC, AcceptanceModel, CostModel, Drop
     from specwatch.sim.server import SimConfig, SimServer
 
+    request_icc = REQUEST_ICC if args.request_icc is None else args.request_icc
     drops = (
         ()
         if args.drop_after is None
@@ -251,7 +258,7 @@ async def _run_sim(args: argparse.Namespace) -> int:
         num_spec_tokens=args.num_spec_tokens,
         seed=args.seed,
         spec_metrics=args.spec_metrics,
-        acceptance=AcceptanceModel(drops=drops),
+        acceptance=AcceptanceModel(drops=drops, request_icc=request_icc),
         cost=CostModel(target_step_ms=args.step_ms, draft_cost_ratio=args.draft_cost),
         sleep=not args.no_sleep,
     )

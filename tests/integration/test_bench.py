@@ -110,7 +110,7 @@ async def test_bench_intervals_contain_the_true_speedup_of_every_slice(
     assert ("baseline", 0, N, 0) == (baseline["name"], baseline["k"], baseline["ok"], 0)
     assert ("spec", K, N) == (spec["name"], spec["k"], spec["ok"])
     truth = true_speedups(spec_sim)
-    checked = 0
+    checked = informative = 0
     for row in spec["slices"]:
         key = (row["ctx_bucket"], row["task"])
         for kind in ("e2e", "tpot"):
@@ -122,9 +122,15 @@ async def test_bench_intervals_contain_the_true_speedup_of_every_slice(
                 assert measured["pairs"] < 10
                 continue
             assert measured["low"] <= true <= measured["high"], (key, kind, true, measured)
-            assert measured["high"] / measured["low"] < 1.6, (key, kind, measured)  # informative
             checked += 1
+            # Informative where there are requests enough (they differ: a few pairs, at this
+            # Bonferroni level, give a wide interval): under 2x from 30 pairs, 1.4x overall.
+            if measured["pairs"] >= 30:
+                limit = 1.4 if key == ("all", "all") else 2.0
+                assert measured["high"] / measured["low"] < limit, (key, kind, measured)
+                informative += 1
     assert checked >= 20
+    assert informative >= 8
     # The slices differ for real, and the report tells them apart: code beats translation.
     overall = {r["task"]: r for r in spec["slices"] if r["ctx_bucket"] == "all"}
     code_speed = overall["code"]["speedup"]["e2e"]

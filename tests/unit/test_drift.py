@@ -53,13 +53,20 @@ def test_the_baseline_estimates_mean_overdispersion_and_autocorrelation() -> Non
 
 
 def stream(
-    detector: DriftDetector, rng: random.Random, alpha: float, start: int, minutes: int
+    detector: DriftDetector,
+    rng: random.Random,
+    alpha: float,
+    start: int,
+    minutes: int,
+    wander: list[float] | None = None,
 ) -> None:
-    """Overdispersed minutes: 20 requests a minute, each with its own alpha around the mean."""
+    """Overdispersed minutes: 20 requests a minute, each with its own alpha around the mean
+    (plus the minute's wander, when given: one value per minute)."""
     for minute in range(start, start + minutes):
         accepted = trials = 0
+        mean = alpha + (wander[minute] if wander else 0.0)
         for _ in range(20):
-            a = min(0.99, max(0.01, rng.gauss(alpha, 0.08)))
+            a = min(0.99, max(0.01, rng.gauss(mean, 0.08)))
             n = 60
             k = sum(rng.random() < a for _ in range(n))
             accepted, trials = accepted + k, trials + n
@@ -110,3 +117,51 @@ def test_a_slice_with_too_little_baseline_has_no_verdict() -> None:
     assert view is not None
     assert view.statistic is None
     assert not view.alarm
+
+
+def ar1(rng: random.Random, minutes: int, rho: float = 0.95, sd: float = 0.015) -> list[float]:
+    """A slowly wandering minute-level mean: AR(1) with stationary sd `sd`."""
+    out, level = [], 0.0
+    for _ in range(minutes):
+        level = rho * level + rng.gauss(0.0, sd * math.sqrt(1 - rho * rho))
+        out.append(level)
+    return out
+
+
+def test_the_baseline_finds_a_slow_wander_and_none_in_stationary_traffic() -> None:
+    rng = random.Random(5)
+    wander = ar1(rng, 400)
+    buckets = [(round((0.7 + w) * 20000), 20000) for w in wander[:360]]  # no binomial noise
+    found = estimate_baseline(buckets, 60)
+    assert found is not None
+    assert found.rho > 0.8
+    assert 0.010 < math.sqrt(found.wander) < 0.020
+    still = estimate_baseline([(14000 + rng.choice((-60, 60)), 20000) for _ in range(360)], 60)
+    assert still is not None
+    assert (0.0, 0.0) == (still.wander, still.rho)
+
+
+def test_a_slowly_wandering_slice_raises_no_alarm_but_a_real_drop_in_it_does() -> None:
+    """The mean wanders (AR(1), rho 0.95, sd 0.015: dips of 0.03 below it several times a
+    day): no alarm over two days; a drop of 0.08 on top of the wander is caught in minutes."""
+    rng = random.Random(6)
+    days = 2 * 24 * 60
+    wander = ar1(rng, days + 40)
+    quiet = DriftDetector(DriftSettings())
+    stream(quiet, rng, 0.7, 0, days, wander)
+    view = quiet.view(KEY)
+    assert view is not None
+    assert 0 == view.alarms_raised
+    dropped = [w - (0.08 if minute >= days else 0.0) for minute, w in enumerate(wander)]
+    stream(quiet, rng, 0.7, days, 15, dropped)
+    caught = quiet.view(KEY)
+    assert caught is not None
+    assert caught.alarm
+
+
+def test_a_baseline_shorter_than_the_wander_lags_is_plain_noise() -> None:
+    """The demo's 8-bucket baselines once divided by zero here."""
+    for count in range(2, 14):
+        found = estimate_baseline([(70 + (i % 3), 100) for i in range(count)], 2)
+        assert found is not None
+        assert 0.0 == found.wander

@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import random
 
-from specwatch.sim.acceptance import AcceptanceModel, Drop, plan_steps
+import pytest
+from specwatch.analysis.stats import dispersion
+from specwatch.analysis.windows import Counts
+from specwatch.sim.acceptance import REQUEST_ICC, AcceptanceModel, Drop, plan_steps
+
+from tests.support import captured_requests
 
 
 def accepted_share(model: AcceptanceModel, task: str, ctx: int, elapsed: float = 0.0) -> float:
@@ -34,3 +39,55 @@ def test_the_same_seed_gives_the_same_steps() -> None:
     model = AcceptanceModel()
     first = plan_steps(random.Random(5), model, 4, "chat", 300, 80, 0)
     assert first == plan_steps(random.Random(5), model, 4, "chat", 300, 80, 0)
+
+
+def icc_by_kind(pairs_by_kind: dict[str, list[tuple[int, int]]]) -> dict[str, float]:
+    """Per slice (prompt kind): between-request variance of acceptance over m (1 - m)."""
+    out = {}
+    for kind, pairs in pairs_by_kind.items():
+        found = dispersion(pairs)
+        if found is not None:
+            out[kind] = found.between_sd**2 / (found.alpha * (1 - found.alpha))
+    return out
+
+
+def test_the_default_request_dispersion_is_the_real_draft_model_captures() -> None:
+    """tests/fixtures' draft-model captures: per prompt kind, requests differ with an
+    intra-slice correlation of 0.15-0.19 (Pearson dispersion ~10-13); the simulator's default
+    is their mean."""
+    by_kind: dict[str, list[tuple[int, int]]] = {}
+    for captured in captured_requests("draft"):
+        spec = captured.spec()
+        if spec is not None:
+            counts = Counts.of_request(spec.drafted, spec.accepted, 8)
+            by_kind.setdefault(captured.kind, []).append((counts.accepted, counts.trials))
+    iccs = icc_by_kind(by_kind)
+    assert {"random", "loop", "junk"} == set(iccs)
+    assert pytest.approx(sum(iccs.values()) / len(iccs), abs=0.02) == REQUEST_ICC
+    everything = dispersion([pair for pairs in by_kind.values() for pair in pairs])
+    assert everything is not None
+    assert 8 < everything.pearson < 16  # far from the binomial 1
+
+
+def test_the_simulator_draws_requests_with_the_dispersion_it_claims() -> None:
+    rng = random.Random(7)
+    model = AcceptanceModel(task_alpha={"chat": 0.6}, ctx_penalty=0.0, position_decay=1.0)
+    pairs = []
+    for _ in range(3000):
+        steps = plan_steps(rng, model, 4, "chat", 10, 120, 0.0)
+        counts = Counts.of_request(
+            [s.drafted for s in steps if s.drafted], [s.accepted for s in steps if s.drafted], 4
+        )
+        pairs.append((counts.accepted, counts.trials))
+    (icc,) = icc_by_kind({"chat": pairs}).values()
+    assert pytest.approx(REQUEST_ICC, abs=0.03) == icc
+    homogeneous = AcceptanceModel(
+        task_alpha={"chat": 0.6}, ctx_penalty=0.0, position_decay=1.0, request_icc=0.0
+    )
+    alike = [plan_steps(rng, homogeneous, 4, "chat", 10, 120, 0.0) for _ in range(2000)]
+    found = dispersion([
+        (sum(s.accepted for s in steps), sum(s.accepted + (s.accepted < s.drafted) for s in steps))
+        for steps in alike
+    ])  # fmt: skip
+    assert found is not None
+    assert found.pearson < 1.3  # without the Beta, requests are binomial draws

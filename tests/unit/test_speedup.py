@@ -80,6 +80,7 @@ def test_the_measured_gain_interval_covers_the_truth_about_as_claimed() -> None:
     rng = np.random.default_rng(5)
     covered, runs = 0, 400
     for _ in range(runs):
+
         def draw(n: int, median: float) -> RatioSums:
             tokens = rng.integers(20, 200, n)
             tpot = median * np.exp(rng.normal(0.0, 0.3, n))

@@ -78,9 +78,7 @@ def requests_of(per_request: list[list[tuple[int, int]]], max_position: int = 8)
     """A slice's counts from requests, each a list of (drafted, accepted) steps."""
     total = Counts(max_position)
     for steps in per_request:
-        total.merge(
-            Counts.of_request([d for d, _ in steps], [a for _, a in steps], max_position)
-        )
+        total.merge(Counts.of_request([d for d, _ in steps], [a for _, a in steps], max_position))
     return total
 
 
@@ -96,7 +94,10 @@ def test_per_request_moments_add_up_across_requests_and_merges() -> None:
     counts = requests_of([[(3, 3), (3, 0)], [(3, 1)]])
     # request 1: accepted 3, trials 4; request 2: accepted 1, trials 2
     assert (2, 3 * 3 + 1 * 1, 3 * 4 + 1 * 2, 4 * 4 + 2 * 2) == (
-        counts.requests, counts.aa, counts.at, counts.tt
+        counts.requests,
+        counts.aa,
+        counts.at,
+        counts.tt,
     )
 
 
@@ -131,9 +132,7 @@ def test_requests_that_differ_widen_the_interval_by_their_design_effect() -> Non
 def test_counts_without_per_request_data_get_token_level_bounds_marked_as_such() -> None:
     counts = counts_of([(3, 3), (3, 1), (3, 0), (3, 2)] * 50)
     counts.requests = 20  # vLLM's engine counters: requests, but no per-request sums
-    interval = proportion_interval(
-        counts.requests, counts.accepted, counts.trials, 0, 0, 0, 0.95
-    )
+    interval = proportion_interval(counts.requests, counts.accepted, counts.trials, 0, 0, 0, 0.95)
     assert interval is not None
     assert interval.design_effect is None
 

@@ -248,7 +248,9 @@ class Analyzer:
             if key.ctx_bucket == C.ALL
         }
 
-    def _gain(self, key: SliceKey, counts: Counts, stats: SliceStats, now: float, cost: float) -> Gain | None:
+    def _gain(
+        self, key: SliceKey, counts: Counts, stats: SliceStats, now: float, cost: float
+    ) -> Gain | None:
         rollup = key.ctx_bucket == C.ALL
         return self._speedup.gain(key.model, rollup, stats.tau, counts.max_drafted, cost, now)
 

@@ -2,16 +2,26 @@
 
 Per-event detectors (ADWIN, Page-Hinkley) raise hundreds of false alarms a week on real,
 overdispersed streams (REFERENCE.md). Here each slice's (accepted, trials) are summed into time
-buckets (1 minute by default). For the bucket under test, a trailing baseline that ends a gap
-before it gives the mean alpha p0, the overdispersion phi (Pearson chi-square per degree of
-freedom, at least 1) and the lag-1 autocorrelation rho of the standardised residuals. The
-bucket's residual z = (a/n - p0) / sqrt(phi p0 (1 - p0) / n) is prewhitened,
-e = (z - rho z_prev) / sqrt(1 - rho^2), and fed to the lower CUSUM S = max(0, S - e - k).
-The alarm starts when S passes h (from the target false-alarm rate by Siegmund's
-approximation) and the drop since the run began is at least `min_delta`. It ends, with S reset,
-when S has stayed at 0 for `end_buckets` buckets or when the last `end_buckets` buckets pooled
-are back within `min_delta / 2` of the baseline: after a deep drop S would otherwise take hours
-to drain at k per bucket. Slices without enough baseline have no verdict.
+buckets (1 minute by default), and each bucket's alpha-hat y is modelled as
+
+    y_t = p0 + w_t + e_t,   w_t = phi w_{t-1} + eta_t,   Var(e_t) = D p0 (1 - p0) / n_t:
+
+the baseline mean p0; the slice's slow wander w (an AR(1): prompts drift over the day, and a
+slice's acceptance with them), of stationary variance s2; and the bucket's own noise, binomial
+times the overdispersion D >= 1 (requests differ). For the bucket under test, a trailing
+baseline that ends a gap before it gives p0, D, phi and s2 by the method of moments: the mean
+square of y - p0 is s2 + D v (v = p0 (1 - p0) / n), the lag-k autoproducts are phi^k s2. Wander
+counts only where the lag-1 autocorrelation is significant (beyond two standard errors); a
+stationary slice has none and its model is plain overdispersed noise. A Kalman filter tracks
+w, and the bucket's standardised innovation e = (y - p0 - phi w_prev) / sqrt(S) feeds the lower
+CUSUM S = max(0, S - e - k). Under the model the innovations are independent N(0, 1), so the
+CUSUM's threshold h from the target false-alarm rate (Siegmund's approximation) holds whether
+the slice wanders or not; a slow wander is predicted, not alarmed on, and a real drop shows as
+a run of negative innovations. The alarm starts when S passes h and the drop since the run
+began is at least `min_delta`. It ends, with S reset, when S has stayed at 0 for `end_buckets`
+buckets or when the last `end_buckets` buckets pooled are back within `min_delta / 2` of the
+baseline: after a deep drop S would otherwise take hours to drain at k per bucket. Slices
+without enough baseline have no verdict. benchmarks/drift_evaluation.py measures it.
 """
 
 from __future__ import annotations
@@ -19,7 +29,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import Any
 
 import structlog
@@ -30,7 +39,15 @@ from specwatch.settings import DriftSettings
 log = structlog.get_logger("specwatch.drift")
 
 WEEK_SECONDS = 7 * 24 * 3600
-STATE_VERSION = 1
+# The wander's AR(1) coefficient comes from the decay of the autoproducts over this many lags.
+WANDER_LAGS = 10
+# Six hours hold only ~18 time constants of a wander like rho 0.95: its estimated innovation
+# variance is often too small, and a filter that adapts too slowly turns wander into alarms
+# (one that adapts too fast costs only some delay). The filter assumes this multiple of it:
+# measured in benchmarks/drift_evaluation.py, 1 left 4 false alarms per week in the wander
+# case, 2 brought it to about 1 with the stationary delays unchanged.
+WANDER_INFLATION = 2.0
+STATE_VERSION = 2  # 2 added the wander's Kalman state; a version-1 state loads with none
 
 
 def siegmund_arl(h: float, k: float) -> float:
@@ -58,31 +75,41 @@ def cusum_step(statistic: float, residual: float, k: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Baseline:
-    alpha: float
-    phi: float
-    rho: float
+    alpha: float  # p0
+    phi: float  # overdispersion D of a bucket's noise (>= 1)
+    rho: float  # the wander's AR(1) coefficient per bucket (0: no wander)
+    wander: float  # the wander's stationary variance s2, in alpha units (0: none)
     buckets: int
 
 
 def estimate_baseline(buckets: list[tuple[int, int]], min_buckets: int) -> Baseline | None:
-    """p0, overdispersion and lag-1 autocorrelation from (accepted, trials) buckets in order."""
-    if len(buckets) < min_buckets:
+    """p0, overdispersion and the wander's AR(1) from (accepted, trials) buckets in order."""
+    count = len(buckets)
+    if count < min_buckets:
         return None
     accepted = sum(a for a, _ in buckets)
     trials = sum(n for _, n in buckets)
     p0 = accepted / trials
     if not 0.0 < p0 < 1.0:
         return None
-    residuals = [(a / n - p0) / math.sqrt(p0 * (1 - p0) / n) for a, n in buckets]
-    phi = max(1.0, sum(r * r for r in residuals) / (len(residuals) - 1))
-    scaled = [r / math.sqrt(phi) for r in residuals]
-    mean = sum(scaled) / len(scaled)
-    centred = [s - mean for s in scaled]
-    variance = sum(c * c for c in centred)
-    rho = 0.0
-    if variance > 0:
-        rho = sum(x * y for x, y in pairwise(centred)) / variance
-    return Baseline(alpha=p0, phi=phi, rho=min(0.9, max(0.0, rho)), buckets=len(buckets))
+    binomial = p0 * (1.0 - p0)
+    deviations = [a / n - p0 for a, n in buckets]
+    noise = sum(binomial / n for _, n in buckets) / count  # mean binomial variance, E[v]
+    square = sum(d * d for d in deviations) / (count - 1)
+    lags = [
+        sum(x * y for x, y in zip(deviations, deviations[k:], strict=False)) / (count - k)
+        for k in range(1, min(WANDER_LAGS, count - 2) + 1)
+    ]
+    wander, rho = 0.0, 0.0
+    # a wander shows as lag-1 autocorrelation beyond two standard errors, decaying with lag
+    # (a baseline shorter than the lags it needs has none to show)
+    long_enough = len(lags) == WANDER_LAGS
+    if long_enough and square > 0 and lags[0] / square > 2.0 / math.sqrt(count) and lags[1] > 0:
+        rho = min(0.99, max(0.2, sum(lags[1:]) / sum(lags[:-1])))
+        wander = min(lags[0] / rho, max(0.0, square - noise))
+    phi = max(1.0, (square - wander) / noise) if noise > 0 else 1.0
+    return Baseline(alpha=p0, phi=phi, rho=rho if wander > 0 else 0.0, wander=wander,
+                    buckets=count)  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -90,7 +117,8 @@ class _SliceDrift:
     buckets: dict[int, list[int]] = field(default_factory=dict)  # index -> [accepted, trials]
     processed: int | None = None  # the last bucket index fed to the CUSUM
     statistic: float | None = None  # None: no verdict yet
-    previous_z: float = 0.0
+    level: float = 0.0  # the Kalman filter's estimate of the wander w, alpha units
+    level_variance: float = 0.0  # and its variance (0: no wander known yet)
     run: list[int] = field(default_factory=lambda: [0, 0])  # accepted, trials since S left 0
     alarm: bool = False
     alarm_since: float | None = None
@@ -159,10 +187,7 @@ class DriftDetector:
         if trials < cfg.min_bucket_trials:
             return
         p0 = baseline.alpha
-        z = (accepted / trials - p0) / math.sqrt(baseline.phi * p0 * (1 - p0) / trials)
-        rho = baseline.rho
-        residual = (z - rho * state.previous_z) / math.sqrt(1.0 - rho * rho)
-        state.previous_z = z
+        residual = self._innovation(state, baseline, accepted / trials, trials)
         before = state.statistic
         state.statistic = cusum_step(before, residual, cfg.k)
         if before == 0.0:
@@ -197,6 +222,26 @@ class DriftDetector:
             state.statistic, state.run, state.zero_streak = 0.0, [0, 0], 0
             log.info("drift_alarm_ended", model=key.model, ctx_bucket=key.ctx_bucket, task=key.task)
 
+    @staticmethod
+    def _innovation(state: _SliceDrift, baseline: Baseline, alpha: float, trials: int) -> float:
+        """The bucket's standardised innovation, and the Kalman filter's step on the wander."""
+        p0, rho = baseline.alpha, baseline.rho
+        noise = baseline.phi * p0 * (1.0 - p0) / trials
+        if baseline.wander <= 0.0:  # no wander: plain overdispersed noise around p0
+            state.level = state.level_variance = 0.0
+            return (alpha - p0) / math.sqrt(noise)
+        predicted = rho * state.level
+        step = WANDER_INFLATION * baseline.wander * (1.0 - rho * rho)
+        variance = rho * rho * state.level_variance + step
+        if state.level_variance <= 0.0:  # the filter's first step: the wander's own spread
+            variance = baseline.wander
+        spread = variance + noise
+        innovation = alpha - p0 - predicted
+        gain = variance / spread
+        state.level = predicted + gain * innovation
+        state.level_variance = (1.0 - gain) * variance
+        return innovation / math.sqrt(spread)
+
     # --- state that survives a restart ----------------------------------------------------
 
     def to_state(self) -> dict[str, Any]:
@@ -210,7 +255,8 @@ class DriftDetector:
                     "buckets": [[i, a, n] for i, (a, n) in sorted(state.buckets.items())],
                     "processed": state.processed,
                     "statistic": state.statistic,
-                    "previous_z": state.previous_z,
+                    "level": state.level,
+                    "level_variance": state.level_variance,
                     "run": state.run,
                     "alarm": state.alarm,
                     "alarm_since": state.alarm_since,
@@ -224,7 +270,7 @@ class DriftDetector:
 
     def load_state(self, data: Any) -> None:
         """Replace the detector's state; raises ValueError when `data` is not a valid state."""
-        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+        if not isinstance(data, dict) or data.get("version") not in (1, STATE_VERSION):
             raise ValueError("not a drift state of this version")
         if data.get("bucket_seconds") != self._cfg.bucket_seconds:
             raise ValueError("saved with another bucket length")
@@ -236,7 +282,8 @@ class DriftDetector:
                     buckets={int(i): [int(a), int(n)] for i, a, n in item["buckets"]},
                     processed=None if item["processed"] is None else int(item["processed"]),
                     statistic=None if item["statistic"] is None else float(item["statistic"]),
-                    previous_z=float(item["previous_z"]),
+                    level=float(item.get("level", 0.0)),
+                    level_variance=float(item.get("level_variance", 0.0)),
                     run=[int(item["run"][0]), int(item["run"][1])],
                     alarm=bool(item["alarm"]),
                     alarm_since=item["alarm_since"],

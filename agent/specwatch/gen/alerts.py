@@ -176,8 +176,8 @@ def _burn_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
                 summary="Acceptance SLO error budget burning for " + SLICE_TEXT,
                 description=(
                     f"Slice {SLICE_TEXT}: {{{{ $value | humanizePercentage }}}} of 5-minute "
-                    f"windows were bad (alpha-hat surely below {settings.zones.red}); the objective "
-                    f"allows {budget:.2%} ({windows_text})."
+                    f"windows were bad (alpha-hat surely below {settings.zones.red}); the "
+                    f"objective allows {budget:.2%} ({windows_text})."
                 ),
                 meaning=(
                     f"The SLO: {settings.alerts.slo_target:.2%} of 5-minute windows per slice "
@@ -258,10 +258,7 @@ def _slower_alert() -> Alert:
     return Alert(
         name="SpecDecodeSlowerThanBaseline",
         severity="critical",
-        expr=(
-            f"max by (model) ({estimate})\n"
-            f"and on(model) max by (model) ({upper}) < 1"
-        ),
+        expr=(f"max by (model) ({estimate})\nand on(model) max by (model) ({upper}) < 1"),
         for_seconds=600,
         summary="Speculative decoding is slower than no speculation for {{ $labels.model }}",
         description=(

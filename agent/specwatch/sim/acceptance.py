@@ -1,9 +1,13 @@
 """The simulator's draft model: how likely each draft token is accepted, and what a step costs.
 
 Acceptance depends on the task, the context position (longer context, worse draft), the
-draft position (later positions are accepted less often, given the earlier ones were), and
-time (a scheduled drop, for drift demos). Generation is seeded per request, so the same request
-gives the same tokens and the same steps.
+draft position (later positions are accepted less often, given the earlier ones were), time (a
+scheduled drop, for drift demos), and the request: real requests differ from each other far
+more than tokens do, so each request draws its own acceptance around its slice's mean m, from a
+Beta distribution with intra-slice correlation `request_icc`: variance icc * m (1 - m), i.e.
+Beta(m (1/icc - 1), (1 - m) (1/icc - 1)). REQUEST_ICC by default, calibrated to the real vLLM
+captures in tests/fixtures (tests/unit/test_sim_model.py checks both). Generation is seeded per
+request, so the same request gives the same tokens and the same steps.
 """
 
 from __future__ import annotations
@@ -11,6 +15,11 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+
+# Between-request variance of acceptance over m (1 - m), in the real vLLM captures of
+# tests/fixtures/vllm-0.32.0-cpu (the draft model, per prompt kind): the per-request sd is
+# then 0.20 at a mean of 0.4, 0.19 at 0.6 and 0.13 at 0.88.
+REQUEST_ICC = 0.17
 
 DEFAULT_TASK_ALPHA: dict[str, float] = {
     "code": 0.88,
@@ -41,6 +50,14 @@ class AcceptanceModel:
     position_decay: float = 0.97
     no_draft_prob: float = 0.0  # ngram-like steps that found nothing to draft
     drops: tuple[Drop, ...] = ()
+    request_icc: float = REQUEST_ICC  # 0: every request of a slice alike (a binomial model)
+
+    def request_offset(self, rng: random.Random, mean: float) -> float:
+        """This request's acceptance minus its slice's mean: a Beta draw around it."""
+        if self.request_icc <= 0.0 or not 0.0 < mean < 1.0:
+            return 0.0
+        shape = 1.0 / min(self.request_icc, 0.99) - 1.0
+        return rng.betavariate(mean * shape, (1.0 - mean) * shape) - mean
 
     def alpha(self, task: str, ctx: int, elapsed: float) -> float:
         base = self.task_alpha.get(task, self.default_alpha)
@@ -87,12 +104,13 @@ def plan_steps(
     """The engine steps that emit tokens 2..max_tokens (token 1 comes from prefill)."""
     steps: list[Step] = []
     emitted = 1
+    offset = model.request_offset(rng, model.alpha(task, prompt_tokens + 1, elapsed))
     while emitted < max_tokens:
         if model.no_draft_prob and rng.random() < model.no_draft_prob:
             steps.append(Step(drafted=0, accepted=0, emitted=1))
             emitted += 1
             continue
-        alpha = model.alpha(task, prompt_tokens + emitted, elapsed)
+        alpha = min(0.99, max(0.01, model.alpha(task, prompt_tokens + emitted, elapsed) + offset))
         accepted = 0
         p = alpha
         while accepted < k and rng.random() < p:

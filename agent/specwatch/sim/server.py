@@ -1,4 +1,4 @@
-"""A simulated vLLM 0.32 speculative server: the response shapes of ../shared/fixtures.
+"""A simulated vLLM 0.32 speculative server: the response shapes of tests/fixtures.
 
 `/v1/completions` and `/v1/chat/completions` (streaming or not, include_usage, the per-request
 `metrics.speculative_decoding` block), `/v1/models`, `/health`, and `/metrics` whose

@@ -1,0 +1,59 @@
+"""Helpers shared by the tests: the real vLLM captures, read as vLLM sent them."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from specwatch.model import SpecDecodeBlock
+from specwatch.sources.vllm_response import (
+    ParsedResponse,
+    SseSplitter,
+    decode_json,
+    event_data,
+    is_usage_event,
+    parse_response_body,
+    parse_response_object,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+CAPTURES = ROOT / "tests" / "fixtures" / "vllm-0.32.0-cpu"
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One request of a `*_requests.jsonl` capture and vLLM's answer."""
+
+    kind: str
+    request: dict[str, Any]
+    status: int
+    raw: bytes
+    stream: bool
+
+    def parsed(self) -> ParsedResponse | None:
+        """The response as specwatch reads it: the body, or the stream's usage chunk."""
+        if not self.stream:
+            return parse_response_body(self.raw)
+        for event in SseSplitter(1 << 24).feed(self.raw):
+            if is_usage_event(event):
+                data = event_data(event)
+                assert data is not None
+                return parse_response_object(decode_json(data))
+        return None
+
+    def spec(self) -> SpecDecodeBlock | None:
+        parsed = self.parsed()
+        return None if parsed is None else parsed.spec
+
+
+def captured_requests(name: str) -> Iterator[Captured]:
+    """The lines of CAPTURES/<name>_requests.jsonl (tools/capture_vllm.py)."""
+    for line in (CAPTURES / f"{name}_requests.jsonl").read_bytes().splitlines():
+        obj = orjson.loads(line)
+        stream = "sse_b64" in obj
+        raw = base64.b64decode(obj["sse_b64"] if stream else obj["body_b64"])
+        yield Captured(obj["kind"], obj["request"], obj["status"], raw, stream)
