@@ -49,6 +49,7 @@ generate: setup
 
 bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python benchmarks/uncertainty.py
 	$(BIN)/python benchmarks/drift_evaluation.py --seeds 5
 	$(BIN)/python benchmarks/analysis_throughput.py
 	$(BIN)/python benchmarks/proxy_overhead.py

@@ -325,9 +325,10 @@ def markdown(document: dict[str, Any]) -> str:
         "## How to read this",
         "",
         f"Intervals are {confidence:.0%}: speedups by a paired bootstrap over requests "
-        f"({meta['analysis']['bootstrap']} resamples), alpha-hat by Wilson. Speedup end to end is "
-        "mean baseline latency over mean latency; per token compares time per output token after "
-        "the first. A slice *helps* when its whole interval is above 1, *hurts* when below, else "
+        f"({meta['analysis']['bootstrap']} resamples), alpha-hat with its request-level "
+        "interval (Wilson on trials / design effect). Speedup end to end is mean baseline "
+        "latency over mean latency; per token compares time per output token after the "
+        "first. A slice *helps* when its whole interval is above 1, *hurts* when below, else "
         "*unclear*. alpha-hat is the per-token acceptance (comparable across K), rate is vLLM's "
         "accepted/drafted, tau the mean tokens per step. All figures: `results.json`.",
         "",
