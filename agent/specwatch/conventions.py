@@ -1,175 +1,496 @@
-"""The only place where metric, label and outcome names are spelled.
+"""The only place where metric, label, recording-rule, alert, header and outcome names are spelled.
 
-Renaming anything here is a BREAKING change for users' dashboards and alerts: note it in
-CHANGELOG.md.
+Everything else refers to these constants; the collector, the rule and dashboard generators and
+the README's metric table (a test compares them) all read METRICS. Renaming anything here is a
+BREAKING change for users' dashboards and alerts: note it in CHANGELOG.md.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Final
 
-PREFIX: Final = "specwatch_"
 
-# --- labels -------------------------------------------------------------------------------
-LABEL_MODEL: Final = "model"
-LABEL_CTX_BUCKET: Final = "ctx_bucket"
-LABEL_TASK: Final = "task"
-LABEL_POSITION: Final = "position"
-LABEL_OUTCOME: Final = "outcome"
-LABEL_ZONE: Final = "zone"
-LABEL_BOUND: Final = "bound"
-LABEL_SOURCE: Final = "source"
-LABEL_REASON: Final = "reason"
-LABEL_VARIANT: Final = "variant"  # A/B: which upstream served a request (spec / baseline)
-LABEL_STATUS_CLASS: Final = "status_class"
-LABEL_METHOD: Final = "method"  # of a gain: measured or modelled
+class Label(StrEnum):
+    """Label names of specwatch's series."""
 
-SLICE_LABELS: Final = (LABEL_MODEL, LABEL_CTX_BUCKET, LABEL_TASK)
+    MODEL = "model"
+    CTX_BUCKET = "ctx_bucket"
+    TASK = "task"
+    POSITION = "position"
+    OUTCOME = "outcome"
+    ZONE = "zone"
+    BOUND = "bound"
+    SOURCE = "source"
+    REASON = "reason"
+    VARIANT = "variant"  # A/B: which upstream served a request
+    STATUS_CLASS = "status_class"
+    METHOD = "method"  # of a gain: measured or modelled
+    DIMENSION = "dimension"  # of the traffic mix: ctx_bucket or task
+    PART = "part"  # of an acceptance change: mix, rate or total
+    LABEL = "label"  # of a folded label value
+    TO = "to"  # of an A/B switch
+    VERSION = "version"
 
-# Label values with a fixed meaning.
-ALL: Final = "all"  # rollup over ctx buckets and tasks, per model
-OTHER: Final = "other"  # where values past a cap, or unknown task names, are folded
-UNKNOWN_CTX: Final = "unknown"  # a request whose prompt length was never learnt (errors, aborts)
 
-# --- per-slice counters (numerators and denominators; sum across pods before dividing) ----
-SPEC_STEPS: Final = PREFIX + "spec_steps"
-DRAFT_TOKENS: Final = PREFIX + "draft_tokens"
-ACCEPTED_TOKENS: Final = PREFIX + "accepted_tokens"
-ACCEPTANCE_TRIALS: Final = PREFIX + "acceptance_trials"
-ACCEPTED_BY_POSITION: Final = PREFIX + "accepted_tokens_by_position"
-REQUESTS: Final = PREFIX + "requests"
-PASSTHROUGH_REQUESTS: Final = PREFIX + "passthrough_requests"
-# The request-level variance of alpha-hat (analysis/stats.py), summable across pods: per slice,
-# the requests with steps in it, and over them the sums of a_i^2, a_i t_i and t_i^2 (a_i, t_i:
-# a request's accepted tokens and trials in the slice).
-SLICE_REQUESTS: Final = PREFIX + "slice_requests"
-REQUEST_ACCEPTED_SQUARED: Final = PREFIX + "request_accepted_squared"
-REQUEST_ACCEPTED_X_TRIALS: Final = PREFIX + "request_accepted_x_trials"
-REQUEST_TRIALS_SQUARED: Final = PREFIX + "request_trials_squared"
-PROMPT_TOKENS: Final = PREFIX + "prompt_tokens"
-COMPLETION_TOKENS: Final = PREFIX + "completion_tokens"
+SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)
+REQUEST_LABELS: Final = (*SLICE_LABELS, Label.VARIANT)
 
-# --- per-request histograms -----------------------------------------------------------------
-REQUEST_ACCEPTANCE_LENGTH: Final = PREFIX + "request_acceptance_length"
-TTFT_SECONDS: Final = PREFIX + "time_to_first_token_seconds"
-TPOT_SECONDS: Final = PREFIX + "time_per_output_token_seconds"
-REQUEST_DURATION_SECONDS: Final = PREFIX + "request_duration_seconds"
+
+class LabelValue(StrEnum):
+    """Label values with a fixed meaning."""
+
+    ALL = "all"  # rollup over ctx buckets and tasks, per model
+    OTHER = "other"  # where values past a cap, or unknown task names, are folded
+    UNKNOWN = "unknown"  # the ctx bucket of a request whose prompt length was never learnt
+
+
+ALL: Final = LabelValue.ALL
+OTHER: Final = LabelValue.OTHER
+UNKNOWN_CTX: Final = LabelValue.UNKNOWN
+
+
+class Variant(StrEnum):
+    SPEC = "spec"
+    BASELINE = "baseline"  # A/B traffic to an upstream without speculation
+
+
+VARIANT_SPEC: Final = Variant.SPEC
+VARIANT_BASELINE: Final = Variant.BASELINE
+
+
+class Bound(StrEnum):
+    ESTIMATE = "estimate"
+    LOWER = "lower"
+    UPPER = "upper"
+
+
+class GainMethod(StrEnum):
+    MEASURED = "measured"  # against a baseline's time per output token
+    MODELLED = "modelled"  # tau / (1 + K c)
+
+
+class MixPart(StrEnum):
+    MIX = "mix"
+    RATE = "rate"
+    TOTAL = "total"
+
+
+class SliceSource(StrEnum):
+    """Where a slice's window counts came from (/status `source`)."""
+
+    PROXY = "proxy"
+    VLLM_METRICS = "vllm_metrics"
+
+
+class Outcome(StrEnum):
+    """Every proxied request to an observed endpoint lands in exactly one of these."""
+
+    OBSERVED = "observed"  # a speculative-decoding block was read and recorded
+    NO_SPEC_METRICS = "no_spec_metrics"  # success, but vLLM sent no metrics block
+    UPSTREAM_ERROR = "upstream_error"  # upstream answered with a non-2xx status
+    UPSTREAM_FAILED = "upstream_failed"  # unreachable, or broke off: client got a 502 or,
+    # mid-stream, an error event
+    CLIENT_ABORTED = "client_aborted"  # the client went away before the end
+    PARSE_ERROR = "parse_error"  # a 2xx response specwatch could not read
+    DROPPED = "dropped"  # the analysis queue was full; the client was served anyway
+    REJECTED = "rejected"  # specwatch refused it: too large, too slow, over the cap, or
+    # shutting down (an OpenAI-shaped 4xx/5xx; never reached the upstream)
+
+
+class Zone(StrEnum):
+    """Per-slice verdicts; `insufficient` means too little evidence for any verdict."""
+
+    GREEN = "green"
+    YELLOW = "yellow"
+    RED = "red"
+    INSUFFICIENT = "insufficient"
+
+
+class ParseSource(StrEnum):
+    """Where a parse error came from (`source` label of specwatch_parse_errors_total)."""
+
+    RESPONSE = "response"
+    SSE = "sse"
+    REQUEST = "request"
+    LOG = "log"
+    METRICS = "metrics"
+
+
+class ABSource(StrEnum):
+    """What holds an A/B rollback."""
+
+    ADMIN = "admin"
+    FILE = "file"
+    AUTO = "auto"
+
+
+class Switch(StrEnum):
+    """The direction of an A/B switch (`to` label)."""
+
+    ROLLED_BACK = "rolled_back"
+    ROLLED_FORWARD = "rolled_forward"
+
+
+class Header(StrEnum):
+    """HTTP headers specwatch reads (their defaults where a setting can rename them)."""
+
+    TASK = "X-Task-Type"  # settings tasks.header
+    REQUEST_ID = "X-Request-Id"
+    AB_KEY = "X-User-Id"  # settings ab.key_header
+    SIM_FAIL = "X-Sim-Fail"  # the simulator's injected faults (tests)
+    AUTHORIZATION = "Authorization"
+
+
+# --- the metric table ------------------------------------------------------------------------
+
+
+class Kind(StrEnum):
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One family: `name` as registered (a counter's samples add `_total`, an info's
+    `_info` is part of the name), its type, help text and label names."""
+
+    name: str
+    kind: Kind
+    help: str
+    labels: tuple[str, ...] = ()
+
+    @property
+    def exposed(self) -> str:
+        """The name as it appears in /metrics and in queries."""
+        return self.name + "_total" if self.kind == Kind.COUNTER else self.name
+
+
+METRICS: dict[str, Metric] = {}
+
+
+def _metric(name: str, kind: Kind, help: str, labels: tuple[str, ...] = ()) -> str:
+    METRICS[name] = Metric(name, kind, help, labels)
+    return name
+
+
+_C, _G, _H = Kind.COUNTER, Kind.GAUGE, Kind.HISTOGRAM
+_SLICE = SLICE_LABELS
+_REQUEST = REQUEST_LABELS
+
+# Per-slice counters: numerators and denominators; sum across pods before dividing.
+SPEC_STEPS: Final = _metric(
+    "specwatch_spec_steps", _C, "Speculative steps (vLLM's drafts) seen by the proxy.", _SLICE
+)
+DRAFT_TOKENS: Final = _metric("specwatch_draft_tokens", _C, "Draft tokens proposed.", _SLICE)
+ACCEPTED_TOKENS: Final = _metric(
+    "specwatch_accepted_tokens", _C, "Draft tokens accepted by the target.", _SLICE
+)
+ACCEPTANCE_TRIALS: Final = _metric(
+    "specwatch_acceptance_trials",
+    _C,
+    "Draft positions actually tested: accepted + 1 per step that ended in a rejection "
+    "(denominator of alpha-hat).",
+    _SLICE,
+)
+# The request-level variance of alpha-hat (analysis/stats.py), summable across pods: per
+# slice, the requests with steps in it, and over them the sums of a_i^2, a_i t_i and t_i^2
+# (a_i, t_i: a request's accepted tokens and trials in the slice).
+SLICE_REQUESTS: Final = _metric(
+    "specwatch_slice_requests",
+    _C,
+    "Requests with steps in the slice: the sampling units of its intervals.",
+    _SLICE,
+)
+REQUEST_ACCEPTED_SQUARED: Final = _metric(
+    "specwatch_request_accepted_squared",
+    _C,
+    "Sum over requests of (the request's accepted tokens in the slice)^2.",
+    _SLICE,
+)
+REQUEST_ACCEPTED_X_TRIALS: Final = _metric(
+    "specwatch_request_accepted_x_trials",
+    _C,
+    "Sum over requests of the request's accepted tokens x its trials in the slice.",
+    _SLICE,
+)
+REQUEST_TRIALS_SQUARED: Final = _metric(
+    "specwatch_request_trials_squared",
+    _C,
+    "Sum over requests of (the request's trials in the slice)^2.",
+    _SLICE,
+)
+ACCEPTED_BY_POSITION: Final = _metric(
+    "specwatch_accepted_tokens_by_position",
+    _C,
+    "Steps whose draft position `position` (1..K) was accepted.",
+    (*_SLICE, Label.POSITION),
+)
+
+# Request-level series: the ctx bucket of the prompt length, and the A/B variant.
+REQUESTS: Final = _metric(
+    "specwatch_requests",
+    _C,
+    "Requests to observed endpoints, each in exactly one outcome; ctx_bucket is the prompt "
+    "length's bucket.",
+    (*_REQUEST, Label.OUTCOME),
+)
+PROMPT_TOKENS: Final = _metric("specwatch_prompt_tokens", _C, "Prompt tokens.", _REQUEST)
+COMPLETION_TOKENS: Final = _metric(
+    "specwatch_completion_tokens", _C, "Completion tokens.", _REQUEST
+)
+REQUEST_ACCEPTANCE_LENGTH: Final = _metric(
+    "specwatch_request_acceptance_length",
+    _H,
+    "Mean acceptance length (tau) of each request.",
+    _REQUEST,
+)
+TTFT_SECONDS: Final = _metric(
+    "specwatch_time_to_first_token_seconds",
+    _H,
+    "Time to first token, as vLLM measured it (else as the proxy did).",
+    _REQUEST,
+)
+TPOT_SECONDS: Final = _metric(
+    "specwatch_time_per_output_token_seconds",
+    _H,
+    "Time per output token after the first.",
+    _REQUEST,
+)
+REQUEST_DURATION_SECONDS: Final = _metric(
+    "specwatch_request_duration_seconds",
+    _H,
+    "Request duration as the client saw it through the proxy.",
+    _REQUEST,
+)
 
 ACCEPTANCE_LENGTH_BUCKETS: Final = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
 TTFT_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 TPOT_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0)
 DURATION_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
-# --- sidecar judgements (windowed, per pod) -------------------------------------------------
-ZONE: Final = PREFIX + "zone"
-ACCEPTANCE_ALPHA: Final = PREFIX + "acceptance_alpha"
-ACCEPTANCE_RATE: Final = PREFIX + "acceptance_rate"
-MEAN_ACCEPTANCE_LENGTH: Final = PREFIX + "mean_acceptance_length"
-WINDOW_TRIALS: Final = PREFIX + "window_acceptance_trials"
-WINDOW_REQUESTS: Final = PREFIX + "window_requests"
-DRIFT_STATISTIC: Final = PREFIX + "drift_statistic"
-DRIFT_ALARM: Final = PREFIX + "drift_alarm"
-ESTIMATED_GAIN_RATIO: Final = PREFIX + "estimated_gain_ratio"
-ADVISED_NUM_SPECULATIVE_TOKENS: Final = PREFIX + "advised_num_speculative_tokens"
-TRAFFIC_MIX_PSI: Final = PREFIX + "traffic_mix_psi"
-ACCEPTANCE_CHANGE: Final = PREFIX + "acceptance_change"
-LABEL_DIMENSION: Final = "dimension"  # of the traffic mix: ctx_bucket or task
-LABEL_PART: Final = "part"  # of an acceptance change: mix, rate or total
+# Sidecar judgements (windowed, per pod).
+ZONE: Final = _metric(
+    "specwatch_zone", _G, "1 for the slice's current zone, 0 for the others.", (*_SLICE, Label.ZONE)
+)
+ACCEPTANCE_ALPHA: Final = _metric(
+    "specwatch_acceptance_alpha",
+    _G,
+    "Per-token acceptance alpha-hat over the window, with its request-level bounds.",
+    (*_SLICE, Label.BOUND),
+)
+ACCEPTANCE_RATE: Final = _metric(
+    "specwatch_acceptance_rate",
+    _G,
+    "vLLM's acceptance rate (accepted / drafted) over the window.",
+    _SLICE,
+)
+MEAN_ACCEPTANCE_LENGTH: Final = _metric(
+    "specwatch_mean_acceptance_length", _G, "Mean tokens per step over the window.", _SLICE
+)
+WINDOW_TRIALS: Final = _metric(
+    "specwatch_window_acceptance_trials", _G, "Acceptance trials in the window (evidence).", _SLICE
+)
+WINDOW_REQUESTS: Final = _metric(
+    "specwatch_window_requests", _G, "Requests with steps in the window (evidence).", _SLICE
+)
+ESTIMATED_GAIN_RATIO: Final = _metric(
+    "specwatch_estimated_gain_ratio",
+    _G,
+    "Speedup of speculation over none: measured against a baseline, or modelled as "
+    "tau / (1 + K c), with its request-level bounds. An upper bound below 1: speculation is "
+    "slower.",
+    (*_SLICE, Label.METHOD, Label.BOUND),
+)
+DRIFT_STATISTIC: Final = _metric(
+    "specwatch_drift_statistic",
+    _G,
+    "The slice's lower CUSUM on acceptance against its baseline (alarm above the threshold); "
+    "absent while the slice has too little baseline.",
+    _SLICE,
+)
+DRIFT_ALARM: Final = _metric(
+    "specwatch_drift_alarm", _G, "1 while the slice's drift alarm is on.", _SLICE
+)
+ADVISED_NUM_SPECULATIVE_TOKENS: Final = _metric(
+    "specwatch_advised_num_speculative_tokens",
+    _G,
+    "The draft length K with the best predicted speedup from measured per-position "
+    "acceptance over the window (0: speculation does not pay).",
+    (Label.MODEL,),
+)
+TRAFFIC_MIX_PSI: Final = _metric(
+    "specwatch_traffic_mix_psi",
+    _G,
+    "PSI of the recent traffic mix against the drift baseline period (0.1 moderate, 0.25 major).",
+    (Label.MODEL, Label.DIMENSION),
+)
+ACCEPTANCE_CHANGE: Final = _metric(
+    "specwatch_acceptance_change",
+    _G,
+    "Change of the overall alpha-hat, recent period against baseline, split into the traffic "
+    "mix's part and the slices' own (rate) part.",
+    (Label.MODEL, Label.PART),
+)
 
-BOUND_ESTIMATE: Final = "estimate"
-BOUND_LOWER: Final = "lower"
-BOUND_UPPER: Final = "upper"
-
-# --- health of the sidecar itself -----------------------------------------------------------
-UPSTREAM_UP: Final = PREFIX + "upstream_up"
-COVERAGE_RATIO: Final = PREFIX + "coverage_ratio"
-PARSE_ERRORS: Final = PREFIX + "parse_errors"
-PROXY_OVERHEAD_SECONDS: Final = PREFIX + "proxy_overhead_seconds"
-ANALYSIS_ERRORS: Final = PREFIX + "analysis_errors"
-ASYNCIO_TASKS: Final = PREFIX + "asyncio_tasks"
-LABEL_LABEL: Final = "label"
-FOLDED_LABEL_VALUES: Final = PREFIX + "folded_label_values"
-BUILD_INFO: Final = PREFIX + "build_info"
-
-# --- vLLM's own view, read from its /metrics and its log (the cross-check) -----------------
-VLLM_ACCEPTANCE_ALPHA: Final = PREFIX + "vllm_acceptance_alpha"
-VLLM_ACCEPTANCE_RATE: Final = PREFIX + "vllm_acceptance_rate"
-VLLM_COUNTER_RESETS: Final = PREFIX + "vllm_counter_resets"
-VLLM_LOG_SPEC_LINES: Final = PREFIX + "vllm_log_spec_lines"
-VLLM_LOG_ACCEPTED_TOKENS: Final = PREFIX + "vllm_log_accepted_tokens"
-VLLM_LOG_DRAFT_TOKENS: Final = PREFIX + "vllm_log_draft_tokens"
-CYCLE_LOG_ERRORS: Final = PREFIX + "cycle_log_errors"
-
-# --- A/B rollout (settings `ab`) ------------------------------------------------------------
-VARIANT_SPEC: Final = "spec"
-VARIANT_BASELINE: Final = "baseline"
-AB_BASELINE_SHARE: Final = PREFIX + "ab_baseline_share"  # configured share, 0..1
-AB_ROLLED_BACK: Final = PREFIX + "ab_rolled_back"  # 1: all traffic goes to the baseline
-AB_SWITCHES: Final = PREFIX + "ab_switches"  # counter by `to` and `source`
-LABEL_TO: Final = "to"  # of a switch: rolled_back / rolled_forward
-AB_SOURCES: Final = ("admin", "file", "auto")
-
-# --- the shadow check (settings `shadow`) -----------------------------------------------------
-SHADOW_COMPARISONS: Final = PREFIX + "shadow_comparisons"  # counter by model
-OUTPUT_DIVERGENCE: Final = PREFIX + "output_divergence"  # counter by model
-SHADOW_SKIPPED: Final = PREFIX + "shadow_skipped"  # counter by reason
-
-REPLICA_COST_PER_HOUR: Final = PREFIX + "replica_cost_per_hour"  # gauge by variant, settings
-
-SOURCE_PROXY: Final = "proxy"  # where a slice's counts came from (/status `source`)
-SOURCE_VLLM_METRICS: Final = "vllm_metrics"
-
+# Health of the sidecar itself.
+UPSTREAM_UP: Final = _metric(
+    "specwatch_upstream_up", _G, "1 when the upstream's /health answered 200 at the last scrape."
+)
+COVERAGE_RATIO: Final = _metric(
+    "specwatch_coverage_ratio",
+    _G,
+    "Draft tokens seen by the proxy / counted by vLLM over the window (1: nothing bypassed the "
+    "proxy; below 1: requests bypassed it, or were aborted mid-stream).",
+    (Label.MODEL,),
+)
+PARSE_ERRORS: Final = _metric(
+    "specwatch_parse_errors",
+    _C,
+    "Inputs specwatch could not read, by source and reason.",
+    (Label.SOURCE, Label.REASON),
+)
+PASSTHROUGH_REQUESTS: Final = _metric(
+    "specwatch_passthrough_requests",
+    _C,
+    "Requests to other paths, passed through unobserved.",
+    (Label.STATUS_CLASS,),
+)
+FOLDED_LABEL_VALUES: Final = _metric(
+    "specwatch_folded_label_values",
+    _C,
+    "Requests whose label value was folded into `other` by a cardinality cap.",
+    (Label.LABEL,),
+)
+ASYNCIO_TASKS: Final = _metric(
+    "specwatch_asyncio_tasks", _G, "Tasks alive in specwatch's event loop (a leak shows as growth)."
+)
+CYCLE_LOG_ERRORS: Final = _metric(
+    "specwatch_cycle_log_errors", _C, "Cycle-log lines that could not be written."
+)
+ANALYSIS_ERRORS: Final = _metric(
+    "specwatch_analysis_errors", _C, "Observations the analysis failed on (a bug: see the log)."
+)
+PROXY_OVERHEAD_SECONDS: Final = _metric(
+    "specwatch_proxy_overhead_seconds",
+    _H,
+    "Time the proxy spends on a request before forwarding it upstream.",
+)
 PROXY_OVERHEAD_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
+BUILD_INFO: Final = _metric("specwatch_build_info", Kind.INFO, "specwatch build.", (Label.VERSION,))
+
+# vLLM's own view, read from its /metrics and its log (the cross-check).
+VLLM_ACCEPTANCE_ALPHA: Final = _metric(
+    "specwatch_vllm_acceptance_alpha",
+    _G,
+    "vLLM's engine-wide alpha-hat over the window, from its own counters (reference; absent "
+    "without per-position counters).",
+    (Label.MODEL, Label.BOUND),
+)
+VLLM_ACCEPTANCE_RATE: Final = _metric(
+    "specwatch_vllm_acceptance_rate",
+    _G,
+    "vLLM's engine-wide acceptance rate over the window, from its own counters.",
+    (Label.MODEL,),
+)
+VLLM_COUNTER_RESETS: Final = _metric(
+    "specwatch_vllm_counter_resets", _C, "Times vLLM's counters went backwards (a vLLM restart)."
+)
+VLLM_LOG_SPEC_LINES: Final = _metric(
+    "specwatch_vllm_log_spec_lines", _C, "`SpecDecoding metrics` lines read."
+)
+VLLM_LOG_ACCEPTED_TOKENS: Final = _metric(
+    "specwatch_vllm_log_accepted_tokens", _C, "Accepted tokens according to vLLM's log lines."
+)
+VLLM_LOG_DRAFT_TOKENS: Final = _metric(
+    "specwatch_vllm_log_draft_tokens", _C, "Draft tokens according to vLLM's log lines."
+)
+
+# A/B rollout (settings `ab`), the shadow check (`shadow`) and cost (`cost`).
+AB_BASELINE_SHARE: Final = _metric(
+    "specwatch_ab_baseline_share",
+    _G,
+    "Configured share of traffic (by key hash) sent to the baseline upstream, 0..1.",
+)
+AB_ROLLED_BACK: Final = _metric(
+    "specwatch_ab_rolled_back",
+    _G,
+    "1 while rolled back: every request goes to the baseline upstream.",
+)
+AB_SWITCHES: Final = _metric(
+    "specwatch_ab_switches",
+    _C,
+    "Rollback switches, by direction and by what switched (admin, file, auto).",
+    (Label.TO, Label.SOURCE),
+)
+SHADOW_COMPARISONS: Final = _metric(
+    "specwatch_shadow_comparisons",
+    _C,
+    "Greedy requests whose output was compared with the baseline's (shadow check).",
+    (Label.MODEL,),
+)
+OUTPUT_DIVERGENCE: Final = _metric(
+    "specwatch_output_divergence",
+    _C,
+    "Shadow comparisons whose outputs differed: speculation was not lossless.",
+    (Label.MODEL,),
+)
+SHADOW_SKIPPED: Final = _metric(
+    "specwatch_shadow_skipped",
+    _C,
+    "Shadow comparisons not made: too many in flight, or the baseline failed.",
+    (Label.REASON,),
+)
+REPLICA_COST_PER_HOUR: Final = _metric(
+    "specwatch_replica_cost_per_hour",
+    _G,
+    "What the replica behind this sidecar costs per hour (price x accelerators), by variant; "
+    "divided by output tokens/s it gives the cost per token.",
+    (Label.VARIANT,),
+)
+
+# --- recorded series (Prometheus recording rules: level:metric:operation) --------------------
+
+# Metric parts of recorded series that are not exported metrics themselves.
+RECORDED_GOOD_WINDOW: Final = "specwatch_good_window"
+RECORDED_SLO_ERROR_RATIO: Final = "specwatch_slo_error_ratio"
+RECORDED_SLO_BURN_RATE: Final = "specwatch_slo_burn_rate"
+RECORDED_DESIGN_EFFECT: Final = "specwatch_acceptance_design_effect"
+RECORDED_EFFECTIVE_TRIALS: Final = "specwatch_acceptance_effective_trials"
+RECORDED_T_QUANTILE: Final = "specwatch_acceptance_t_quantile"
 
 
-class Outcome:
-    """Every proxied request to an observed endpoint lands in exactly one of these."""
-
-    OBSERVED: Final = "observed"  # a speculative-decoding block was read and recorded
-    NO_SPEC_METRICS: Final = "no_spec_metrics"  # success, but vLLM sent no metrics block
-    UPSTREAM_ERROR: Final = "upstream_error"  # upstream answered with a non-2xx status
-    UPSTREAM_FAILED: Final = "upstream_failed"  # unreachable, or broke off: client got a 502
-    # or, mid-stream, an error event
-    CLIENT_ABORTED: Final = "client_aborted"  # the client went away before the end
-    PARSE_ERROR: Final = "parse_error"  # a 2xx response specwatch could not read
-    DROPPED: Final = "dropped"  # the analysis queue was full; the client was served anyway
-    REJECTED: Final = "rejected"  # specwatch refused it: too large, too slow, over the cap,
-    # or shutting down (an OpenAI-shaped 4xx/5xx; never reached the upstream)
-
-    ALL: Final = (
-        OBSERVED,
-        NO_SPEC_METRICS,
-        UPSTREAM_ERROR,
-        UPSTREAM_FAILED,
-        CLIENT_ABORTED,
-        PARSE_ERROR,
-        DROPPED,
-        REJECTED,
-    )
+def bound_metric(bound: str) -> str:
+    """The metric part of alpha-hat's recorded bound: specwatch_acceptance_alpha_lower."""
+    return f"{ACCEPTANCE_ALPHA}_{bound}"
 
 
-class Zone:
-    """Per-slice verdicts; `insufficient` means too little evidence for any verdict."""
-
-    GREEN: Final = "green"
-    YELLOW: Final = "yellow"
-    RED: Final = "red"
-    INSUFFICIENT: Final = "insufficient"
-
-    ALL: Final = (GREEN, YELLOW, RED, INSUFFICIENT)
+def recorded(level: str, metric: str, operation: str) -> str:
+    """`level:metric:operations`, the recording-rule naming convention."""
+    return f"{level}:{metric}:{operation}"
 
 
-class ParseSource:
-    """Where a parse error came from (`source` label of specwatch_parse_errors_total)."""
+class AlertName(StrEnum):
+    SLICE_RED = "SpecDecodeSliceRed"
+    SLICE_YELLOW = "SpecDecodeSliceYellow"
+    BURN_FAST = "SpecDecodeErrorBudgetBurnFast"
+    BURN_SLOW = "SpecDecodeErrorBudgetBurnSlow"
+    SLOWER_THAN_BASELINE = "SpecDecodeSlowerThanBaseline"
+    DRIFT = "SpecDecodeAcceptanceDrift"
+    SIDECAR_DOWN = "SpecDecodeSidecarDown"
+    VLLM_DOWN = "SpecDecodeVllmDown"
+    COVERAGE_LOW = "SpecDecodeCoverageLow"
+    PARSE_ERRORS = "SpecDecodeParseErrors"
+    ROLLED_BACK = "SpecDecodeRolledBack"
+    OUTPUT_DIVERGENCE = "SpecDecodeOutputDivergence"
+    OUTPUT_DIVERGENCE_HIGH = "SpecDecodeOutputDivergenceHigh"
 
-    RESPONSE: Final = "response"
-    SSE: Final = "sse"
-    REQUEST: Final = "request"
-    LOG: Final = "log"
-    METRICS: Final = "metrics"
 
+# --- vLLM's own names, read by the scraper and written by the simulator ----------------------
 
-# vLLM's own metric names, read by the scraper and written by the simulator.
 VLLM_NUM_DRAFTS: Final = "vllm:spec_decode_num_drafts"
 VLLM_NUM_DRAFT_TOKENS: Final = "vllm:spec_decode_num_draft_tokens"
 VLLM_NUM_ACCEPTED_TOKENS: Final = "vllm:spec_decode_num_accepted_tokens"

@@ -26,9 +26,9 @@ from specwatch.sim.workload import run_load
 from specwatch.table import ZONE_STYLE, slice_table
 
 
-def demo_settings(upstream: str, port: int, admin_port: int) -> Settings:
+def demo_settings(port: int, admin_port: int) -> Settings:
+    """The demo's settings: production code paths on a shortened time scale."""
     return load_settings(
-        upstream=upstream,
         port=port,
         admin_port=admin_port,
         log_level="warning",
@@ -45,20 +45,22 @@ def demo_settings(upstream: str, port: int, admin_port: int) -> Settings:
     )
 
 
-async def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
+async def run_demo(
+    args: argparse.Namespace, settings: Settings, console: Console | None = None
+) -> int:
     configure("warning", "console")
     console = console or Console()
     # Translation is red, chat yellow, code green at short context; halfway through, the
     # summarization draft gets worse: watch its slices leave green.
     acceptance = AcceptanceModel(
-        drops=(Drop(after=args.duration / 2, factor=0.75, task="summarization"),)
+        drops=(Drop(after=args.duration / 2, factor=0.6, task="summarization"),)
     )
     sim = SimServer(SimConfig(seed=args.seed, acceptance=acceptance))
     sim_runner = web.AppRunner(sim.app(), handler_cancellation=True, access_log=None)
     await sim_runner.setup()
     await web.TCPSite(sim_runner, "127.0.0.1", 0).start()
     sim_url = f"http://127.0.0.1:{sim_runner.addresses[0][1]}"
-    sidecar = Sidecar(demo_settings(sim_url, args.port, args.admin_port))
+    sidecar = Sidecar(settings.model_copy(update={"upstream": sim_url}))
     ports = await sidecar.start()
     proxy_url = f"http://127.0.0.1:{ports.proxy}"
     admin_url = f"http://127.0.0.1:{ports.admin}"

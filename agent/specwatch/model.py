@@ -106,3 +106,31 @@ class EngineLogRecord:
     kv_cache_usage: float | None  # fraction, 0..1
     prompt_throughput: float | None  # tokens/s
     generation_throughput: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ABState:
+    """The A/B router at one moment, for export: what `/admin/ab` and the metrics show."""
+
+    enabled: bool
+    baseline_percent: float
+    key_header: str
+    rolled_back: bool
+    held_by: dict[str, str]  # rollback source -> reason, for the sources holding it
+    changed_at: float | None
+    switches: dict[tuple[str, str], int]  # (to, source) -> count
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "enabled": self.enabled,
+            "baseline_percent": self.baseline_percent,
+            "key_header": self.key_header,
+            "rolled_back": self.rolled_back,
+            "held_by": self.held_by,
+            "changed_at": self.changed_at,
+            "switches": [
+                {"to": to, "source": source, "count": n}
+                for (to, source), n in sorted(self.switches.items())
+                if n
+            ],
+        }

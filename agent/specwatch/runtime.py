@@ -17,13 +17,14 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from specwatch.analysis.analyzer import Analyzer, Snapshot
+from specwatch.analysis.analyzer import Analyzer
 from specwatch.conventions import ParseSource
 from specwatch.export.admin import admin_app
 from specwatch.export.collector import SpecwatchCollector
-from specwatch.health import Health, HealthSnapshot
+from specwatch.export.status import Reading
+from specwatch.health import Health
 from specwatch.settings import Settings
-from specwatch.sources.ab import LOOPBACK_HOSTS, ABRouter, read_token
+from specwatch.sources.ab import LOOPBACK_HOSTS, ABRouter, admin_routes, read_token
 from specwatch.sources.cyclelog import CycleLogWriter
 from specwatch.sources.logfollow import LogFollower
 from specwatch.sources.observation import Observation, to_record
@@ -66,7 +67,7 @@ class Sidecar:
         )
         self.router = ABRouter(settings.ab, settings.upstream, clock)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(SpecwatchCollector(self.sources, self.router, settings.cost))
+        self.registry.register(SpecwatchCollector(self.read, settings.cost))
         ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, open fds...
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
         self.proxy = Proxy(settings, self.health, self.submit, clock, self.router)
@@ -117,8 +118,11 @@ class Sidecar:
         """Wait until every submitted observation has been ingested."""
         await self._queue.join()
 
-    def sources(self) -> tuple[Snapshot, HealthSnapshot]:
-        return self.analyzer.snapshot(self._clock()), self.health.snapshot()
+    def read(self) -> Reading:
+        """What export shows now: copies, never live state."""
+        return Reading(
+            self.analyzer.snapshot(self._clock()), self.health.snapshot(), self.router.snapshot()
+        )
 
     # --- timers --------------------------------------------------------------------------------
 
@@ -224,14 +228,9 @@ class Sidecar:
         for coroutine in coroutines:
             self._tasks.append(asyncio.create_task(coroutine))
         admin_host = self.settings.admin_host or self.settings.host
-        admin = admin_app(
-            self.registry,
-            self.sources,
-            self.ready,
-            self.router,
-            token,
-            loopback=admin_host in LOOPBACK_HOSTS,
-        )
+        loopback = admin_host in LOOPBACK_HOSTS
+        routes = admin_routes(self.router, token, loopback) if self.router.enabled else []
+        admin = admin_app(self.registry, self.read, self.ready, routes)
         admin_port = await self._serve(admin, admin_host, self.settings.admin_port, False)
         # handler_cancellation: a client that goes away cancels its upstream request too.
         proxy_port = await self._serve(
@@ -243,7 +242,7 @@ class Sidecar:
         )
         self.ports = Ports(proxy=proxy_port, admin=admin_port)
         log.info(
-            "specwatch_started",
+            "sidecar_started",
             proxy=f"http://{self.settings.host}:{proxy_port}",
             admin=f"http://{admin_host}:{admin_port}",
             upstream=self.settings.upstream,

@@ -19,6 +19,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from specwatch.conventions import ALL, Header
+
 DEFAULT_TASKS = (
     "chat",
     "code",
@@ -46,7 +48,7 @@ class TaskSettings(_Part):
     """How a request gets its `task` label; values outside the allowlist never become labels."""
 
     allowlist: Annotated[tuple[str, ...], NoDecode] = DEFAULT_TASKS
-    header: str = "X-Task-Type"
+    header: str = Header.TASK
     by_model: dict[str, str] = Field(default_factory=dict)
     by_path: dict[str, str] = Field(default_factory=dict)
     classify_prompt: bool = True
@@ -57,7 +59,7 @@ class TaskSettings(_Part):
     @classmethod
     def _names_are_label_safe(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
-            if name == "all":
+            if name == ALL:
                 raise ValueError("'all' is reserved for the per-model rollup")
             if not name.replace("_", "").isalnum() or name != name.lower():
                 raise ValueError(f"task name {name!r} must be lower-case letters, digits and _")
@@ -188,7 +190,7 @@ class ABSettings(_Part):
 
     baseline_upstream: str | None = None  # None: no A/B, everything goes to `upstream`
     baseline_percent: float = Field(default=0.0, ge=0, le=100)
-    key_header: str = "X-User-Id"  # sticky by this header; without it, by the request id
+    key_header: str = Header.AB_KEY  # sticky by this header; without it, by the request id
     rollback_file: Path | None = None  # exists: rolled back; removed: rolled forward
     rollback_poll_seconds: float = Field(default=1.0, gt=0)
     auto_rollback_seconds: float | None = Field(default=None, gt=0)  # None: off

@@ -7,7 +7,7 @@ from rich.table import Table
 from specwatch.analysis.analyzer import SliceView, Snapshot
 from specwatch.conventions import Zone
 
-ZONE_STYLE = {
+ZONE_STYLE: dict[str, str] = {
     Zone.GREEN: "bold green",
     Zone.YELLOW: "bold yellow",
     Zone.RED: "bold red",

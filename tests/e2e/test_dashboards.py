@@ -23,7 +23,7 @@ from specwatch.settings import ABSettings, CostSettings, ShadowSettings, load_se
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
-from specwatch.snapshot import render_snapshot
+from specwatch.snapshot_png import render_snapshot
 
 from tests.conftest import serve
 from tests.e2e.servers import api, prometheus
@@ -49,8 +49,9 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
     base_runner, base_url = await serve(base.app())
     # A/B, the shadow check and a price on, so their panels have data too.
     ab = ABSettings(baseline_upstream=base_url, baseline_percent=20)
-    settings = demo_settings(sim_url, 0, 0).model_copy(
+    settings = demo_settings(0, 0).model_copy(
         update={
+            "upstream": sim_url,
             "ab": ab,
             "shadow": ShadowSettings(fraction=0.2),
             "cost": CostSettings(

@@ -41,9 +41,9 @@ async def test_the_series_stay_bounded_and_the_folding_is_counted(
     metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
     series = sum(len(samples) for samples in metrics.values())
     assert series < 2000, series  # bounded by slices, not by the 11,500 distinct values sent
-    tasks = set(by_label(metrics, C.REQUESTS + "_total", C.LABEL_TASK))
+    tasks = set(by_label(metrics, C.REQUESTS + "_total", C.Label.TASK))
     assert tasks <= {*sidecar.settings.tasks.allowlist, C.OTHER}
-    models = set(by_label(metrics, C.REQUESTS + "_total", C.LABEL_MODEL))
+    models = set(by_label(metrics, C.REQUESTS + "_total", C.Label.MODEL))
     assert {"sim-llama", C.OTHER} == models  # the unknown models' 404s fold into `other`
     assert 1000 == total(metrics, C.FOLDED_LABEL_VALUES + "_total", label="model")
     assert 11_000 == total(metrics, C.REQUESTS + "_total")  # every request counted once

@@ -7,7 +7,7 @@ import io
 import re
 
 from rich.console import Console
-from specwatch.demo import run_demo
+from specwatch.demo import demo_settings, run_demo
 
 
 async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift() -> None:
@@ -16,7 +16,7 @@ async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift()
     args = argparse.Namespace(
         duration=25.0, seed=7, concurrency=16, port=0, admin_port=0, keep_running=False
     )
-    assert 0 == await run_demo(args, console)
+    assert 0 == await run_demo(args, demo_settings(0, 0), console)
     text = out.getvalue()
     summary = re.search(r"slices by zone: (.*)", text)
     assert summary is not None

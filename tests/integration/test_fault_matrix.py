@@ -126,7 +126,7 @@ async def test_fault_matrix(upstream: tuple[SimServer, str], fault: str) -> None
         metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
     finally:
         await car.stop()
-    outcomes = by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+    outcomes = by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME)
     assert sent == sum(outcomes.values()), outcomes  # every request in exactly one outcome
     assert server.reported_steps == total(metrics, C.SPEC_STEPS + "_total")
     assert total(metrics, C.SPEC_STEPS + "_total") <= server.metrics.total(C.VLLM_NUM_DRAFTS)

@@ -72,7 +72,7 @@ async def test_an_abort_storm_leaks_nothing_and_every_request_is_counted(
         await storm(n // 2)
         after = resources()
     metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
-    outcomes = by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+    outcomes = by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME)
     assert n == sum(outcomes.values())
     assert outcomes[C.Outcome.CLIENT_ABORTED] > n / 4
     assert outcomes[C.Outcome.OBSERVED] > 0
@@ -138,7 +138,7 @@ async def test_slow_odd_and_failing_upstreams_give_clean_results_and_single_outc
             C.Outcome.PARSE_ERROR: 1,
             C.Outcome.UPSTREAM_ERROR: 1,
             C.Outcome.NO_SPEC_METRICS: 1,
-        } == by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+        } == by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME)
         assert after[0] <= before[0] + 5
     finally:
         await car.stop()
@@ -177,7 +177,7 @@ async def test_an_upstream_restart_resets_its_counters_and_totals_still_reconcil
         assert upstream_steps == total(metrics, C.SPEC_STEPS + "_total")
         assert 1 == total(metrics, C.VLLM_COUNTER_RESETS + "_total")
         assert 1.0 == total(metrics, C.COVERAGE_RATIO)  # the reset is not read as a collapse
-        assert {C.Outcome.OBSERVED: 15} == by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+        assert {C.Outcome.OBSERVED: 15} == by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME)
     finally:
         await car.stop()
         await runner.cleanup()

@@ -52,7 +52,7 @@ def error_of(data: bytes) -> dict[str, object]:
 async def outcomes(car: Sidecar) -> dict[str, float]:
     await car.drained()
     return by_label(await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics"),
-                    C.REQUESTS + "_total", C.LABEL_OUTCOME)  # fmt: skip
+                    C.REQUESTS + "_total", C.Label.OUTCOME)  # fmt: skip
 
 
 async def test_an_oversized_body_gets_a_413_in_openais_shape(limited: Sidecar) -> None:

@@ -94,14 +94,14 @@ async def test_totals_over_all_slices_equal_the_upstreams_counters_exactly(
     }
     assert upstream["steps"] > 0
     assert upstream == ours
-    outcomes = by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+    outcomes = by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME)
     assert {
         C.Outcome.OBSERVED: len(requests),
         C.Outcome.UPSTREAM_ERROR: len(errors),
         C.Outcome.CLIENT_ABORTED: len(aborted),
     } == outcomes
     # unknown header values never became labels
-    tasks = by_label(metrics, C.REQUESTS + "_total", C.LABEL_TASK)
+    tasks = by_label(metrics, C.REQUESTS + "_total", C.Label.TASK)
     assert "not-a-task" not in tasks
     assert set(tasks) <= {*sidecar.settings.tasks.allowlist, C.OTHER}
 
@@ -214,7 +214,7 @@ async def test_an_upstream_cut_mid_stream_gives_the_client_an_error_event(
         assert 200 == status
     await sidecar.drained()
     metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
-    outcomes = by_label(metrics, C.REQUESTS + "_total", C.LABEL_OUTCOME)
+    outcomes = by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME)
     assert {C.Outcome.UPSTREAM_FAILED: 1, C.Outcome.OBSERVED: 1} == outcomes
 
 
@@ -294,7 +294,9 @@ async def test_whatever_the_upstream_sends_the_client_gets_it_and_failures_are_c
     state["body"] = body
     state["content_type"] = "text/event-stream" if stream else "application/json"
     proxy = f"http://127.0.0.1:{broken_sidecar.ports.proxy}"
-    before_snapshot, before_health = broken_sidecar.sources()
+    before = broken_sidecar.read()
+    before_snapshot, before_health = before.snapshot, before.health
+    assert before_health is not None
     async with aiohttp.ClientSession() as session:
         request = {"prompt": "hi", "stream": stream}
         if stream:  # asked for usage: nothing is stripped, the bytes must be identical
@@ -302,7 +304,9 @@ async def test_whatever_the_upstream_sends_the_client_gets_it_and_failures_are_c
         status, received = await post(session, proxy + "/v1/completions", request)
     assert (200, body) == (status, received)
     await broken_sidecar.drained()
-    snapshot, health = broken_sidecar.sources()
+    reading = broken_sidecar.read()
+    snapshot, health = reading.snapshot, reading.health
+    assert health is not None
     assert 0 == health.analysis_errors
     new = {
         key: n - before_snapshot.requests.get(key, 0)
@@ -310,7 +314,7 @@ async def test_whatever_the_upstream_sends_the_client_gets_it_and_failures_are_c
         if n != before_snapshot.requests.get(key, 0)
     }
     ((_key, outcome),) = new  # exactly one outcome for this one request
-    assert outcome in C.Outcome.ALL
+    assert outcome in set(C.Outcome)
     if outcome == C.Outcome.PARSE_ERROR:
         assert sum(health.parse_errors.values()) > sum(before_health.parse_errors.values())
 
@@ -329,7 +333,9 @@ async def test_a_broken_sse_stream_with_a_readable_usage_chunk_is_still_observed
     assert 200 == status
     assert b'data: {"choices": [{"text": "a"}]}\n\ndata: [DO' == received  # usage stripped
     await broken_sidecar.drained()
-    snapshot, health = broken_sidecar.sources()
+    reading = broken_sidecar.read()
+    snapshot, health = reading.snapshot, reading.health
+    assert health is not None
     stream_errors = {k: n for k, n in health.parse_errors.items() if k[0] == "sse"}
     assert {("sse", "truncated_stream"): 1} == stream_errors
     assert [C.Outcome.OBSERVED] == [outcome for (_key, outcome) in snapshot.requests]

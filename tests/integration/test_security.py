@@ -85,7 +85,7 @@ async def test_no_prompt_completion_or_secret_in_logs_status_metrics_or_generate
         out, err = await proxy.communicate()
         outputs += [out, err]
     everything = b"\n".join(outputs)
-    assert b"specwatch_started" in everything  # the logs were captured: the check means something
+    assert b"sidecar_started" in everything  # the logs were captured: the check means something
     for secret in (SLACK, PAGERDUTY, "PROMPT-MARKER-5521", "hunter2", *completions):
         assert secret.encode() not in everything, secret
 

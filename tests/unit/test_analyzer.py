@@ -138,7 +138,7 @@ def test_without_per_request_data_the_model_is_judged_on_vllms_own_counters() ->
     snapshot = a.snapshot(3.0)
     assert [] == [view for view in snapshot.slices if view.window.steps]
     (rollup,) = snapshot.rollups
-    assert (C.SOURCE_VLLM_METRICS, 100, C.Zone.RED) == (
+    assert (C.SliceSource.VLLM_METRICS, 100, C.Zone.RED) == (
         rollup.source,
         rollup.window.steps,
         rollup.zone,

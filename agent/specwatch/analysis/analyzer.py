@@ -51,7 +51,7 @@ class SliceView:
     stats: SliceStats
     zone: str
     zone_since: float | None
-    source: str = C.SOURCE_PROXY
+    source: str = C.SliceSource.PROXY
     gain: Gain | None = None
     drift: DriftView | None = None
     advice: Advice | None = None
@@ -188,7 +188,7 @@ class Analyzer:
         )
         if prompt is None:
             whole = Counts.of_request(spec.drafted, spec.accepted, self._max_position)
-            parts = {C.UNKNOWN_CTX: whole}
+            parts: dict[str, Counts] = {C.UNKNOWN_CTX: whole}
         else:
             parts = split_steps(spec, prompt, self._buckets, self._max_position)
         rollup = Counts(self._max_position)
@@ -230,14 +230,14 @@ class Analyzer:
         """
         window = self._window.totals(now)
         engine = self._engine.window(now)
-        out = {
-            key: (window.get(key) or Counts(self._max_position), C.SOURCE_PROXY)
+        out: dict[SliceKey, tuple[Counts, str]] = {
+            key: (window.get(key) or Counts(self._max_position), C.SliceSource.PROXY)
             for key in self._total
         }
         for model, counts in engine.items():
             key = SliceKey(model, C.ALL, C.ALL)
             if counts.steps and (key not in out or not out[key][0].steps):
-                out[key] = (counts, C.SOURCE_VLLM_METRICS)
+                out[key] = (counts, C.SliceSource.VLLM_METRICS)
         return out, engine
 
     def _costs(self, windows: dict[SliceKey, tuple[Counts, str]], now: float) -> dict[str, float]:
@@ -338,7 +338,7 @@ class Analyzer:
             cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
             state = self._zones.get(key) or ZoneState()
             total = (
-                self._total[key] if source == C.SOURCE_PROXY else engine_total[key.model]
+                self._total[key] if source == C.SliceSource.PROXY else engine_total[key.model]
             ).copy()
             stats = SliceStats.of(counts, confidence)
             view = SliceView(
@@ -389,4 +389,4 @@ class Analyzer:
     @staticmethod
     def _window_drafted(windows: dict[SliceKey, tuple[Counts, str]], model: str) -> int:
         counts, source = windows.get(SliceKey(model, C.ALL, C.ALL), (None, ""))
-        return counts.drafted if counts is not None and source == C.SOURCE_PROXY else 0
+        return counts.drafted if counts is not None and source == C.SliceSource.PROXY else 0

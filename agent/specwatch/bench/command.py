@@ -39,7 +39,8 @@ from specwatch.bench.workload import (
     quality_requests,
     sharegpt,
 )
-from specwatch.settings import ConfigError, load_settings
+from specwatch.commands.loop import run_loop
+from specwatch.settings import Settings
 
 
 class UsageError(Exception):
@@ -191,15 +192,11 @@ def _render(results: Path, out: Path) -> int:
     return 0
 
 
-async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
+async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:
     if args.render:
         return _render(args.render, args.out)
     console = Console(stderr=True)
     try:
-        overrides: dict[str, Any] = {}
-        if args.ctx_buckets:
-            overrides["ctx_buckets"] = args.ctx_buckets
-        settings = load_settings(args.config, **overrides)
         targets = _targets(args)
         ks = parse_ks(args.sweep_k) if args.sweep_k else []
         if ks and not vllm_argv:
@@ -213,10 +210,6 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
         quality_for = _quality_plan(args, requests, bool(ks) or bool(args.baseline))
     except (UsageError, SweepError, DatasetError) as error:
         print(f"specwatch bench: {error}", file=sys.stderr)
-        return 2
-    except ConfigError as error:
-        for line in error.lines:
-            print(f"specwatch bench: config: {line}", file=sys.stderr)
         return 2
     load = Load(
         concurrency=args.concurrency,
@@ -323,7 +316,5 @@ async def _run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
     return 130 if partial else 0
 
 
-def run(args: argparse.Namespace, vllm_argv: list[str]) -> int:
-    from specwatch.cli import run_loop
-
-    return run_loop(_run(args, vllm_argv))
+def run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:
+    return run_loop(_run(args, settings, vllm_argv))

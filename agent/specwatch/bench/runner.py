@@ -19,8 +19,9 @@ import aiohttp
 
 from specwatch.bench.client import Sample, measure
 from specwatch.bench.workload import BenchRequest
+from specwatch.conventions import Header
 
-TASK_HEADER = "X-Task-Type"
+TASK_HEADER = Header.TASK
 
 
 @dataclass(frozen=True, slots=True)

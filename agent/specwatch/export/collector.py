@@ -1,9 +1,14 @@
-"""A scrape-time Collector: the metric contract, rendered from one snapshot per scrape."""
+"""A scrape-time Collector: the metric contract, rendered from one reading per scrape.
+
+Names, help texts and label names come from the metric table (conventions.METRICS); this module
+only fills in values. It holds no state of its own and never touches live objects.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -17,16 +22,38 @@ from prometheus_client.registry import Collector
 from specwatch import __version__
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import SliceView, Snapshot
+from specwatch.analysis.stats import Interval
 from specwatch.analysis.windows import Histogram
+from specwatch.export.status import Reading
 from specwatch.health import HealthSnapshot
-from specwatch.model import RequestKey, SliceKey
+from specwatch.model import ABState, RequestKey, SliceKey
 from specwatch.settings import CostSettings
-from specwatch.sources.ab import ROLLED_BACK, ROLLED_FORWARD, ABRouter
 
-SLICE = list(C.SLICE_LABELS)
-REQUEST = [*SLICE, C.LABEL_VARIANT]
+_FAMILIES: dict[C.Kind, Any] = {
+    C.Kind.COUNTER: CounterMetricFamily,
+    C.Kind.GAUGE: GaugeMetricFamily,
+    C.Kind.HISTOGRAM: HistogramMetricFamily,
+}
 
-Source = Callable[[], tuple[Snapshot, HealthSnapshot]]
+
+def family(name: str) -> Any:
+    """An empty family of metric `name`, as the metric table describes it."""
+    spec = C.METRICS[name]
+    return _FAMILIES[spec.kind](spec.name, spec.help, labels=list(spec.labels))
+
+
+def _labels(key: SliceKey | RequestKey) -> list[str]:
+    return list(key)
+
+
+def _bounds(target: Any, labels: list[str], interval: Interval) -> None:
+    target.add_metric([*labels, C.Bound.ESTIMATE], interval.estimate)
+    target.add_metric([*labels, C.Bound.LOWER], interval.lower)
+    target.add_metric([*labels, C.Bound.UPPER], interval.upper)
+
+
+def _histogram(target: Any, labels: list[str], histogram: Histogram) -> None:
+    target.add_metric(labels, buckets=histogram.cumulative(), sum_value=histogram.sum)
 
 
 def _task_count() -> float:
@@ -36,392 +63,197 @@ def _task_count() -> float:
         return 0.0
 
 
-def _labels(key: SliceKey) -> list[str]:
-    return [key.model, key.ctx_bucket, key.task]
-
-
-def _request_labels(key: RequestKey) -> list[str]:
-    return [key.model, key.ctx_bucket, key.task, key.variant]
-
-
-def _histogram(family: HistogramMetricFamily, labels: list[str], histogram: Histogram) -> None:
-    family.add_metric(labels, buckets=histogram.cumulative(), sum_value=histogram.sum)
-
-
 class SpecwatchCollector(Collector):
-    """Reads a fresh snapshot at every scrape; holds no state of its own."""
+    """Reads a fresh reading at every scrape."""
 
-    def __init__(
-        self, source: Source, router: ABRouter | None = None, cost: CostSettings | None = None
-    ) -> None:
-        self._source = source
-        self._router = router
+    def __init__(self, read: Callable[[], Reading], cost: CostSettings | None = None) -> None:
+        self._read = read
         self._cost = cost
 
     def collect(self) -> Iterator[Metric]:
-        snapshot, health = self._source()
-        if self._router is not None and self._router.enabled:
-            yield from self._ab(self._router)
+        reading = self._read()
+        snapshot = reading.snapshot
+        if reading.ab is not None and reading.ab.enabled:
+            yield from self._ab(reading.ab)
         if self._cost is not None and self._cost.price_per_accelerator_hour is not None:
             yield self._replica_cost(self._cost)
         yield from self._slice_counters(snapshot)
-        yield from self._requests(snapshot, health)
+        yield from self._requests(snapshot, reading.health)
         yield from self._histograms(snapshot)
         yield from self._judgements(snapshot)
+        yield from self._advice_and_mix(snapshot)
         yield from self._vllm(snapshot)
-        yield from self._health(snapshot, health)
+        if reading.health is not None:
+            yield from self._health(snapshot, reading.health)
+        info = InfoMetricFamily(C.BUILD_INFO.removesuffix("_info"), C.METRICS[C.BUILD_INFO].help)
+        info.add_metric([], {C.Label.VERSION: __version__})
+        yield info
 
     @staticmethod
     def _slice_counters(snapshot: Snapshot) -> Iterator[Metric]:
-        families = {
-            "steps": CounterMetricFamily(
-                C.SPEC_STEPS, "Speculative steps (vLLM's drafts) seen by the proxy.", labels=SLICE
-            ),
-            "drafted": CounterMetricFamily(C.DRAFT_TOKENS, "Draft tokens proposed.", labels=SLICE),
-            "accepted": CounterMetricFamily(
-                C.ACCEPTED_TOKENS, "Draft tokens accepted by the target.", labels=SLICE
-            ),
-            "trials": CounterMetricFamily(
-                C.ACCEPTANCE_TRIALS,
-                "Draft positions actually tested: accepted + 1 per step that ended in a "
-                "rejection (denominator of alpha-hat).",
-                labels=SLICE,
-            ),
-            "requests": CounterMetricFamily(
-                C.SLICE_REQUESTS,
-                "Requests with steps in the slice: the sampling units of its intervals.",
-                labels=SLICE,
-            ),
-            "aa": CounterMetricFamily(
-                C.REQUEST_ACCEPTED_SQUARED,
-                "Sum over requests of (the request's accepted tokens in the slice)^2.",
-                labels=SLICE,
-            ),
-            "at": CounterMetricFamily(
-                C.REQUEST_ACCEPTED_X_TRIALS,
-                "Sum over requests of the request's accepted tokens x its trials in the slice.",
-                labels=SLICE,
-            ),
-            "tt": CounterMetricFamily(
-                C.REQUEST_TRIALS_SQUARED,
-                "Sum over requests of (the request's trials in the slice)^2.",
-                labels=SLICE,
-            ),
+        values: dict[str, Callable[[Any], int]] = {
+            C.SPEC_STEPS: lambda c: c.steps,
+            C.DRAFT_TOKENS: lambda c: c.drafted,
+            C.ACCEPTED_TOKENS: lambda c: c.accepted,
+            C.ACCEPTANCE_TRIALS: lambda c: c.trials,
+            C.SLICE_REQUESTS: lambda c: c.requests,
+            C.REQUEST_ACCEPTED_SQUARED: lambda c: c.aa,
+            C.REQUEST_ACCEPTED_X_TRIALS: lambda c: c.at,
+            C.REQUEST_TRIALS_SQUARED: lambda c: c.tt,
         }
-        by_position = CounterMetricFamily(
-            C.ACCEPTED_BY_POSITION,
-            "Steps whose draft position `position` (1..K) was accepted.",
-            labels=[*SLICE, C.LABEL_POSITION],
-        )
+        families = {name: family(name) for name in values}
+        by_position = family(C.ACCEPTED_BY_POSITION)
         for view in snapshot.slices:
             labels, total = _labels(view.key), view.since_start
-            families["steps"].add_metric(labels, total.steps)
-            families["drafted"].add_metric(labels, total.drafted)
-            families["accepted"].add_metric(labels, total.accepted)
-            families["trials"].add_metric(labels, total.trials)
-            families["requests"].add_metric(labels, total.requests)
-            families["aa"].add_metric(labels, total.aa)
-            families["at"].add_metric(labels, total.at)
-            families["tt"].add_metric(labels, total.tt)
+            for name, value in values.items():
+                families[name].add_metric(labels, value(total))
             for i, n in enumerate(total.by_position[: total.max_drafted]):
                 by_position.add_metric([*labels, str(i + 1)], n)
         yield from families.values()
         yield by_position
 
     @staticmethod
-    def _requests(snapshot: Snapshot, health: HealthSnapshot) -> Iterator[Metric]:
-        requests = CounterMetricFamily(
-            C.REQUESTS,
-            "Requests to observed endpoints, each in exactly one outcome; ctx_bucket is the "
-            "prompt length's bucket.",
-            labels=[*REQUEST, C.LABEL_OUTCOME],
-        )
+    def _requests(snapshot: Snapshot, health: HealthSnapshot | None) -> Iterator[Metric]:
+        requests = family(C.REQUESTS)
         for (key, outcome), n in sorted(snapshot.requests.items(), key=lambda kv: str(kv[0])):
-            requests.add_metric([*_request_labels(key), outcome], n)
-        for variant, n in sorted(health.dropped_by_variant.items()):
+            requests.add_metric([*_labels(key), outcome], n)
+        for variant, n in sorted((health.dropped_by_variant if health else {}).items()):
             requests.add_metric([C.OTHER, C.UNKNOWN_CTX, C.OTHER, variant, C.Outcome.DROPPED], n)
         yield requests
-        prompt = CounterMetricFamily(C.PROMPT_TOKENS, "Prompt tokens.", labels=REQUEST)
-        completion = CounterMetricFamily(C.COMPLETION_TOKENS, "Completion tokens.", labels=REQUEST)
+        prompt, completion = family(C.PROMPT_TOKENS), family(C.COMPLETION_TOKENS)
         for key, (p, c) in snapshot.tokens.items():
-            prompt.add_metric(_request_labels(key), p)
-            completion.add_metric(_request_labels(key), c)
+            prompt.add_metric(_labels(key), p)
+            completion.add_metric(_labels(key), c)
         yield prompt
         yield completion
 
     @staticmethod
     def _histograms(snapshot: Snapshot) -> Iterator[Metric]:
-        docs = {
-            C.REQUEST_ACCEPTANCE_LENGTH: "Mean acceptance length (tau) of each request.",
-            C.TTFT_SECONDS: "Time to first token, as vLLM measured it (else as the proxy did).",
-            C.TPOT_SECONDS: "Time per output token after the first.",
-            C.REQUEST_DURATION_SECONDS: "Request duration as the client saw it through the proxy.",
-        }
         for name, per_key in snapshot.histograms.items():
-            family = HistogramMetricFamily(name, docs[name], labels=REQUEST)
+            target = family(name)
             for key, histogram in per_key.items():
-                _histogram(family, _request_labels(key), histogram)
-            yield family
+                _histogram(target, _labels(key), histogram)
+            yield target
 
     @staticmethod
     def _judgements(snapshot: Snapshot) -> Iterator[Metric]:
-        zone = GaugeMetricFamily(
-            C.ZONE,
-            "1 for the slice's current zone, 0 for the others.",
-            labels=[*SLICE, C.LABEL_ZONE],
-        )
-        alpha = GaugeMetricFamily(
-            C.ACCEPTANCE_ALPHA,
-            "Per-token acceptance alpha-hat over the window, with its request-level bounds.",
-            labels=[*SLICE, C.LABEL_BOUND],
-        )
-        rate = GaugeMetricFamily(
-            C.ACCEPTANCE_RATE,
-            "vLLM's acceptance rate (accepted / drafted) over the window.",
-            labels=SLICE,
-        )
-        tau = GaugeMetricFamily(
-            C.MEAN_ACCEPTANCE_LENGTH, "Mean tokens per step over the window.", labels=SLICE
-        )
-        trials = GaugeMetricFamily(
-            C.WINDOW_TRIALS, "Acceptance trials in the window (evidence).", labels=SLICE
-        )
-        window_requests = GaugeMetricFamily(
-            C.WINDOW_REQUESTS, "Requests with steps in the window (evidence).", labels=SLICE
-        )
-        gain = GaugeMetricFamily(
-            C.ESTIMATED_GAIN_RATIO,
-            "Speedup of speculation over none: measured against a baseline, or modelled as "
-            "tau / (1 + K c), with its request-level bounds. An upper bound below 1: "
-            "speculation is slower.",
-            labels=[*SLICE, C.LABEL_METHOD, C.LABEL_BOUND],
-        )
-        drift_statistic = GaugeMetricFamily(
-            C.DRIFT_STATISTIC,
-            "The slice's lower CUSUM on acceptance against its baseline (alarm above the "
-            "threshold); absent while the slice has too little baseline.",
-            labels=SLICE,
-        )
-        drift_alarm = GaugeMetricFamily(
-            C.DRIFT_ALARM, "1 while the slice's drift alarm is on.", labels=SLICE
-        )
+        names = (C.ZONE, C.ACCEPTANCE_ALPHA, C.ACCEPTANCE_RATE, C.MEAN_ACCEPTANCE_LENGTH,
+                 C.WINDOW_TRIALS, C.WINDOW_REQUESTS, C.ESTIMATED_GAIN_RATIO,
+                 C.DRIFT_STATISTIC, C.DRIFT_ALARM)  # fmt: skip
+        f = {name: family(name) for name in names}
         views: tuple[SliceView, ...] = snapshot.slices + snapshot.rollups
         for view in views:
             labels = _labels(view.key)
-            for name in C.Zone.ALL:
-                zone.add_metric([*labels, name], 1.0 if view.zone == name else 0.0)
+            for zone in C.Zone:
+                f[C.ZONE].add_metric([*labels, zone], 1.0 if view.zone == zone else 0.0)
             stats = view.stats
             if stats.alpha is not None:
-                alpha.add_metric([*labels, C.BOUND_ESTIMATE], stats.alpha.estimate)
-                alpha.add_metric([*labels, C.BOUND_LOWER], stats.alpha.lower)
-                alpha.add_metric([*labels, C.BOUND_UPPER], stats.alpha.upper)
+                _bounds(f[C.ACCEPTANCE_ALPHA], labels, stats.alpha)
             if stats.rate is not None:
-                rate.add_metric(labels, stats.rate.estimate)
+                f[C.ACCEPTANCE_RATE].add_metric(labels, stats.rate.estimate)
             if stats.tau is not None:
-                tau.add_metric(labels, stats.tau.estimate)
-            trials.add_metric(labels, view.window.trials)
-            window_requests.add_metric(labels, view.window.requests)
+                f[C.MEAN_ACCEPTANCE_LENGTH].add_metric(labels, stats.tau.estimate)
+            f[C.WINDOW_TRIALS].add_metric(labels, view.window.trials)
+            f[C.WINDOW_REQUESTS].add_metric(labels, view.window.requests)
             if view.gain is not None:
-                g = view.gain
-                gain.add_metric([*labels, g.method, C.BOUND_ESTIMATE], g.ratio)
-                gain.add_metric([*labels, g.method, C.BOUND_LOWER], g.lower)
-                gain.add_metric([*labels, g.method, C.BOUND_UPPER], g.upper)
+                gain = view.gain
+                interval = Interval(gain.ratio, gain.lower, gain.upper)
+                _bounds(f[C.ESTIMATED_GAIN_RATIO], [*labels, gain.method], interval)
             if view.drift is not None and view.drift.statistic is not None:
-                drift_statistic.add_metric(labels, view.drift.statistic)
-                drift_alarm.add_metric(labels, 1.0 if view.drift.alarm else 0.0)
-        yield from (zone, alpha, rate, tau, trials, window_requests, gain)
-        yield from (drift_statistic, drift_alarm)
-        advised = GaugeMetricFamily(
-            C.ADVISED_NUM_SPECULATIVE_TOKENS,
-            "The draft length K with the best predicted speedup from measured per-position "
-            "acceptance over the window (0: speculation does not pay).",
-            labels=[C.LABEL_MODEL],
-        )
+                f[C.DRIFT_STATISTIC].add_metric(labels, view.drift.statistic)
+                f[C.DRIFT_ALARM].add_metric(labels, 1.0 if view.drift.alarm else 0.0)
+        yield from f.values()
+
+    @staticmethod
+    def _advice_and_mix(snapshot: Snapshot) -> Iterator[Metric]:
+        advised = family(C.ADVISED_NUM_SPECULATIVE_TOKENS)
         for view in snapshot.rollups:
             if view.advice is not None:
                 advised.add_metric([view.key.model], view.advice.best_k)
         yield advised
-        mix_psi = GaugeMetricFamily(
-            C.TRAFFIC_MIX_PSI,
-            "PSI of the recent traffic mix against the drift baseline period (0.1 moderate, "
-            "0.25 major).",
-            labels=[C.LABEL_MODEL, C.LABEL_DIMENSION],
-        )
-        change = GaugeMetricFamily(
-            C.ACCEPTANCE_CHANGE,
-            "Change of the overall alpha-hat, recent period against baseline, split into the "
-            "traffic mix's part and the slices' own (rate) part.",
-            labels=[C.LABEL_MODEL, C.LABEL_PART],
-        )
+        psi, change = family(C.TRAFFIC_MIX_PSI), family(C.ACCEPTANCE_CHANGE)
         for model, mix in (snapshot.mix or {}).items():
-            mix_psi.add_metric([model, C.LABEL_CTX_BUCKET], mix.psi_ctx_bucket)
-            mix_psi.add_metric([model, C.LABEL_TASK], mix.psi_task)
+            psi.add_metric([model, C.Label.CTX_BUCKET], mix.psi_ctx_bucket)
+            psi.add_metric([model, C.Label.TASK], mix.psi_task)
             d = mix.decomposition
-            change.add_metric([model, "mix"], d.mix)
-            change.add_metric([model, "rate"], d.rate)
-            change.add_metric([model, "total"], d.total)
-        yield from (mix_psi, change)
+            change.add_metric([model, C.MixPart.MIX], d.mix)
+            change.add_metric([model, C.MixPart.RATE], d.rate)
+            change.add_metric([model, C.MixPart.TOTAL], d.total)
+        yield from (psi, change)
 
     @staticmethod
     def _vllm(snapshot: Snapshot) -> Iterator[Metric]:
-        coverage = GaugeMetricFamily(
-            C.COVERAGE_RATIO,
-            "Draft tokens seen by the proxy / counted by vLLM over the window (1: nothing "
-            "bypassed the proxy; below 1: requests bypassed it, or were aborted mid-stream).",
-            labels=[C.LABEL_MODEL],
-        )
-        alpha = GaugeMetricFamily(
-            C.VLLM_ACCEPTANCE_ALPHA,
-            "vLLM's engine-wide alpha-hat over the window, from its own counters (reference).",
-            labels=[C.LABEL_MODEL, C.LABEL_BOUND],
-        )
-        rate = GaugeMetricFamily(
-            C.VLLM_ACCEPTANCE_RATE,
-            "vLLM's engine-wide acceptance rate over the window, from its own counters.",
-            labels=[C.LABEL_MODEL],
-        )
+        coverage = family(C.COVERAGE_RATIO)
+        alpha, rate = family(C.VLLM_ACCEPTANCE_ALPHA), family(C.VLLM_ACCEPTANCE_RATE)
         for view in snapshot.engine:
             if view.coverage is not None:
                 coverage.add_metric([view.model], view.coverage)
             if view.stats.alpha is not None:
-                a = view.stats.alpha
-                alpha.add_metric([view.model, C.BOUND_ESTIMATE], a.estimate)
-                alpha.add_metric([view.model, C.BOUND_LOWER], a.lower)
-                alpha.add_metric([view.model, C.BOUND_UPPER], a.upper)
+                _bounds(alpha, [view.model], view.stats.alpha)
             if view.stats.rate is not None:
                 rate.add_metric([view.model], view.stats.rate.estimate)
         yield from (coverage, alpha, rate)
-        yield CounterMetricFamily(
-            C.VLLM_COUNTER_RESETS,
-            "Times vLLM's counters went backwards (a vLLM restart).",
-            value=snapshot.counter_resets,
-        )
+        resets = family(C.VLLM_COUNTER_RESETS)
+        resets.add_metric([], snapshot.counter_resets)
+        yield resets
         totals = snapshot.vllm_log
         if totals is not None:
-            yield CounterMetricFamily(
-                C.VLLM_LOG_SPEC_LINES, "`SpecDecoding metrics` lines read.", value=totals.lines
-            )
-            yield CounterMetricFamily(
-                C.VLLM_LOG_ACCEPTED_TOKENS,
-                "Accepted tokens according to vLLM's log lines.",
-                value=totals.accepted,
-            )
-            yield CounterMetricFamily(
-                C.VLLM_LOG_DRAFT_TOKENS,
-                "Draft tokens according to vLLM's log lines.",
-                value=totals.drafted,
-            )
+            for name, value in ((C.VLLM_LOG_SPEC_LINES, totals.lines),
+                                (C.VLLM_LOG_ACCEPTED_TOKENS, totals.accepted),
+                                (C.VLLM_LOG_DRAFT_TOKENS, totals.drafted)):  # fmt: skip
+                target = family(name)
+                target.add_metric([], value)
+                yield target
 
     @staticmethod
     def _replica_cost(cost: CostSettings) -> Metric:
-        family = GaugeMetricFamily(
-            C.REPLICA_COST_PER_HOUR,
-            "What the replica behind this sidecar costs per hour (price x accelerators), by "
-            "variant; divided by output tokens/s it gives the cost per token.",
-            labels=[C.LABEL_VARIANT],
-        )
+        target = family(C.REPLICA_COST_PER_HOUR)
         n = cost.accelerators_per_replica
         assert cost.price_per_accelerator_hour is not None
-        family.add_metric([C.VARIANT_SPEC], cost.price_per_accelerator_hour * n)
+        target.add_metric([C.Variant.SPEC], cost.price_per_accelerator_hour * n)
         if cost.baseline_price_per_accelerator_hour is not None:
-            family.add_metric([C.VARIANT_BASELINE], cost.baseline_price_per_accelerator_hour * n)
-        return family
+            target.add_metric([C.Variant.BASELINE], cost.baseline_price_per_accelerator_hour * n)
+        return target  # type: ignore[no-any-return]  # a family built from the table
 
     @staticmethod
-    def _ab(router: ABRouter) -> Iterator[Metric]:
-        yield GaugeMetricFamily(
-            C.AB_BASELINE_SHARE,
-            "Configured share of traffic (by key hash) sent to the baseline upstream, 0..1.",
-            value=router.cfg.baseline_percent / 100.0,
-        )
-        yield GaugeMetricFamily(
-            C.AB_ROLLED_BACK,
-            "1 while rolled back: every request goes to the baseline upstream.",
-            value=1.0 if router.rolled_back else 0.0,
-        )
-        switches = CounterMetricFamily(
-            C.AB_SWITCHES,
-            "Rollback switches, by direction and by what switched (admin, file, auto).",
-            labels=[C.LABEL_TO, C.LABEL_SOURCE],
-        )
-        for to in (ROLLED_BACK, ROLLED_FORWARD):
-            for source in C.AB_SOURCES:
-                switches.add_metric([to, source], router.switches[to, source])
-        yield switches
+    def _ab(ab: ABState) -> Iterator[Metric]:
+        share, rolled = family(C.AB_BASELINE_SHARE), family(C.AB_ROLLED_BACK)
+        share.add_metric([], ab.baseline_percent / 100.0)
+        rolled.add_metric([], 1.0 if ab.rolled_back else 0.0)
+        switches = family(C.AB_SWITCHES)
+        for (to, source), n in sorted(ab.switches.items()):
+            switches.add_metric([to, source], n)
+        yield from (share, rolled, switches)
 
     @staticmethod
     def _health(snapshot: Snapshot, health: HealthSnapshot) -> Iterator[Metric]:
-        errors = CounterMetricFamily(
-            C.PARSE_ERRORS,
-            "Inputs specwatch could not read, by source and reason.",
-            labels=[C.LABEL_SOURCE, C.LABEL_REASON],
-        )
+        errors = family(C.PARSE_ERRORS)
         for (source, reason), n in sorted(health.parse_errors.items()):
             errors.add_metric([source, reason], n)
-        yield errors
-        passthrough = CounterMetricFamily(
-            C.PASSTHROUGH_REQUESTS,
-            "Requests to other paths, passed through unobserved.",
-            labels=[C.LABEL_STATUS_CLASS],
-        )
+        passthrough = family(C.PASSTHROUGH_REQUESTS)
         for status_class, n in sorted(health.passthrough.items()):
             passthrough.add_metric([status_class], n)
-        yield passthrough
-        folded = CounterMetricFamily(
-            C.FOLDED_LABEL_VALUES,
-            "Requests whose label value was folded into `other` by a cardinality cap.",
-            labels=[C.LABEL_LABEL],
-        )
-        folded.add_metric([C.LABEL_MODEL], snapshot.folded_models)
-        yield folded
-        yield GaugeMetricFamily(
-            C.ASYNCIO_TASKS,
-            "Tasks alive in specwatch's event loop (a leak shows as growth).",
-            value=_task_count(),
-        )
-        yield CounterMetricFamily(
-            C.CYCLE_LOG_ERRORS,
-            "Cycle-log lines that could not be written.",
-            value=health.cycle_log_errors,
-        )
-        yield CounterMetricFamily(
-            C.ANALYSIS_ERRORS,
-            "Observations the analysis failed on (a bug: see the log).",
-            value=health.analysis_errors,
-        )
-        overhead = HistogramMetricFamily(
-            C.PROXY_OVERHEAD_SECONDS,
-            "Time the proxy spends on a request before forwarding it upstream.",
-        )
+        folded = family(C.FOLDED_LABEL_VALUES)
+        folded.add_metric([C.Label.MODEL], snapshot.folded_models)
+        yield from (errors, passthrough, folded)
+        for name, value in ((C.ASYNCIO_TASKS, _task_count()),
+                            (C.CYCLE_LOG_ERRORS, health.cycle_log_errors),
+                            (C.ANALYSIS_ERRORS, health.analysis_errors)):  # fmt: skip
+            target = family(name)
+            target.add_metric([], value)
+            yield target
+        overhead = family(C.PROXY_OVERHEAD_SECONDS)
         _histogram(overhead, [], health.proxy_overhead)
         yield overhead
         if health.upstream_up is not None:
-            yield GaugeMetricFamily(
-                C.UPSTREAM_UP,
-                "1 when the upstream's /health answered 200 at the last scrape.",
-                value=1.0 if health.upstream_up else 0.0,
-            )
-        comparisons = CounterMetricFamily(
-            C.SHADOW_COMPARISONS,
-            "Greedy requests whose output was compared with the baseline's (shadow check).",
-            labels=[C.LABEL_MODEL],
-        )
-        divergences = CounterMetricFamily(
-            C.OUTPUT_DIVERGENCE,
-            "Shadow comparisons whose outputs differed: speculation was not lossless.",
-            labels=[C.LABEL_MODEL],
-        )
+            up = family(C.UPSTREAM_UP)
+            up.add_metric([], 1.0 if health.upstream_up else 0.0)
+            yield up
+        comparisons, divergences = family(C.SHADOW_COMPARISONS), family(C.OUTPUT_DIVERGENCE)
         for model, n in sorted(health.shadow_comparisons.items()):
             comparisons.add_metric([model], n)
             divergences.add_metric([model], health.shadow_divergences.get(model, 0))
-        skipped = CounterMetricFamily(
-            C.SHADOW_SKIPPED,
-            "Shadow comparisons not made: too many in flight, or the baseline failed.",
-            labels=[C.LABEL_REASON],
-        )
+        skipped = family(C.SHADOW_SKIPPED)
         for reason, n in sorted(health.shadow_skipped.items()):
             skipped.add_metric([reason], n)
         yield from (comparisons, divergences, skipped)
-        info = InfoMetricFamily(C.BUILD_INFO.removesuffix("_info"), "specwatch build.")
-        info.add_metric([], {"version": __version__})
-        yield info

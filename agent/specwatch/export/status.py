@@ -1,13 +1,24 @@
-"""The /status JSON document, from one snapshot."""
+"""The /status JSON document, from one reading (docs/status.schema.json describes it)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.stats import Interval
 from specwatch.health import HealthSnapshot
+from specwatch.model import ABState
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """Everything export reads at one moment, copied: the analysis, specwatch's own health
+    (None on replay) and the A/B router's state (None without A/B)."""
+
+    snapshot: Snapshot
+    health: HealthSnapshot | None = None
+    ab: ABState | None = None
 
 
 def _interval(interval: Interval | None) -> dict[str, float | None] | None:
@@ -56,7 +67,8 @@ def engine_status(view: EngineView) -> dict[str, Any]:
     }
 
 
-def status_document(snapshot: Snapshot, health: HealthSnapshot | None) -> dict[str, Any]:
+def status_document(reading: Reading) -> dict[str, Any]:
+    snapshot, health = reading.snapshot, reading.health
     requests: dict[str, int] = {}
     variants: dict[str, int] = {}
     for (key, outcome), n in snapshot.requests.items():
@@ -86,6 +98,8 @@ def status_document(snapshot: Snapshot, health: HealthSnapshot | None) -> dict[s
             "log": None if snapshot.vllm_log is None else asdict(snapshot.vllm_log),
         },
     }
+    if reading.ab is not None and reading.ab.enabled:
+        document["ab"] = reading.ab.as_dict()
     if health is not None:
         document["health"] = {
             "upstream_up": health.upstream_up,

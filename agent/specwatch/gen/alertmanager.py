@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.settings import Settings
 
@@ -29,8 +30,8 @@ TEMPLATES = (
 {{ end }}
 
 {{ define "specwatch.zone" -}}
-{{ if eq .CommonLabels.alertname "SpecDecodeSliceRed" }}red
-{{- else if eq .CommonLabels.alertname "SpecDecodeSliceYellow" }}yellow
+{{ if eq .CommonLabels.alertname "%s" }}red
+{{- else if eq .CommonLabels.alertname "%s" }}yellow
 {{- else }}{{ .CommonLabels.severity }}{{ end -}}
 {{ end }}
 
@@ -53,7 +54,7 @@ runbook: {{ .Annotations.runbook_url }}
 {{ .CommonLabels.alertname }}: {{ .CommonAnnotations.summary }}
 {{- end }}
 """
-)
+) % (C.AlertName.SLICE_RED, C.AlertName.SLICE_YELLOW)
 
 
 def _slack(settings: Settings, channel: str) -> dict[str, Any]:

@@ -82,7 +82,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     )
     return [
         Alert(
-            name="SpecDecodeSliceRed",
+            name=C.AlertName.SLICE_RED,
             severity="critical",
             expr=(
                 f"{a1h}\nand {ON_SLICE} {upper} < {red}\nand {ON_SLICE} {a5m} < {red}\n"
@@ -114,7 +114,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             ),
         ),
         Alert(
-            name="SpecDecodeSliceYellow",
+            name=C.AlertName.SLICE_YELLOW,
             severity="warning",
             expr=(
                 f"{a1h}\nand {ON_SLICE} {upper} < {green}\nand {ON_SLICE} {upper} >= {red}\n"
@@ -149,7 +149,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
 def _burn_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     budget = 1.0 - settings.alerts.slo_target
     out = []
-    for severity, speed in (("critical", "Fast"), ("warning", "Slow")):
+    for severity in ("critical", "warning"):
         pairs = [p for p in BURN_RATES if p[3] == severity]
         clauses = []
         for factor, long_w, short_w, _ in pairs:
@@ -169,7 +169,7 @@ def _burn_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         windows_text = ", ".join(f"{f:g}x over {lw} and {sw}" for f, lw, sw, _ in pairs)
         out.append(
             Alert(
-                name=f"SpecDecodeErrorBudgetBurn{speed}",
+                name=C.AlertName.BURN_FAST if severity == "critical" else C.AlertName.BURN_SLOW,
                 severity=severity,
                 expr=f"\nor {ON_SLICE} ".join(clauses),
                 for_seconds=120 if severity == "critical" else 900,
@@ -208,7 +208,7 @@ def _drift_alert(settings: Settings, windows: Q.Windows) -> Alert:
     baseline_exists = f"{Q.rate('slice', C.ACCEPTANCE_TRIALS, '5m')} offset {windows('6h')} > 0"
     detector = f"max by ({Q.by(Q.SLICE)}) ({C.DRIFT_ALARM})"
     return Alert(
-        name="SpecDecodeAcceptanceDrift",
+        name=C.AlertName.DRIFT,
         severity="warning",
         expr=(
             f"{detector} == 1\n"
@@ -228,8 +228,8 @@ def _drift_alert(settings: Settings, windows: Q.Windows) -> Alert:
         ),
         meaning=(
             "specwatch's drift detector (a CUSUM on per-minute acceptance against a trailing "
-            "baseline, corrected for overdispersion and autocorrelation, tuned to about one "
-            "false alarm per slice per week) has raised `specwatch_drift_alarm` for this slice. "
+            "baseline, corrected for overdispersion and the slice's slow wander, tuned to about "
+            f"one false alarm per slice per week) has raised `{C.DRIFT_ALARM}` for this slice. "
             "Where no sidecar exports the detector, the rule falls back to PromQL: the last 30 "
             f"minutes below the 6-hour baseline by at least {cfg.drift_min_delta:g} and by more "
             f"than {cfg.drift_z:g} binomial standard errors (a conservative z, since real streams "
@@ -256,7 +256,7 @@ def _slower_alert() -> Alert:
     upper = f'{C.ESTIMATED_GAIN_RATIO}{{{selector},bound="upper"}}'
     estimate = f'{C.ESTIMATED_GAIN_RATIO}{{{selector},bound="estimate"}}'
     return Alert(
-        name="SpecDecodeSlowerThanBaseline",
+        name=C.AlertName.SLOWER_THAN_BASELINE,
         severity="critical",
         expr=(f"max by (model) ({estimate})\nand on(model) max by (model) ({upper}) < 1"),
         for_seconds=600,
@@ -289,7 +289,7 @@ def _health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     cfg = settings.alerts
     return [
         Alert(
-            name="SpecDecodeSidecarDown",
+            name=C.AlertName.SIDECAR_DOWN,
             severity="warning",
             expr=f'up{{job="{cfg.job}"}} == 0',
             for_seconds=300,
@@ -300,7 +300,7 @@ def _health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             actions=("Check that the sidecar container runs and its admin port is scraped.",),
         ),
         Alert(
-            name="SpecDecodeVllmDown",
+            name=C.AlertName.VLLM_DOWN,
             severity="warning",
             expr=f"{C.UPSTREAM_UP} == 0",
             for_seconds=120,
@@ -311,7 +311,7 @@ def _health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             actions=("Check the vLLM container: out of memory, a crash loop, a stuck engine.",),
         ),
         Alert(
-            name="SpecDecodeCoverageLow",
+            name=C.AlertName.COVERAGE_LOW,
             severity="warning",
             expr=f"min by (instance, model) ({C.COVERAGE_RATIO}) < {cfg.coverage_min}",
             for_seconds=900,
@@ -329,7 +329,7 @@ def _health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             actions=("Route all traffic through the proxy port.",),
         ),
         Alert(
-            name="SpecDecodeParseErrors",
+            name=C.AlertName.PARSE_ERRORS,
             severity="info",
             expr=(
                 f"sum by (instance, source, reason) (rate({C.PARSE_ERRORS}_total"
@@ -349,7 +349,7 @@ def _health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             actions=("Check the vLLM version and report the reason to specwatch.",),
         ),
         Alert(
-            name="SpecDecodeRolledBack",
+            name=C.AlertName.ROLLED_BACK,
             severity="warning",
             expr=f"max by (instance) ({C.AB_ROLLED_BACK}) == 1",
             for_seconds=60,
@@ -394,7 +394,7 @@ def _divergence_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     )
     return [
         Alert(
-            name="SpecDecodeOutputDivergence",
+            name=C.AlertName.OUTPUT_DIVERGENCE,
             severity="info",
             expr=f"{diverged} > 0",
             for_seconds=0,
@@ -412,7 +412,7 @@ def _divergence_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             actions=actions,
         ),
         Alert(
-            name="SpecDecodeOutputDivergenceHigh",
+            name=C.AlertName.OUTPUT_DIVERGENCE_HIGH,
             severity="warning",
             expr=f"{diverged} / {compared} > {ratio}\nand {compared} >= 20",
             for_seconds=300,

@@ -19,8 +19,8 @@ WINDOWS: dict[str, int] = {
 RATE_WINDOWS = ("5m", "30m", "1h", "6h")  # acceptance over these, per slice and per model
 SLO_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")  # error ratio over these
 
-SLICE = ("model", "ctx_bucket", "task")
-LEVELS: dict[str, tuple[str, ...]] = {"slice": SLICE, "model": ("model",)}
+SLICE: tuple[str, ...] = C.SLICE_LABELS
+LEVELS: dict[str, tuple[str, ...]] = {"slice": SLICE, "model": (C.Label.MODEL,)}
 
 
 def duration(seconds: float) -> str:
@@ -51,9 +51,7 @@ def by(labels: tuple[str, ...]) -> str:
     return ", ".join(labels)
 
 
-def record(level: str, metric: str, operation: str) -> str:
-    """`level:metric:operations`, the recording-rule naming convention."""
-    return f"{level}:{metric}:{operation}"
+record = C.recorded
 
 
 # The recorded series other generators read. Levels: "slice" or "model".
@@ -71,21 +69,21 @@ def alpha(level: str, window: str) -> str:
 
 def alpha_bound(level: str, bound: str, window: str) -> str:
     """alpha-hat's request-level bound (analysis/stats.py: Wilson on trials / design effect)."""
-    return record(level, f"{C.ACCEPTANCE_ALPHA}_{bound}", f"robust{window}")
+    return record(level, C.bound_metric(bound), f"robust{window}")
 
 
 def design_effect(level: str, window: str) -> str:
-    return record(level, C.PREFIX + "acceptance_design_effect", f"robust{window}")
+    return record(level, C.RECORDED_DESIGN_EFFECT, f"robust{window}")
 
 
 def effective_trials(level: str, window: str) -> str:
     """Trials / design effect: the sample size alpha-hat's bounds are worth."""
-    return record(level, C.PREFIX + "acceptance_effective_trials", f"robust{window}")
+    return record(level, C.RECORDED_EFFECTIVE_TRIALS, f"robust{window}")
 
 
 def t_quantile(level: str, window: str) -> str:
     """Student's t on (requests - 1) degrees of freedom, for the window's bounds."""
-    return record(level, C.PREFIX + "acceptance_t_quantile", f"robust{window}")
+    return record(level, C.RECORDED_T_QUANTILE, f"robust{window}")
 
 
 def vllm_rate(level: str, window: str) -> str:
@@ -100,12 +98,12 @@ def per_position(level: str, window: str) -> str:
     return record(level, C.ACCEPTED_BY_POSITION, f"ratio_rate{window}")
 
 
-GOOD_WINDOW = record("slice", C.PREFIX + "good_window", "bool5m")
+GOOD_WINDOW = record("slice", C.RECORDED_GOOD_WINDOW, "bool5m")
 
 
 def slo_error_ratio(window: str) -> str:
-    return record("slice", C.PREFIX + "slo_error_ratio", f"avg{window}")
+    return record("slice", C.RECORDED_SLO_ERROR_RATIO, f"avg{window}")
 
 
 def slo_burn_rate(window: str) -> str:
-    return record("slice", C.PREFIX + "slo_burn_rate", f"ratio{window}")
+    return record("slice", C.RECORDED_SLO_BURN_RATE, f"ratio{window}")

@@ -115,13 +115,13 @@ def _level_rules(
             },
         ]
         rules += _robust_rules(level, w, confidence)
-    positions = f"{group}, {C.LABEL_POSITION}"
+    positions = f"{group}, {C.Label.POSITION}"
     rules.append(
         {
             "record": Q.per_position(level, "30m"),
             "expr": (
                 f"sum by ({positions}) (rate({C.ACCEPTED_BY_POSITION}_total[{windows('30m')}]))\n"
-                f"/ ignoring({C.LABEL_POSITION}) group_left\n"
+                f"/ ignoring({C.Label.POSITION}) group_left\n"
                 f"{Q.rate(level, C.SPEC_STEPS, '30m')}"
             ),
         }

@@ -6,6 +6,7 @@ are committed and `specwatch generate --check` catches a stale one.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,11 @@ class _Dumper(yaml.SafeDumper):
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style=style)
 
 
 _Dumper.add_representer(str, _str)
+_Dumper.add_multi_representer(StrEnum, _str)  # the names of conventions.py are plain text
 
 
 def yaml_document(data: Any) -> bytes:

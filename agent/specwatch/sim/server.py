@@ -45,7 +45,6 @@ WORDS = (
     "the", "model", "draft", "token", "accept", "verify", "step", "cache", "batch", "speed",
     "def", "return", "value", "data", "layer", "(", ")", ":", "\n", "    ",
 )  # fmt: skip
-TASK_HEADER = "X-Task-Type"
 TASK_MARKER = "[task:"
 
 
@@ -98,7 +97,7 @@ def count_prompt_tokens(body: dict[str, Any]) -> int:
 
 
 def task_of(headers: Any, body: dict[str, Any]) -> str:
-    header = headers.get(TASK_HEADER)
+    header = headers.get(C.Header.TASK)
     if header:
         return str(header).strip().lower()
     text = orjson.dumps(body.get("prompt") or body.get("messages") or "").decode()
@@ -345,7 +344,7 @@ class SimServer:
                 "BadRequestError",
                 "input_tokens",
             )
-        if request.headers.get("X-Sim-Fail") == "500":
+        if request.headers.get(C.Header.SIM_FAIL) == "500":
             raise BadRequest(500, "simulated internal error", "InternalServerError", None)
         options = body.get("stream_options")
         # Same request, same output: the seed ignores transport options such as stream_options.
@@ -359,7 +358,9 @@ class SimServer:
         steps = plan_steps(
             rng, self.acceptance, cfg.num_spec_tokens, task, prompt_tokens, max_tokens, elapsed
         )
-        request_id = request.headers.get("X-Request-Id") or uuid.UUID(int=rng.getrandbits(128)).hex
+        request_id = (
+            request.headers.get(C.Header.REQUEST_ID) or uuid.UUID(int=rng.getrandbits(128)).hex
+        )
         return _Generation(
             request_id=("chatcmpl-" if chat else "cmpl-") + request_id,
             chat=chat,
@@ -369,7 +370,7 @@ class SimServer:
             task=task,
             stream=body.get("stream") is True,
             include_usage=isinstance(options, dict) and options.get("include_usage") is True,
-            fail=request.headers.get("X-Sim-Fail"),
+            fail=request.headers.get(C.Header.SIM_FAIL),
             rng=rng,
             steps=steps,
             text_rng=random.Random(hashlib.sha256(key + b"text").digest()),
@@ -678,5 +679,5 @@ def _event(obj: dict[str, Any]) -> bytes:
 
 
 def _id_header(request: web.Request) -> dict[str, str]:
-    request_id = request.headers.get("X-Request-Id")
+    request_id = request.headers.get(C.Header.REQUEST_ID)
     return {"x-request-id": request_id} if request_id else {}

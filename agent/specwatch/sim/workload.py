@@ -14,6 +14,8 @@ from typing import Any
 
 import aiohttp
 
+from specwatch.conventions import Header
+
 TASK_WEIGHTS: dict[str, float] = {
     "code": 0.30,
     "chat": 0.30,
@@ -71,7 +73,7 @@ def make_request(rng: random.Random, model: str, header_share: float = 0.8) -> R
         body["stream"] = True
         if rng.random() < 0.5:
             body["stream_options"] = {"include_usage": True}
-    headers = {"X-Task-Type": task} if rng.random() < header_share else {}
+    headers: dict[str, str] = {Header.TASK: task} if rng.random() < header_share else {}
     path = "/v1/chat/completions" if chat else "/v1/completions"
     return RequestSpec(path=path, body=body, headers=headers, task=task, prompt_words=words)
 

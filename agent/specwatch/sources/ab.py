@@ -7,10 +7,15 @@ speculation). The same key always lands on the same side, whatever the process o
 Rollback sends every request to the baseline from the next request on. Three sources can hold
 it: the admin endpoint, the presence of a flag file, and auto-rollback (a model's overall zone
 red for `ab.auto_rollback_seconds`). Traffic is rolled back while any source holds it. Every
-change of a source is logged and counted (`specwatch_ab_switches_total{to, source}`).
+change of a source is logged and counted (the A/B switches counter, by `to` and `source`).
 Auto-rollback never undoes itself: with all traffic on the baseline, the speculative side has
 no evidence to recover on; an operator rolls forward (POST /admin/rollback {"rollback": false}
 clears the admin and auto sources).
+
+The admin endpoints that read and switch it (GET /admin/ab, POST /admin/rollback) live here with
+it; runtime.py mounts them on the admin port. A POST changes where traffic goes, so it needs
+`Authorization: Bearer TOKEN` (the token in `ab.admin_token_file`), except on an admin port
+bound to loopback with no token configured.
 """
 
 from __future__ import annotations
@@ -23,14 +28,17 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import structlog
+from aiohttp import web
 
 from specwatch import conventions as C
+from specwatch.httpjson import json_response
+from specwatch.model import ABState
 from specwatch.settings import ABSettings
 
 log = structlog.get_logger("specwatch.ab")
 
-ROLLED_BACK, ROLLED_FORWARD = "rolled_back", "rolled_forward"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -51,7 +59,7 @@ class ABRouter:
         self.spec_upstream = spec_upstream
         self.baseline_upstream = cfg.baseline_upstream or spec_upstream
         self._clock = clock
-        self._held: dict[str, str | None] = dict.fromkeys(C.AB_SOURCES)  # source -> reason
+        self._held: dict[str, str | None] = dict.fromkeys(C.ABSource)  # source -> reason
         self.switches: Counter[tuple[str, str]] = Counter()  # (to, source)
         self.changed_at: float | None = None
         self._red_since: dict[str, float] = {}
@@ -62,7 +70,7 @@ class ABRouter:
 
     @property
     def held_by(self) -> dict[str, str]:
-        return {source: reason for source, reason in self._held.items() if reason is not None}
+        return {str(source): reason for source, reason in self._held.items() if reason is not None}
 
     def variant(self, key: str) -> str:
         if not self.enabled:
@@ -82,7 +90,7 @@ class ABRouter:
             return False
         before = self.rolled_back
         self._held[source] = reason if on else None
-        to = ROLLED_BACK if on else ROLLED_FORWARD
+        to = C.Switch.ROLLED_BACK if on else C.Switch.ROLLED_FORWARD
         self.switches[to, source] += 1
         self.changed_at = self._clock()
         log.warning(
@@ -103,28 +111,29 @@ class ABRouter:
         for model in red_models:
             since = self._red_since.setdefault(model, now)
             if limit is not None and self.enabled and now - since >= limit:
-                self.hold("auto", True, f"{model}: overall zone red for {now - since:.0f} s")
+                reason = f"{model}: overall zone red for {now - since:.0f} s"
+                self.hold(C.ABSource.AUTO, True, reason)
 
     async def watch_file(self, path: Path) -> None:
         """Rolled back while `path` exists (polled; survives the file appearing later)."""
         while True:
             exists = await asyncio.to_thread(path.exists)
-            self.hold("file", exists, f"flag file {path}")
+            self.hold(C.ABSource.FILE, exists, f"flag file {path}")
             await asyncio.sleep(self.cfg.rollback_poll_seconds)
 
-    def state(self) -> dict[str, object]:
-        return {
-            "enabled": self.enabled,
-            "baseline_percent": self.cfg.baseline_percent,
-            "key_header": self.cfg.key_header,
-            "rolled_back": self.rolled_back,
-            "held_by": self.held_by,
-            "changed_at": self.changed_at,
-            "switches": [
-                {"to": to, "source": source, "count": n}
-                for (to, source), n in sorted(self.switches.items())
-            ],
+    def snapshot(self) -> ABState:
+        switches: dict[tuple[str, str], int] = {
+            (to, source): self.switches[to, source] for to in C.Switch for source in C.ABSource
         }
+        return ABState(
+            enabled=self.enabled,
+            baseline_percent=self.cfg.baseline_percent,
+            key_header=self.cfg.key_header,
+            rolled_back=self.rolled_back,
+            held_by=self.held_by,
+            changed_at=self.changed_at,
+            switches=switches,
+        )
 
 
 def read_token(path: Path | None) -> str | None:
@@ -144,3 +153,35 @@ def authorized(header: str | None, token: str | None, loopback: bool) -> bool:
     if header is None or not header.startswith("Bearer "):
         return False
     return hmac.compare_digest(header.removeprefix("Bearer ").encode(), token.encode())
+
+
+def admin_routes(router: ABRouter, token: str | None, loopback: bool) -> list[web.RouteDef]:
+    """GET /admin/ab (the state) and POST /admin/rollback {"rollback": bool}."""
+
+    async def ab_state(_request: web.Request) -> web.Response:
+        return json_response(router.snapshot().as_dict())
+
+    async def rollback(request: web.Request) -> web.Response:
+        if not authorized(request.headers.get(C.Header.AUTHORIZATION), token, loopback):
+            why = (
+                "a bearer token is required"
+                if token is not None
+                else "the admin port is not loopback-only: set ab.admin_token_file"
+            )
+            return json_response({"error": why}, 401 if token is not None else 403)
+        try:
+            body = orjson.loads(await request.read())
+            on = body["rollback"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            on = None
+        if not isinstance(on, bool):
+            return json_response(
+                {"error": 'expected {"rollback": true} or {"rollback": false}'}, 400
+            )
+        reason = f"admin request from {request.remote}"
+        router.hold(C.ABSource.ADMIN, on, reason)
+        if not on:  # rolling forward by hand also clears an auto-rollback
+            router.hold(C.ABSource.AUTO, False, reason)
+        return json_response(router.snapshot().as_dict())
+
+    return [web.get("/admin/ab", ab_state), web.post("/admin/rollback", rollback)]

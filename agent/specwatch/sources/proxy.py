@@ -24,7 +24,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from specwatch.analysis.tasks import features_of
-from specwatch.conventions import OBSERVED_PATHS, Outcome, ParseSource
+from specwatch.conventions import OBSERVED_PATHS, Header, Outcome, ParseSource
 from specwatch.health import Health
 from specwatch.settings import Settings
 from specwatch.sources.ab import ABRouter
@@ -186,7 +186,7 @@ class Proxy:
     ) -> web.Response:
         """Refused by specwatch itself (never sent upstream), in OpenAI's error shape, counted."""
         if observed:
-            request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+            request_id = request.headers.get(Header.REQUEST_ID) or uuid.uuid4().hex
             self._submit(
                 Observation(
                     ts=self._clock(),
@@ -240,7 +240,7 @@ class Proxy:
 
     async def _observed(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
-        request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+        request_id = request.headers.get(Header.REQUEST_ID) or uuid.uuid4().hex
         variant = self.router.variant(self._ab_key(request, request_id))
         exchange = _Exchange()
         features = features_of(request.path, request.headers.get(self._task_header), None)

@@ -4,10 +4,9 @@ Off by default (`shadow.fraction` 0). A share of the temperature-0 requests serv
 speculative upstream is sent again, after the client's response is complete, to the baseline
 upstream (`ab.baseline_upstream`, no speculation) as a non-streaming request, and the two
 output texts are compared. With correct speculative decoding they are identical; a difference
-is a correctness problem of the server. Counted per model
-(`specwatch_shadow_comparisons_total`, `specwatch_output_divergence_total`); nothing of the
-texts is logged or kept. Bounded: at most `shadow.max_in_flight` comparisons run at once, the
-rest are skipped and counted.
+is a correctness problem of the server. Counted per model (comparisons, and those that
+diverged); nothing of the texts is logged or kept. Bounded: at most `shadow.max_in_flight`
+comparisons run at once, the rest are skipped and counted.
 """
 
 from __future__ import annotations

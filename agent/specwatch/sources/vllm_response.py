@@ -1,7 +1,7 @@
 """Read vLLM's OpenAI responses: the final JSON body, or the SSE stream's final usage chunk.
 
 Nothing here raises anything but ParseFailure, whose `reason` becomes the `reason` label of
-specwatch_parse_errors_total. Shapes: the real captures in tests/fixtures.
+the parse-errors counter. Shapes: the real captures in tests/fixtures.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""What each command runs; cli.py parses the command line and dispatches here."""

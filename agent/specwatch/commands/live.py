@@ -1,0 +1,64 @@
+"""`specwatch proxy` (beside a running vLLM) and `specwatch serve` (vLLM as a child)."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+import sys
+
+import structlog
+
+from specwatch.commands.loop import until_signal
+from specwatch.runtime import Sidecar
+from specwatch.settings import Settings
+from specwatch.sources.supervisor import VllmProcess, prepare_command
+
+log = structlog.get_logger("specwatch")
+
+
+async def run_proxy(settings: Settings) -> int:
+    sidecar = Sidecar(settings)
+    await sidecar.start()
+    try:
+        await until_signal()
+        await sidecar.drain(settings.serve.drain_seconds)
+    finally:
+        await sidecar.stop()
+    return 0
+
+
+async def run_serve(settings: Settings, vllm_argv: list[str]) -> int:
+    """Start vLLM with the flags specwatch needs, proxy it, and stop both together; the exit
+    code is vLLM's (0 after a clean stop on our signal)."""
+    command = prepare_command(vllm_argv)
+    print(f"specwatch: starting vLLM: {shlex.join(command.argv)}", file=sys.stderr)
+    if command.added:
+        print(f"specwatch: added to the vLLM command: {shlex.join(command.added)}", file=sys.stderr)
+    settings = settings.model_copy(update={"upstream": command.upstream})
+    sidecar = Sidecar(settings, fresh_engine=True)
+    child = VllmProcess(command, sidecar.log_line)
+    await child.start()
+    try:
+        await sidecar.start()
+    except OSError:
+        await child.stop(settings.serve.drain_seconds)
+        raise
+    exited = asyncio.create_task(child.wait())
+    stopping = asyncio.create_task(until_signal())
+    done, _ = await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if exited in done:
+        code = exited.result()
+        stopping.cancel()
+        sidecar.health.upstream_up = False
+        log.error("vllm_exited", code=code, grace_seconds=settings.serve.exit_grace_seconds)
+        await asyncio.sleep(settings.serve.exit_grace_seconds)  # let Prometheus see it
+    else:
+        number = stopping.result()
+        await sidecar.drain(settings.serve.drain_seconds)  # streams finish while vLLM serves
+        log.info("stopping_vllm", signal=signal.Signals(number).name)
+        code = await child.stop(settings.serve.drain_seconds, number)
+        if code == 128 + number:  # ended by the signal we passed on: a clean stop
+            code = 0
+    await sidecar.stop()
+    return code

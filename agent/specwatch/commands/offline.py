@@ -1,0 +1,160 @@
+"""The commands that run once and exit: generate, replay, advise, snapshot, check-config."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from specwatch.analysis.analyzer import Snapshot
+from specwatch.conventions import ALL
+from specwatch.settings import Settings
+from specwatch.sources.cyclelog import LineError
+
+
+def check_config(settings: Settings) -> int:
+    print(json.dumps(settings.model_dump(mode="json"), indent=2, sort_keys=True))
+    print("specwatch: config ok", file=sys.stderr)
+    return 0
+
+
+def run_generate(args: argparse.Namespace, settings: Settings) -> int:
+    from specwatch.gen.alerts import GenerateError
+    from specwatch.gen.writer import render, stale, write
+
+    try:
+        files = render(settings, args.time_scale)
+    except GenerateError as error:
+        print(f"specwatch: generate: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        outdated = stale(files, args.out)
+        for name in outdated:
+            print(f"specwatch: generate: {name} is out of date", file=sys.stderr)
+        if outdated:
+            print(
+                "specwatch: generate: run `specwatch generate` and commit the result",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"specwatch: generate: {len(files)} files up to date", file=sys.stderr)
+        return 0
+    for path in write(files, args.out):
+        print(f"specwatch: generate: wrote {path}", file=sys.stderr)
+    return 0
+
+
+def replayed(
+    files: list[Path], settings: Settings, command: str
+) -> tuple[Snapshot, list[LineError]] | None:
+    """Cycle logs through the live analysis; None (said on stderr) when a file is unreadable."""
+    from specwatch.analysis.replay import replay
+    from specwatch.sources.cyclelog import read_cycle_logs
+
+    errors: list[LineError] = []
+    try:
+        analyzer, end = replay(read_cycle_logs(files, errors), settings)
+    except OSError as error:
+        print(f"specwatch: {command}: {error}", file=sys.stderr)
+        return None
+    return analyzer.snapshot(end), errors
+
+
+def _report_bad_lines(errors: list[LineError], command: str) -> None:
+    for bad in errors:
+        print(f"specwatch: {command}: {bad.path}:{bad.line}: {bad.reason}", file=sys.stderr)
+    if errors:
+        print(f"specwatch: {command}: {len(errors)} bad line(s) skipped", file=sys.stderr)
+
+
+def run_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from rich.console import Console
+
+    from specwatch.export.status import Reading, status_document
+    from specwatch.httpjson import dumps
+    from specwatch.table import slice_table
+
+    found = replayed(args.files, settings, "replay")
+    if found is None:
+        return 1
+    snapshot, errors = found
+    if args.json:
+        document = status_document(Reading(snapshot))
+        document["replay"] = {
+            "files": [str(path) for path in args.files],
+            "bad_lines": [asdict(bad) for bad in errors],
+        }
+        sys.stdout.write(dumps(document).decode() + "\n")
+    else:
+        Console().print(slice_table(snapshot, f"replay of {len(args.files)} file(s)"))
+    _report_bad_lines(errors, "replay")
+    return 0
+
+
+def run_advise(args: argparse.Namespace, settings: Settings) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from specwatch.analysis.advisor import advise
+    from specwatch.analysis.stats import SliceStats
+    from specwatch.httpjson import dumps
+
+    if not 0 <= args.cost_ratio < 1:
+        print("specwatch: advise: --cost-ratio must be in [0, 1)", file=sys.stderr)
+        return 2
+    found = replayed(args.files, settings, "advise")
+    if found is None:
+        return 1
+    snapshot, errors = found
+    results = []
+    for view in (*snapshot.rollups, *snapshot.slices):
+        counts = view.since_start
+        stats = SliceStats.of(counts, settings.zones.confidence)
+        advice = advise(stats.per_position, counts.max_drafted, args.cost_ratio)
+        if advice is not None:
+            results.append((view.key, counts.steps, advice))
+    if args.json:
+        document = [
+            {"model": key.model, "ctx_bucket": key.ctx_bucket, "task": key.task,
+             "spec_steps": steps, **asdict(advice)}
+            for key, steps, advice in results
+        ]  # fmt: skip
+        sys.stdout.write(dumps(document).decode() + "\n")
+    else:
+        console = Console()
+        for key, steps, advice in results:
+            if key.ctx_bucket != ALL:
+                continue
+            table = Table(title=f"{key.model}: {steps} steps, c = {args.cost_ratio:g}")
+            for name in ("K", "tokens/step", "predicted speedup", ""):
+                table.add_column(name, justify="right")
+            low, high = advice.range
+            for k, expected, speedup in advice.table:
+                mark = "best" if k == advice.best_k else ("in range" if low <= k <= high else "")
+                table.add_row(str(k), f"{expected:.3f}", f"{speedup:.3f}", mark)
+            console.print(table)
+            console.print(f"advice: K={advice.best_k} (range {low}-{high}); {advice.note}")
+        console.print("per slice (best K, range):")
+        for key, steps, advice in results:
+            if key.ctx_bucket != ALL:
+                low, high = advice.range
+                console.print(
+                    f"  {key.ctx_bucket:>8} {key.task:<14} K={advice.best_k} ({low}-{high}), "
+                    f"{steps} steps"
+                )
+    _report_bad_lines(errors, "advise")
+    return 0
+
+
+def run_snapshot(args: argparse.Namespace, settings: Settings) -> int:
+    from specwatch.snapshot_png import SnapshotError, render_snapshot
+
+    try:
+        path = render_snapshot(args.prometheus, args.out, settings, args.model, args.minutes)
+    except SnapshotError as error:
+        print(f"specwatch: snapshot: {error}", file=sys.stderr)
+        return 1
+    print(f"specwatch: snapshot: wrote {path}", file=sys.stderr)
+    return 0
