@@ -19,7 +19,8 @@ import pytest
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.bench.workload import builtin
 from specwatch.sim.acceptance import CostModel, plan_steps
-from specwatch.sim.server import SimConfig, SimServer, count_prompt_tokens
+from specwatch.sim.requests import count_prompt_tokens
+from specwatch.sim.server import SimConfig, SimServer
 
 from tests.conftest import serve
 

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import structlog
 
 from specwatch import conventions as C
 from specwatch.analysis.advisor import Advice, advise
-from specwatch.analysis.drift import DriftDetector, DriftView
+from specwatch.analysis.drift import DriftDetector
 from specwatch.analysis.engine import EngineCounters, LogTotals
-from specwatch.analysis.mix import MixView, decompose, psi, shares
+from specwatch.analysis.mix import traffic_mix
+from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, split_steps
 from specwatch.analysis.speedup import Gain, SpeedupTracker
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import Counts, Histogram, SlidingWindow
+from specwatch.analysis.views import EngineView, SliceView, Snapshot
+from specwatch.analysis.windows import Counts, SlidingWindow
 from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
 from specwatch.model import (
     EngineLogRecord,
     EngineSample,
-    RequestKey,
     RequestRecord,
     SliceKey,
     SpecLogRecord,
@@ -30,75 +30,7 @@ from specwatch.settings import Settings
 
 log = structlog.get_logger("specwatch.analysis")
 
-HISTOGRAMS: dict[str, tuple[float, ...]] = {
-    C.REQUEST_ACCEPTANCE_LENGTH: C.ACCEPTANCE_LENGTH_BUCKETS,
-    C.TTFT_SECONDS: C.TTFT_BUCKETS,
-    C.TPOT_SECONDS: C.TPOT_BUCKETS,
-    C.REQUEST_DURATION_SECONDS: C.DURATION_BUCKETS,
-}
-
-# Outcomes whose model name came back from the upstream, so it may become a label value.
-_SERVED = frozenset({C.Outcome.OBSERVED, C.Outcome.NO_SPEC_METRICS})
-
-
-@dataclass(frozen=True, slots=True)
-class SliceView:
-    """One slice at one moment: counts since start, counts and statistics over the window."""
-
-    key: SliceKey
-    since_start: Counts
-    window: Counts
-    stats: SliceStats
-    zone: str
-    zone_since: float | None
-    source: str = C.SliceSource.PROXY
-    gain: Gain | None = None
-    drift: DriftView | None = None
-    advice: Advice | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EngineView:
-    """vLLM's own counters for one model, and how much of them the proxy saw."""
-
-    model: str
-    since_start: Counts
-    window: Counts
-    stats: SliceStats
-    coverage: float | None  # draft tokens seen by the proxy / counted by vLLM, over the window
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """Everything export needs, copied: readers never touch live state."""
-
-    at: float
-    started: float
-    window_seconds: float
-    slices: tuple[SliceView, ...]  # the partition: sums over these are all traffic
-    rollups: tuple[SliceView, ...]  # per model, ctx_bucket = task = "all"
-    requests: dict[tuple[RequestKey, str], int]  # (request slice + variant, outcome) -> count
-    tokens: dict[RequestKey, tuple[int, int]]  # -> (prompt, completion) tokens
-    histograms: dict[str, dict[RequestKey, Histogram]]
-    folded_models: int
-    engine: tuple[EngineView, ...] = ()
-    vllm_log: LogTotals | None = None
-    counter_resets: int = 0
-    mix: dict[str, MixView] | None = None  # per model
-
-
-def _of_model(
-    period: dict[SliceKey, tuple[int, int]], model: str
-) -> dict[SliceKey, tuple[int, int]]:
-    return {k: v for k, v in period.items() if k.model == model and k.task != C.ALL}
-
-
-def _shares_by(period: dict[SliceKey, tuple[int, int]], ctx: bool) -> dict[str, float]:
-    weights: dict[str, float] = {}
-    for key, (_, trials) in period.items():
-        label = key.ctx_bucket if ctx else key.task
-        weights[label] = weights.get(label, 0.0) + trials
-    return shares(weights)
+__all__ = ["Analyzer", "EngineView", "SliceView", "Snapshot"]
 
 
 class Analyzer:
@@ -118,11 +50,7 @@ class Analyzer:
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
         self._zones: dict[SliceKey, ZoneState] = {}
-        self._requests: dict[tuple[RequestKey, str], int] = defaultdict(int)
-        self._tokens: dict[RequestKey, list[int]] = {}
-        self._histograms: dict[str, dict[RequestKey, Histogram]] = {name: {} for name in HISTOGRAMS}
-        self._models: set[str] = set()
-        self._folded_models = 0
+        self._series = RequestSeries(self._buckets, settings.limits.max_models)
         self._engine = EngineCounters(
             settings.window.length_seconds,
             settings.window.bucket_seconds,
@@ -137,24 +65,6 @@ class Analyzer:
     def buckets(self) -> CtxBuckets:
         return self._buckets
 
-    def _model_label(self, model: str, outcome: str) -> str:
-        if model in self._models:
-            return model
-        if outcome in _SERVED and len(self._models) < self._cfg.limits.max_models:
-            self._models.add(model)
-            return model
-        self._folded_models += 1
-        return C.OTHER
-
-    def _observe(self, name: str, key: RequestKey, value: float | None) -> None:
-        if value is None:
-            return
-        per_key = self._histograms[name]
-        histogram = per_key.get(key)
-        if histogram is None:
-            histogram = per_key[key] = Histogram(HISTOGRAMS[name])
-        histogram.observe(value)
-
     def _add(self, key: SliceKey, ts: float, counts: Counts) -> None:
         total = self._total.get(key)
         if total is None:
@@ -164,28 +74,18 @@ class Analyzer:
         self._drift.add(key, ts, counts.accepted, counts.trials)
 
     def ingest(self, record: RequestRecord) -> None:
-        model = self._model_label(record.model, record.outcome)
-        prompt = record.prompt_tokens
-        ctx = self._buckets.label(prompt) if prompt is not None else C.UNKNOWN_CTX
+        request_key = self._series.add(record)
+        model, prompt = request_key.model, record.prompt_tokens
         baseline = record.variant == C.VARIANT_BASELINE
-        request_key = RequestKey(model, ctx, record.task, record.variant)
-        self._requests[request_key, record.outcome] += 1
-        tokens = self._tokens.setdefault(request_key, [0, 0])
-        tokens[0] += prompt or 0
-        tokens[1] += record.completion_tokens or 0
-        self._observe(C.TTFT_SECONDS, request_key, record.latency.ttft)
-        self._observe(C.TPOT_SECONDS, request_key, record.latency.tpot)
         if baseline or record.spec is not None:
             self._speedup.add(
                 model, baseline, record.ts, record.latency.tpot, record.completion_tokens
             )
-        self._observe(C.REQUEST_DURATION_SECONDS, request_key, record.latency.e2e)
         spec = record.spec
         if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
             return
-        self._observe(
-            C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + sum(spec.accepted) / spec.steps
-        )
+        tau = 1.0 + sum(spec.accepted) / spec.steps
+        self._series.observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, tau)
         if prompt is None:
             whole = Counts.of_request(spec.drafted, spec.accepted, self._max_position)
             parts: dict[str, Counts] = {C.UNKNOWN_CTX: whole}
@@ -257,25 +157,6 @@ class Analyzer:
     @staticmethod
     def _advice(counts: Counts, stats: SliceStats, cost: float) -> Advice | None:
         return advise(stats.per_position, counts.max_drafted, cost)
-
-    def _mix(self, now: float) -> dict[str, MixView]:
-        """Per model: the recent period's traffic mix against the drift baseline period."""
-        cfg = self._cfg.drift
-        bucket = cfg.bucket_seconds
-        base_end = now - cfg.gap_buckets * bucket
-        base = self._drift.period_counts(base_end - cfg.baseline_buckets * bucket, base_end)
-        recent = self._drift.period_counts(now - cfg.recent_buckets * bucket, now)
-        out = {}
-        for model in sorted({key.model for key in recent}):
-            b, r = _of_model(base, model), _of_model(recent, model)
-            decomposition = decompose(b, r)
-            if decomposition is not None:
-                out[model] = MixView(
-                    psi_ctx_bucket=psi(_shares_by(b, ctx=True), _shares_by(r, ctx=True)),
-                    psi_task=psi(_shares_by(b, ctx=False), _shares_by(r, ctx=False)),
-                    decomposition=decomposition,
-                )
-        return out
 
     def evaluate(self, now: float) -> None:
         """One zone and drift evaluation of every slice and rollup; logs each change."""
@@ -373,17 +254,14 @@ class Analyzer:
             window_seconds=self._cfg.window.length_seconds,
             slices=tuple(slices),
             rollups=tuple(rollups),
-            requests=dict(self._requests),
-            tokens={key: (v[0], v[1]) for key, v in self._tokens.items()},
-            histograms={
-                name: {key: h.copy() for key, h in per_key.items()}
-                for name, per_key in self._histograms.items()
-            },
-            folded_models=self._folded_models,
+            requests=dict(self._series.requests),
+            tokens=self._series.tokens(),
+            histograms=self._series.histograms(),
+            folded_models=self._series.folded_models,
             engine=tuple(engine_views),
             vllm_log=replace(self._log),
             counter_resets=self._engine.resets,
-            mix=self._mix(now),
+            mix=traffic_mix(self._drift, self._cfg.drift, now),
         )
 
     @staticmethod

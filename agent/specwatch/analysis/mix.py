@@ -15,6 +15,11 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from specwatch import conventions as C
+from specwatch.analysis.drift import DriftDetector
+from specwatch.model import SliceKey
+from specwatch.settings import DriftSettings
+
 K = TypeVar("K", bound=Hashable)
 
 PSI_FLOOR = 1e-4  # a share of 0 would make PSI infinite
@@ -76,3 +81,37 @@ class MixView:
     psi_ctx_bucket: float
     psi_task: float
     decomposition: Decomposition
+
+
+Period = dict[SliceKey, tuple[int, int]]  # (accepted, trials) per slice
+
+
+def _of_model(period: Period, model: str) -> Period:
+    return {k: v for k, v in period.items() if k.model == model and k.task != C.ALL}
+
+
+def _shares_by(period: Period, ctx: bool) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for key, (_, trials) in period.items():
+        label = key.ctx_bucket if ctx else key.task
+        weights[label] = weights.get(label, 0.0) + trials
+    return shares(weights)
+
+
+def traffic_mix(drift: DriftDetector, cfg: DriftSettings, now: float) -> dict[str, MixView]:
+    """Per model: the recent period's traffic mix against the drift baseline period."""
+    bucket = cfg.bucket_seconds
+    base_end = now - cfg.gap_buckets * bucket
+    base = drift.period_counts(base_end - cfg.baseline_buckets * bucket, base_end)
+    recent = drift.period_counts(now - cfg.recent_buckets * bucket, now)
+    out = {}
+    for model in sorted({key.model for key in recent}):
+        b, r = _of_model(base, model), _of_model(recent, model)
+        decomposition = decompose(b, r)
+        if decomposition is not None:
+            out[model] = MixView(
+                psi_ctx_bucket=psi(_shares_by(b, ctx=True), _shares_by(r, ctx=True)),
+                psi_task=psi(_shares_by(b, ctx=False), _shares_by(r, ctx=False)),
+                decomposition=decomposition,
+            )
+    return out

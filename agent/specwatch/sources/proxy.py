@@ -21,7 +21,6 @@ import aiohttp
 import orjson
 import structlog
 from aiohttp import web
-from multidict import CIMultiDict
 
 from specwatch.analysis.tasks import features_of
 from specwatch.conventions import OBSERVED_PATHS, Header, Outcome, ParseSource
@@ -29,65 +28,13 @@ from specwatch.health import Health
 from specwatch.settings import Settings
 from specwatch.sources.ab import ABRouter
 from specwatch.sources.observation import Observation
+from specwatch.sources.replies import UPSTREAM_LOST_EVENT, forwardable, openai_error, refusal
 from specwatch.sources.shadow import Shadow
-from specwatch.sources.vllm_response import (
-    SseSplitter,
-    event_data,
-    finishes,
-    is_usage_event,
-    restore_fingerprint,
-)
+from specwatch.sources.stream import StreamRewriter
 
 log = structlog.get_logger("specwatch.proxy")
 
-# Hop-by-hop headers (RFC 9110 7.6.1) and those the transport recomputes.
-_HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-    }
-)
-
 Submit = Callable[[Observation], None]
-
-
-def _forwardable(headers: Any) -> CIMultiDict[str]:
-    out: CIMultiDict[str] = CIMultiDict()
-    for name, value in headers.items():
-        if name.lower() not in _HOP_BY_HOP:
-            out.add(name, value)
-    return out
-
-
-def openai_error(status: int, message: str, error_type: str) -> web.Response:
-    """An error in the shape vLLM and OpenAI use, so clients handle it as usual."""
-    body = {"error": {"message": message, "type": error_type, "param": None, "code": status}}
-    return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
-
-
-def _refusal(status: int, message: str) -> web.Response:
-    """specwatch's own refusal (408, 413, 503) in OpenAI's error shape."""
-    error_type = {408: "RequestTimeout", 413: "RequestTooLarge"}.get(status, "ServiceUnavailable")
-    response = openai_error(status, message, error_type)
-    if status == 503:
-        response.headers["Retry-After"] = "1"
-    return response
-
-
-_UPSTREAM_LOST_EVENT = (
-    b'data: {"error": {"message": "specwatch: the upstream connection was lost mid-stream", '
-    b'"type": "BadGateway", "param": null, "code": 502}}\n\n'
-)
 
 
 @dataclass(slots=True)
@@ -204,7 +151,7 @@ class Proxy:
             )
         else:
             self._health.passthrough[f"{status // 100}xx"] += 1
-        return _refusal(status, message)
+        return refusal(status, message)
 
     # --- every other path: bytes in, bytes out ----------------------------------------------
 
@@ -214,13 +161,13 @@ class Proxy:
             async with self.session.request(
                 request.method,
                 self._upstream + request.raw_path,
-                headers=_forwardable(request.headers),
+                headers=forwardable(request.headers),
                 data=data,
                 allow_redirects=False,
             ) as upstream:
                 self._health.passthrough[f"{upstream.status // 100}xx"] += 1
                 response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-                response.headers.update(_forwardable(upstream.headers))
+                response.headers.update(forwardable(upstream.headers))
                 if upstream.content_length is not None:
                     response.content_length = upstream.content_length
                 await response.prepare(request)
@@ -252,10 +199,10 @@ class Proxy:
             except web.HTTPRequestEntityTooLarge:
                 exchange.outcome = Outcome.REJECTED
                 limit = self._settings.limits.max_request_bytes
-                return _refusal(413, f"specwatch: body over {limit} bytes")
+                return refusal(413, f"specwatch: body over {limit} bytes")
             except TimeoutError:
                 exchange.outcome = Outcome.REJECTED
-                return _refusal(408, f"specwatch: body not received in {self._body_timeout:g} s")
+                return refusal(408, f"specwatch: body not received in {self._body_timeout:g} s")
             body: Any = None
             try:
                 body = orjson.loads(raw)
@@ -285,7 +232,7 @@ class Proxy:
             if output:
                 assert body is not None
                 # The client has its whole answer: the comparison cannot delay it.
-                headers = dict(_forwardable(request.headers))
+                headers = dict(forwardable(request.headers))
                 self.shadow.start(request.path, body, headers, output, stream)
             return response
         except asyncio.CancelledError:
@@ -317,14 +264,14 @@ class Proxy:
         exchange: _Exchange,
         started: float,
     ) -> web.StreamResponse:
-        headers = _forwardable(request.headers)
+        headers = forwardable(request.headers)
         response: web.StreamResponse | None = None
         try:
             async with self.session.post(
                 base + request.raw_path, data=raw, headers=headers
             ) as upstream:
                 response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-                response.headers.update(_forwardable(upstream.headers))
+                response.headers.update(forwardable(upstream.headers))
                 ok = 200 <= upstream.status < 300
                 event_stream = upstream.content_type == "text/event-stream"
                 if not ok:
@@ -352,7 +299,7 @@ class Proxy:
             if response is None or not response.prepared:
                 return openai_error(502, f"specwatch: upstream failed: {error!r}", "BadGateway")
             if stream:
-                await self._try_write(response, _UPSTREAM_LOST_EVENT)
+                await self._try_write(response, UPSTREAM_LOST_EVENT)
             # The body is cut short: close the connection so the client sees it as broken.
             if request.transport is not None:
                 request.transport.close()
@@ -398,10 +345,7 @@ class Proxy:
         exchange: _Exchange,
         started: float,
     ) -> None:
-        splitter = SseSplitter(self._max_response)
-        usage: bytes | None = None
-        held: bytes | None = None  # the last content chunk, until we know if usage follows
-        done = errored = False
+        rewriter = StreamRewriter(inject, self._max_response)
         captured = 0
         async for chunk in upstream.content.iter_any():
             if exchange.first_byte is None:
@@ -412,40 +356,16 @@ class Proxy:
                     exchange.capture = None  # too large to compare: not shadowed
                 else:
                     exchange.capture.append(chunk)
-            if not inject:
-                await response.write(chunk)
-            forward = []
-            for event in splitter.feed(chunk):
-                if is_usage_event(event):
-                    usage = exchange.payload = event  # kept even if the client leaves now
-                    if inject:
-                        held = held and restore_fingerprint(held, event)
-                        continue
-                elif b"[DONE]" in event and event_data(event) == b"[DONE]":
-                    done = True
-                elif event.startswith(b'data: {"error"'):
-                    errored = True
-                if inject:
-                    if held is not None:
-                        forward.append(held)
-                        held = None
-                    if finishes(event):
-                        held = event
-                        continue
-                forward.append(event)
-            if inject and forward:
-                await response.write(b"".join(forward))
-        if held is not None:
-            await response.write(held)
-        rest = splitter.flush()
-        if inject and rest:
+            out = rewriter.feed(chunk)
+            exchange.payload = rewriter.usage  # kept even if the client leaves now
+            if out:
+                await response.write(out)
+        rest = rewriter.finish()
+        if rest:
             await response.write(rest)
-        if splitter.oversized:
-            exchange.parse_failure = "oversized_event"
-        elif rest.strip() or not done:
-            exchange.parse_failure = "truncated_stream"
-        if errored:
+        exchange.parse_failure = rewriter.parse_failure
+        if rewriter.errored:
             exchange.outcome = Outcome.UPSTREAM_ERROR
-        elif usage is None and exchange.parse_failure is not None:
+        elif rewriter.usage is None and rewriter.parse_failure is not None:
             exchange.outcome = Outcome.PARSE_ERROR
-        exchange.payload = usage
+        exchange.payload = rewriter.usage

@@ -1,9 +1,5 @@
-"""The only place where metric, label, recording-rule, alert, header and outcome names are spelled.
-
-Everything else refers to these constants; the collector, the rule and dashboard generators and
-the README's metric table (a test compares them) all read METRICS. Renaming anything here is a
-BREAKING change for users' dashboards and alerts: note it in CHANGELOG.md.
-"""
+"""The metric table: every specwatch_* family (name, type, help, labels), the metric parts of
+recorded series, and vLLM's own metric names. The only file where those names are spelled."""
 
 from __future__ import annotations
 
@@ -11,137 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-
-class Label(StrEnum):
-    """Label names of specwatch's series."""
-
-    MODEL = "model"
-    CTX_BUCKET = "ctx_bucket"
-    TASK = "task"
-    POSITION = "position"
-    OUTCOME = "outcome"
-    ZONE = "zone"
-    BOUND = "bound"
-    SOURCE = "source"
-    REASON = "reason"
-    VARIANT = "variant"  # A/B: which upstream served a request
-    STATUS_CLASS = "status_class"
-    METHOD = "method"  # of a gain: measured or modelled
-    DIMENSION = "dimension"  # of the traffic mix: ctx_bucket or task
-    PART = "part"  # of an acceptance change: mix, rate or total
-    LABEL = "label"  # of a folded label value
-    TO = "to"  # of an A/B switch
-    VERSION = "version"
-
-
-SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)
-REQUEST_LABELS: Final = (*SLICE_LABELS, Label.VARIANT)
-
-
-class LabelValue(StrEnum):
-    """Label values with a fixed meaning."""
-
-    ALL = "all"  # rollup over ctx buckets and tasks, per model
-    OTHER = "other"  # where values past a cap, or unknown task names, are folded
-    UNKNOWN = "unknown"  # the ctx bucket of a request whose prompt length was never learnt
-
-
-ALL: Final = LabelValue.ALL
-OTHER: Final = LabelValue.OTHER
-UNKNOWN_CTX: Final = LabelValue.UNKNOWN
-
-
-class Variant(StrEnum):
-    SPEC = "spec"
-    BASELINE = "baseline"  # A/B traffic to an upstream without speculation
-
-
-VARIANT_SPEC: Final = Variant.SPEC
-VARIANT_BASELINE: Final = Variant.BASELINE
-
-
-class Bound(StrEnum):
-    ESTIMATE = "estimate"
-    LOWER = "lower"
-    UPPER = "upper"
-
-
-class GainMethod(StrEnum):
-    MEASURED = "measured"  # against a baseline's time per output token
-    MODELLED = "modelled"  # tau / (1 + K c)
-
-
-class MixPart(StrEnum):
-    MIX = "mix"
-    RATE = "rate"
-    TOTAL = "total"
-
-
-class SliceSource(StrEnum):
-    """Where a slice's window counts came from (/status `source`)."""
-
-    PROXY = "proxy"
-    VLLM_METRICS = "vllm_metrics"
-
-
-class Outcome(StrEnum):
-    """Every proxied request to an observed endpoint lands in exactly one of these."""
-
-    OBSERVED = "observed"  # a speculative-decoding block was read and recorded
-    NO_SPEC_METRICS = "no_spec_metrics"  # success, but vLLM sent no metrics block
-    UPSTREAM_ERROR = "upstream_error"  # upstream answered with a non-2xx status
-    UPSTREAM_FAILED = "upstream_failed"  # unreachable, or broke off: client got a 502 or,
-    # mid-stream, an error event
-    CLIENT_ABORTED = "client_aborted"  # the client went away before the end
-    PARSE_ERROR = "parse_error"  # a 2xx response specwatch could not read
-    DROPPED = "dropped"  # the analysis queue was full; the client was served anyway
-    REJECTED = "rejected"  # specwatch refused it: too large, too slow, over the cap, or
-    # shutting down (an OpenAI-shaped 4xx/5xx; never reached the upstream)
-
-
-class Zone(StrEnum):
-    """Per-slice verdicts; `insufficient` means too little evidence for any verdict."""
-
-    GREEN = "green"
-    YELLOW = "yellow"
-    RED = "red"
-    INSUFFICIENT = "insufficient"
-
-
-class ParseSource(StrEnum):
-    """Where a parse error came from (`source` label of specwatch_parse_errors_total)."""
-
-    RESPONSE = "response"
-    SSE = "sse"
-    REQUEST = "request"
-    LOG = "log"
-    METRICS = "metrics"
-
-
-class ABSource(StrEnum):
-    """What holds an A/B rollback."""
-
-    ADMIN = "admin"
-    FILE = "file"
-    AUTO = "auto"
-
-
-class Switch(StrEnum):
-    """The direction of an A/B switch (`to` label)."""
-
-    ROLLED_BACK = "rolled_back"
-    ROLLED_FORWARD = "rolled_forward"
-
-
-class Header(StrEnum):
-    """HTTP headers specwatch reads (their defaults where a setting can rename them)."""
-
-    TASK = "X-Task-Type"  # settings tasks.header
-    REQUEST_ID = "X-Request-Id"
-    AB_KEY = "X-User-Id"  # settings ab.key_header
-    SIM_FAIL = "X-Sim-Fail"  # the simulator's injected faults (tests)
-    AUTHORIZATION = "Authorization"
-
+from specwatch.conventions.names import REQUEST_LABELS, SLICE_LABELS, Label
 
 # --- the metric table ------------------------------------------------------------------------
 
@@ -471,22 +337,6 @@ def bound_metric(bound: str) -> str:
 def recorded(level: str, metric: str, operation: str) -> str:
     """`level:metric:operations`, the recording-rule naming convention."""
     return f"{level}:{metric}:{operation}"
-
-
-class AlertName(StrEnum):
-    SLICE_RED = "SpecDecodeSliceRed"
-    SLICE_YELLOW = "SpecDecodeSliceYellow"
-    BURN_FAST = "SpecDecodeErrorBudgetBurnFast"
-    BURN_SLOW = "SpecDecodeErrorBudgetBurnSlow"
-    SLOWER_THAN_BASELINE = "SpecDecodeSlowerThanBaseline"
-    DRIFT = "SpecDecodeAcceptanceDrift"
-    SIDECAR_DOWN = "SpecDecodeSidecarDown"
-    VLLM_DOWN = "SpecDecodeVllmDown"
-    COVERAGE_LOW = "SpecDecodeCoverageLow"
-    PARSE_ERRORS = "SpecDecodeParseErrors"
-    ROLLED_BACK = "SpecDecodeRolledBack"
-    OUTPUT_DIVERGENCE = "SpecDecodeOutputDivergence"
-    OUTPUT_DIVERGENCE_HIGH = "SpecDecodeOutputDivergenceHigh"
 
 
 # --- vLLM's own names, read by the scraper and written by the simulator ----------------------

@@ -1,0 +1,80 @@
+"""Request-level series: outcomes, tokens and latency histograms per request slice and variant,
+and the cap on model names that keeps their labels bounded.
+
+A request's slice here is the ctx bucket of its prompt length (step-level counts use each step's
+own position); a request whose prompt length was never learnt is `unknown`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from specwatch import conventions as C
+from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.windows import Histogram
+from specwatch.model import RequestKey, RequestRecord
+
+HISTOGRAMS: dict[str, tuple[float, ...]] = {
+    C.REQUEST_ACCEPTANCE_LENGTH: C.ACCEPTANCE_LENGTH_BUCKETS,
+    C.TTFT_SECONDS: C.TTFT_BUCKETS,
+    C.TPOT_SECONDS: C.TPOT_BUCKETS,
+    C.REQUEST_DURATION_SECONDS: C.DURATION_BUCKETS,
+}
+
+# Outcomes whose model name came back from the upstream, so it may become a label value.
+_SERVED = frozenset({C.Outcome.OBSERVED, C.Outcome.NO_SPEC_METRICS})
+
+
+class RequestSeries:
+    """Counts and histograms per request key; models past `max_models` fold into `other`."""
+
+    def __init__(self, buckets: CtxBuckets, max_models: int) -> None:
+        self._buckets = buckets
+        self._max_models = max_models
+        self._models: set[str] = set()
+        self.folded_models = 0
+        self.requests: dict[tuple[RequestKey, str], int] = defaultdict(int)
+        self._tokens: dict[RequestKey, list[int]] = {}
+        self._histograms: dict[str, dict[RequestKey, Histogram]] = {n: {} for n in HISTOGRAMS}
+
+    def model_label(self, model: str, outcome: str) -> str:
+        if model in self._models:
+            return model
+        if outcome in _SERVED and len(self._models) < self._max_models:
+            self._models.add(model)
+            return model
+        self.folded_models += 1
+        return C.OTHER
+
+    def observe(self, name: str, key: RequestKey, value: float | None) -> None:
+        if value is None:
+            return
+        per_key = self._histograms[name]
+        histogram = per_key.get(key)
+        if histogram is None:
+            histogram = per_key[key] = Histogram(HISTOGRAMS[name])
+        histogram.observe(value)
+
+    def add(self, record: RequestRecord) -> RequestKey:
+        """Count one request (outcome, tokens, latency); its key, with the model's label."""
+        model = self.model_label(record.model, record.outcome)
+        prompt = record.prompt_tokens
+        ctx = self._buckets.label(prompt) if prompt is not None else C.UNKNOWN_CTX
+        key = RequestKey(model, ctx, record.task, record.variant)
+        self.requests[key, record.outcome] += 1
+        tokens = self._tokens.setdefault(key, [0, 0])
+        tokens[0] += prompt or 0
+        tokens[1] += record.completion_tokens or 0
+        self.observe(C.TTFT_SECONDS, key, record.latency.ttft)
+        self.observe(C.TPOT_SECONDS, key, record.latency.tpot)
+        self.observe(C.REQUEST_DURATION_SECONDS, key, record.latency.e2e)
+        return key
+
+    def tokens(self) -> dict[RequestKey, tuple[int, int]]:
+        return {key: (v[0], v[1]) for key, v in self._tokens.items()}
+
+    def histograms(self) -> dict[str, dict[RequestKey, Histogram]]:
+        return {
+            name: {key: h.copy() for key, h in per_key.items()}
+            for name, per_key in self._histograms.items()
+        }

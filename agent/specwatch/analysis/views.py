@@ -1,0 +1,62 @@
+"""What the analysis shows at one moment: per slice, per model and of vLLM's own counters,
+copied, so readers (export, replay, the demo) never touch live state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specwatch import conventions as C
+from specwatch.analysis.advisor import Advice
+from specwatch.analysis.drift import DriftView
+from specwatch.analysis.engine import LogTotals
+from specwatch.analysis.mix import MixView
+from specwatch.analysis.speedup import Gain
+from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.windows import Counts, Histogram
+from specwatch.model import RequestKey, SliceKey
+
+
+@dataclass(frozen=True, slots=True)
+class SliceView:
+    """One slice at one moment: counts since start, counts and statistics over the window."""
+
+    key: SliceKey
+    since_start: Counts
+    window: Counts
+    stats: SliceStats
+    zone: str
+    zone_since: float | None
+    source: str = C.SliceSource.PROXY
+    gain: Gain | None = None
+    drift: DriftView | None = None
+    advice: Advice | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineView:
+    """vLLM's own counters for one model, and how much of them the proxy saw."""
+
+    model: str
+    since_start: Counts
+    window: Counts
+    stats: SliceStats
+    coverage: float | None  # draft tokens seen by the proxy / counted by vLLM, over the window
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything export needs, copied: readers never touch live state."""
+
+    at: float
+    started: float
+    window_seconds: float
+    slices: tuple[SliceView, ...]  # the partition: sums over these are all traffic
+    rollups: tuple[SliceView, ...]  # per model, ctx_bucket = task = "all"
+    requests: dict[tuple[RequestKey, str], int]  # (request slice + variant, outcome) -> count
+    tokens: dict[RequestKey, tuple[int, int]]  # -> (prompt, completion) tokens
+    histograms: dict[str, dict[RequestKey, Histogram]]
+    folded_models: int
+    engine: tuple[EngineView, ...] = ()
+    vllm_log: LogTotals | None = None
+    counter_resets: int = 0
+    mix: dict[str, MixView] | None = None  # per model

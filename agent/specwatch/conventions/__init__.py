@@ -1,0 +1,12 @@
+"""The only place where metric, label, recording-rule, alert, header and outcome names are spelled.
+
+Everything else refers to these constants; the collector, the rule and dashboard generators and
+the README's metric table (a test compares them) all read METRICS. Renaming anything here is a
+BREAKING change for users' dashboards and alerts: note it in CHANGELOG.md.
+
+`names` holds the StrEnums (labels and values, outcomes, zones, sources, headers, alerts),
+`metrics` the metric table and every specwatch_* name; both are re-exported here.
+"""
+
+from specwatch.conventions.metrics import *  # noqa: F403
+from specwatch.conventions.names import *  # noqa: F403

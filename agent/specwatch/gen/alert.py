@@ -1,0 +1,50 @@
+"""One alert, written once: the rule, its annotations and its runbook section; and the
+PromQL pieces alerts share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specwatch.gen import promql as Q
+
+ON_SLICE = f"on({Q.by(Q.SLICE)})"
+SLICE_TEXT = "{{ $labels.model }} / {{ $labels.ctx_bucket }} / {{ $labels.task }}"
+
+# Multi-window, multi-burn-rate pairs: (factor, long window, short window, severity).
+BURN_RATES = (
+    (14.4, "1h", "5m", "critical"),
+    (6.0, "6h", "30m", "critical"),
+    (3.0, "1d", "2h", "warning"),
+    (1.0, "3d", "6h", "warning"),
+)
+
+
+class GenerateError(ValueError):
+    """Settings that would produce rules which cannot work (e.g. an unreachable burn rate)."""
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    severity: str
+    expr: str
+    for_seconds: float
+    summary: str
+    description: str
+    meaning: str
+    confirm: tuple[str, ...]
+    actions: tuple[str, ...]
+    extra_labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def anchor(self) -> str:
+        return self.name.lower()
+
+
+def slice_value(series: str) -> str:
+    """A template that looks `series` up for the alert's slice: its value with 3 decimals."""
+    return (
+        '{{ with printf "' + series + '{model=%q,ctx_bucket=%q,task=%q}" '
+        "$labels.model $labels.ctx_bucket $labels.task | query }}"
+        '{{ . | first | value | printf "%.3f" }}{{ else }}n/a{{ end }}'
+    )

@@ -1,0 +1,72 @@
+"""An SSE stream as the client must get it, and what specwatch reads from it: pure, no I/O.
+
+Bytes in, bytes out. When the client asked for usage itself (`inject` False) every chunk goes
+out unchanged the moment it arrives; the events are only looked at. When specwatch asked vLLM
+for usage on the client's behalf (`inject` True), the usage event is taken out again, and the
+last content chunk is held until it is known whether usage follows, to put back the
+`system_fingerprint` vLLM moves into the usage chunk: the client gets exactly the stream it
+would have got without specwatch.
+"""
+
+from __future__ import annotations
+
+from specwatch.sources.vllm_response import (
+    SseSplitter,
+    event_data,
+    finishes,
+    is_usage_event,
+    restore_fingerprint,
+)
+
+
+class StreamRewriter:
+    """Feed the upstream's chunks; send what `feed` and `finish` return, in order."""
+
+    __slots__ = ("_held", "_inject", "_splitter", "done", "errored", "parse_failure", "usage")
+
+    def __init__(self, inject: bool, max_event_bytes: int) -> None:
+        self._inject = inject
+        self._splitter = SseSplitter(max_event_bytes)
+        self._held: bytes | None = None  # the last content chunk, until we know if usage follows
+        self.usage: bytes | None = None  # the final usage event, as vLLM sent it
+        self.done = False  # `data: [DONE]` was seen
+        self.errored = False  # an error event was seen
+        self.parse_failure: str | None = None  # set by finish()
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The bytes the client gets now for this chunk (b"" while something is held)."""
+        forward: list[bytes] = []
+        for event in self._splitter.feed(chunk):
+            if is_usage_event(event):
+                self.usage = event
+                if self._inject:
+                    if self._held is not None:
+                        self._held = restore_fingerprint(self._held, event)
+                    continue
+            elif b"[DONE]" in event and event_data(event) == b"[DONE]":
+                self.done = True
+            elif event.startswith(b'data: {"error"'):
+                self.errored = True
+            if self._inject:
+                if self._held is not None:
+                    forward.append(self._held)
+                    self._held = None
+                if finishes(event):
+                    self._held = event
+                    continue
+                forward.append(event)
+        if not self._inject:
+            return chunk
+        return b"".join(forward)
+
+    def finish(self) -> bytes:
+        """The upstream's body ended: what is still to send, and why it was incomplete."""
+        rest = self._splitter.flush()
+        if self._splitter.oversized:
+            self.parse_failure = "oversized_event"
+        elif rest.strip() or not self.done:
+            self.parse_failure = "truncated_stream"
+        if not self._inject:
+            return b""  # every byte went out as it came
+        held, self._held = self._held or b"", None
+        return held + rest
