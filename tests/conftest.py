@@ -7,16 +7,13 @@ from pathlib import Path
 
 import pytest
 import structlog
-from aiohttp import web
 from hypothesis import HealthCheck, settings
 from specwatch.runtime import Sidecar
-from specwatch.settings import Settings, load_settings
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.support import CAPTURES, ROOT
-
-__all__ = ["ROOT", "serve", "sidecar_settings"]  # used by other test modules
+from tests.support import CAPTURES
+from tests.support.http import serve, sidecar_settings
 
 # Wall-clock health checks and deadlines fail on a cold or busy machine, not on a bug: off.
 settings.register_profile("specwatch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,14 +32,6 @@ def captures() -> Path:
     return CAPTURES
 
 
-async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
-    """Serve an app on a free loopback port, cancelling handlers on disconnect like vLLM."""
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
-
-
 @pytest.fixture
 def sim_config() -> SimConfig:
     """No sleeping: fast and deterministic. Tests that need latency override this."""
@@ -55,10 +44,6 @@ async def sim(sim_config: SimConfig) -> AsyncIterator[tuple[SimServer, str]]:
     runner, url = await serve(server.app())
     yield server, url
     await runner.cleanup()
-
-
-def sidecar_settings(upstream: str, **overrides: object) -> Settings:
-    return load_settings(upstream=upstream, port=0, admin_port=0, **overrides)
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import yaml
 from specwatch.gen.writer import ALERTING_RULES, RECORDING_RULES, render
 from specwatch.settings import load_settings
 
-from tests.artifacts.tools import binary
-from tests.conftest import ROOT
+from tests.support import ROOT
+from tests.support.tools import binary
 
 OVERLAYS = ("ngram", "draft-model", "eagle", "wrap")
 KUBERNETES = "1.32.0"  # pinned: the kubectl on these machines

@@ -21,8 +21,8 @@ from specwatch.gen.writer import (
 )
 from specwatch.settings import load_settings
 
-from tests.artifacts.tools import binary
-from tests.conftest import ROOT
+from tests.support import ROOT
+from tests.support.tools import binary
 
 ALERTS = ROOT / "alerts"
 
@@ -110,7 +110,8 @@ def test_the_hand_written_promtool_tests_pass() -> None:
 def test_every_alert_has_a_positive_and_a_negative_promtool_case() -> None:
     alerts = [r["alert"] for g in yaml.safe_load((ROOT / ALERTING_RULES).read_text())["groups"]
               for r in g["rules"]]  # fmt: skip
-    positive, negative = set(), set()
+    positive: set[str] = set()
+    negative: set[str] = set()
     for path in (ALERTS / "tests").glob("*.test.yml"):
         for case in yaml.safe_load(path.read_text())["tests"]:
             for check in case.get("alert_rule_test", []):

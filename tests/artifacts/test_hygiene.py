@@ -14,8 +14,7 @@ from specwatch.runtime import Sidecar
 from specwatch.settings import load_settings
 from specwatch.sim.server import SimServer
 
-from tests.conftest import sidecar_settings
-from tests.integration.helpers import post
+from tests.support.http import post, sidecar_settings
 
 RECORDED = re.compile(r"\b[a-z_]+:[a-z_]+:[a-z0-9_]+\b")
 EXPORTED = re.compile(r"(?<![\w:])specwatch_[a-z_]+(?![\w:])")  # not inside a recorded name

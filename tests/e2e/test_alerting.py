@@ -27,9 +27,9 @@ from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sources.supervisor import free_port
 
-from tests.artifacts.tools import binary
-from tests.conftest import serve, sidecar_settings
-from tests.e2e.servers import started
+from tests.support.http import serve, sidecar_settings
+from tests.support.servers import started
+from tests.support.tools import binary
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from tests.e2e.conftest import TinyModels, vllm_command
+from tests.support.vllm import TinyModels, vllm_command
 
 pytestmark = pytest.mark.e2e
 

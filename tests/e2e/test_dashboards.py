@@ -25,8 +25,8 @@ from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
 from specwatch.snapshot_png import render_snapshot
 
-from tests.conftest import serve
-from tests.e2e.servers import api, prometheus
+from tests.support.http import serve
+from tests.support.servers import api, prometheus
 
 pytestmark = pytest.mark.e2e
 

@@ -15,8 +15,8 @@ from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
 
-from tests.conftest import serve, sidecar_settings
-from tests.e2e.servers import api, prometheus
+from tests.support.http import serve, sidecar_settings
+from tests.support.servers import api, prometheus
 
 pytestmark = pytest.mark.e2e
 

@@ -29,8 +29,8 @@ from specwatch.settings import load_settings
 from specwatch.sim.acceptance import AcceptanceModel
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.conftest import serve, sidecar_settings
-from tests.e2e.servers import api, prometheus
+from tests.support.http import serve, sidecar_settings
+from tests.support.servers import api, prometheus
 
 pytestmark = pytest.mark.e2e
 

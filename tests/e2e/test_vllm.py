@@ -9,7 +9,6 @@ vLLM killed mid-stream.
 from __future__ import annotations
 
 import asyncio
-import random
 import signal
 import subprocess
 import sys
@@ -22,8 +21,20 @@ import psutil
 import pytest
 from specwatch import conventions as C
 
-from tests.e2e.conftest import Served, TinyModels, specwatch_serve, vllm_command, wait_ready
-from tests.integration.helpers import post, scrape, total
+from tests.support.http import scrape, total
+from tests.support.vllm import (
+    Request,
+    Served,
+    TinyModels,
+    by_slice,
+    copyable,
+    misleading,
+    send_all,
+    specwatch_serve,
+    until_equal,
+    vllm_command,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -34,28 +45,6 @@ NGRAM = {
     "prompt_lookup_min": 2,
 }
 MAX_TOKENS = 40
-Request = tuple[str, dict[str, Any], dict[str, str]]
-
-
-def copyable(cycles: list[list[int]], i: int, length: int) -> list[int]:
-    """The model's own loop, repeated: ngram finds every continuation in the prompt."""
-    cycle = cycles[i % 100]
-    return (cycle * (length // len(cycle) + 1))[:length]
-
-
-def misleading(cycles: list[list[int]], i: int, length: int) -> list[int]:
-    """Every 2-, 3- and 4-gram of the loop the model will produce, each followed by junk, then
-    the token that starts the loop: ngram keeps proposing the junk."""
-    cycle = cycles[100 + i % 100]
-    junk = [t for c in cycles[200:330] for t in c]
-    rng = random.Random(i)
-    prompt: list[int] = []
-    for n in (2, 3, 4):
-        for k in range(len(cycle)):
-            prompt += [cycle[(k + m) % len(cycle)] for m in range(n)]
-            prompt += rng.sample(junk, 3)
-    prompt += rng.sample(junk, max(0, length - 1 - len(prompt)))
-    return [*prompt, cycle[-1]]
 
 
 def workload(cycles: list[list[int]]) -> list[Request]:
@@ -84,36 +73,6 @@ def workload(cycles: list[list[int]]) -> list[Request]:
     return requests
 
 
-async def send_all(served: Served, requests: list[Request]) -> None:
-    limit = asyncio.Semaphore(4)
-
-    async def one(
-        session: aiohttp.ClientSession, path: str, body: Any, headers: dict[str, str]
-    ) -> None:
-        async with limit:
-            status, data = await post(session, served.proxy + path, body, headers)
-            assert 200 == status, data[:300]
-
-    async with aiohttp.ClientSession() as session:
-        await asyncio.gather(*(one(session, *request) for request in requests))
-
-
-async def until_equal(read: Any, expected: Any, seconds: float = 30.0) -> Any:
-    """Poll `read()` until it equals `expected` (scrapes and log lines come periodically)."""
-    value = None
-    try:
-        async with asyncio.timeout(seconds):
-            while (value := await read()) != expected:  # noqa: ASYNC110  # polling a server
-                await asyncio.sleep(0.5)
-    except TimeoutError:
-        pass
-    return value
-
-
-def by_slice(status: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(s["ctx_bucket"], s["task"]): s for s in status["slices"]}
-
-
 async def test_ngram_run_reconciles_slices_and_replays(
     vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
 ) -> None:
@@ -123,7 +82,7 @@ async def test_ngram_run_reconciles_slices_and_replays(
         requests = workload(tiny_models.cycles)
         await send_all(served, requests)
 
-        async def counts() -> dict[str, float]:
+        async def counts() -> dict[str, Any]:
             ours = await scrape(served.admin + "/metrics")
             vllm = await scrape(served.proxy + "/metrics")  # vLLM's own page, through the proxy
             return {

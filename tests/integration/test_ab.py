@@ -18,8 +18,7 @@ from specwatch import conventions as C
 from specwatch.runtime import Sidecar
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.conftest import serve, sidecar_settings
-from tests.integration.helpers import scrape, total
+from tests.support.http import scrape, serve, sidecar_settings, total
 
 PERCENT = 30.0
 

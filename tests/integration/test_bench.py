@@ -22,7 +22,7 @@ from specwatch.sim.acceptance import CostModel, plan_steps
 from specwatch.sim.requests import count_prompt_tokens
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.conftest import serve
+from tests.support.http import serve
 
 K = 4
 COST = CostModel(target_step_ms=20.0, draft_cost_ratio=0.05, prefill_ms_per_token=0.005)
@@ -108,7 +108,12 @@ async def test_bench_intervals_contain_the_true_speedup_of_every_slice(
         assert image.std() > 0.01
     results: dict[str, Any] = orjson.loads((out / "results.json").read_bytes())
     baseline, spec = results["targets"]
-    assert ("baseline", 0, N, 0) == (baseline["name"], baseline["k"], baseline["ok"], 0)
+    assert ("baseline", 0, N, 0) == (
+        baseline["name"],
+        baseline["k"],
+        baseline["ok"],
+        baseline["failed"],
+    )
     assert ("spec", K, N) == (spec["name"], spec["k"], spec["ok"])
     truth = true_speedups(spec_sim)
     checked = informative = 0
@@ -236,6 +241,8 @@ async def test_losslessness_checks_and_cost(corrupt: float, tmp_path: Path) -> N
     dist = check["distribution"]
     assert (5, 4, 0.7) == (dist["prompts"], dist["samples_per_side"], dist["temperature"])
     assert 0 < dist["p_value"] <= 1
+    if not corrupt:  # the same distribution on both sides: nothing to flag
+        assert (False, True) == (dist["flagged"], dist["p_value"] > dist["alpha"])
     base_cost, spec_cost = results["cost"]
     assert ("baseline", "spec") == (base_cost["target"], spec_cost["target"])
     expected = 2.0 / (spec_cost["output_tokens_per_s"] * 3600) * 1e6

@@ -10,7 +10,7 @@ from specwatch import conventions as C
 from specwatch.runtime import Sidecar
 from specwatch.sim.server import SimServer
 
-from tests.integration.helpers import by_label, scrape, total
+from tests.support.http import by_label, scrape, total
 
 
 async def test_the_series_stay_bounded_and_the_folding_is_counted(

@@ -21,8 +21,7 @@ from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.conftest import serve, sidecar_settings
-from tests.integration.helpers import by_label, scrape, total
+from tests.support.http import by_label, scrape, serve, sidecar_settings, total
 
 FAULTS = ("none", "500", "cut", "truncate", "bad-json", "html", "slow")
 CLIENTS = ("reads_all", "leaves_before_headers", "leaves_mid_body", "leaves_after_last_chunk")

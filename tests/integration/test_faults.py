@@ -18,8 +18,7 @@ from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from structlog.testing import capture_logs
 
-from tests.conftest import serve, sidecar_settings
-from tests.integration.helpers import by_label, post, scrape, total
+from tests.support.http import by_label, post, scrape, serve, sidecar_settings, total
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.conftest import sidecar_settings
-from tests.integration.helpers import by_label, post, scrape
+from tests.support.http import by_label, post, scrape, sidecar_settings
 
 SLOW_STREAM = {"prompt": "x", "max_tokens": 150, "stream": True}  # ~3 s at 20 ms a step
 

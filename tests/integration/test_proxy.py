@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,32 +17,8 @@ from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sources.vllm_response import SseSplitter, event_data, is_usage_event
 
-from tests.conftest import serve, sidecar_settings
-from tests.integration.helpers import by_label, post, scrape, total
-
-TASK_HEADERS = ["code", "chat", "translation", "summarization", "not-a-task", None]
-
-
-def mixed_requests(seed: int, n: int) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        chat = i % 2 == 0
-        words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(20 + 7 * i))
-        body: dict[str, Any] = {"max_tokens": rng.randrange(16, 64), "temperature": 0}
-        if chat:
-            body["messages"] = [{"role": "user", "content": words}]
-        else:
-            body["prompt"] = words
-        mode = i % 3
-        if mode:
-            body["stream"] = True
-        if mode == 2:
-            body["stream_options"] = {"include_usage": True}
-        header = TASK_HEADERS[i % len(TASK_HEADERS)]
-        headers = {"X-Task-Type": header} if header else {}
-        out.append(("/v1/chat/completions" if chat else "/v1/completions", body, headers))
-    return out
+from tests.support.http import by_label, post, scrape, serve, sidecar_settings, total
+from tests.support.workloads import mixed_requests
 
 
 @pytest.fixture

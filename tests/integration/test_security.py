@@ -14,8 +14,7 @@ from specwatch.runtime import Sidecar
 from specwatch.sim.server import SimServer
 from specwatch.sources.supervisor import free_port
 
-from tests.conftest import sidecar_settings
-from tests.integration.helpers import post
+from tests.support.http import post, sidecar_settings
 
 SLACK = "https://hooks.slack.test/services/T000/B000/SECRET-SLACK-4f9c"
 PAGERDUTY = "PD-ROUTING-KEY-SECRET-7d21"

@@ -21,8 +21,8 @@ import pytest
 from specwatch import conventions as C
 from specwatch.sources.supervisor import free_port, prepare_command
 
-from tests.integration.helpers import post, scrape, total
-from tests.integration.test_proxy import mixed_requests
+from tests.support.http import post, scrape, total
+from tests.support.workloads import mixed_requests
 
 SPECWATCH = [sys.executable, "-m", "specwatch"]
 

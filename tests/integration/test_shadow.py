@@ -18,8 +18,7 @@ from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.conftest import serve, sidecar_settings
-from tests.integration.helpers import scrape, total
+from tests.support.http import scrape, serve, sidecar_settings, total
 
 N = 60
 
@@ -31,7 +30,7 @@ async def slow_baseline() -> AsyncIterator[tuple[str, dict[str, float]]]:
 
     @web.middleware
     async def record(request: web.Request, handler: Any) -> web.StreamResponse:
-        response = await handler(request)
+        response: web.StreamResponse = await handler(request)
         finished[request.headers.get("X-Request-Id", "")] = time.perf_counter()
         return response
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from specwatch import conventions as C
 from specwatch.settings import ABSettings
 from specwatch.sources.ab import ABRouter, authorized, point
 
 
-def router(**cfg: object) -> ABRouter:
-    settings = ABSettings(baseline_upstream="http://base", **cfg)  # type: ignore[arg-type]
+def router(**cfg: Any) -> ABRouter:
+    settings = ABSettings(baseline_upstream="http://base", **cfg)
     return ABRouter(settings, "http://spec", clock=lambda: 0.0)
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.model import (
@@ -37,7 +39,7 @@ def record(
     )
 
 
-def analyzer(**overrides: object) -> Analyzer:
+def analyzer(**overrides: Any) -> Analyzer:
     settings = load_settings(
         ctx_buckets="512,2048",
         window={"length_seconds": 60, "bucket_seconds": 10},

@@ -8,9 +8,9 @@ from specwatch.bench.client import Sample
 from specwatch.bench.quality import (
     chrf_similarity,
     distribution_test,
-    first_divergence,
     greedy_identity,
 )
+from specwatch.sources.shadow import first_divergence
 
 WORDS = [f"w{i}" for i in range(30)]
 
@@ -26,7 +26,9 @@ def outputs(rng: np.random.Generator, probs: np.ndarray, n: int, length: int = 4
     return [" ".join(rng.choice(WORDS, size=length, p=probs)) for _ in range(n)]
 
 
-def groups(rng: np.random.Generator, shift: float, prompts: int = 6, samples: int = 5) -> list:
+def groups(
+    rng: np.random.Generator, shift: float, prompts: int = 6, samples: int = 5
+) -> list[tuple[list[str], list[str]]]:
     out = []
     for _ in range(prompts):
         target = rng.dirichlet(np.full(len(WORDS), 0.3))

@@ -159,7 +159,7 @@ def large_sample_alpha(rng: np.random.Generator, mean: float, sd: float, k: int 
     """The ratio estimator's limit: E[accepted per step] / E[trials per step] over requests."""
     shape = mean * (1 - mean) / sd**2 - 1
     alphas = rng.beta(mean * shape, (1 - mean) * shape, 400_000)
-    accepted = sum(alphas**i for i in range(1, k + 1))
+    accepted = np.sum([alphas**i for i in range(1, k + 1)], axis=0)
     return float(accepted.mean() / (accepted + 1 - alphas**k).mean())
 
 

@@ -113,6 +113,28 @@ class ParseSource(StrEnum):
     METRICS = "metrics"
 
 
+class ParseReason(StrEnum):
+    """Why an input could not be read (`reason` label of specwatch_parse_errors_total)."""
+
+    INVALID_JSON = "invalid_json"
+    NOT_AN_OBJECT = "not_an_object"
+    BAD_METRICS = "bad_metrics"  # `metrics` is not an object
+    BAD_SPEC_BLOCK = "bad_spec_block"  # its fields are not counts
+    INCONSISTENT_SPEC_BLOCK = "inconsistent_spec_block"  # its counts disagree
+    BAD_USAGE = "bad_usage"  # a readable response with unreadable usage
+    BAD_USAGE_EVENT = "bad_usage_event"  # a stream's usage event without JSON data
+    TRUNCATED_STREAM = "truncated_stream"  # no [DONE], or bytes after the last event
+    OVERSIZED_EVENT = "oversized_event"  # not SSE as we know it
+    ENCODED_BODY = "encoded_body"  # compressed: passed on, not read
+    RESPONSE_TOO_LARGE = "response_too_large"
+    UNREACHABLE = "unreachable"  # vLLM's /metrics
+    BAD_STATUS = "bad_status"
+    BAD_FORMAT = "bad_format"
+    BAD_NUMBER = "bad_number"  # a log line
+    MISSING_FIELD = "missing_field"
+    INCONSISTENT = "inconsistent"
+
+
 class ABSource(StrEnum):
     """What holds an A/B rollback."""
 

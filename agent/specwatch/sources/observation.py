@@ -6,7 +6,14 @@ import contextlib
 from dataclasses import dataclass
 
 from specwatch.analysis.tasks import RequestFeatures, classify
-from specwatch.conventions import OTHER, VARIANT_BASELINE, VARIANT_SPEC, Outcome, ParseSource
+from specwatch.conventions import (
+    OTHER,
+    VARIANT_BASELINE,
+    VARIANT_SPEC,
+    Outcome,
+    ParseReason,
+    ParseSource,
+)
 from specwatch.health import Health
 from specwatch.model import Latency, RequestRecord
 from specwatch.settings import TaskSettings
@@ -42,7 +49,7 @@ def _parse(obs: Observation) -> ParsedResponse | None:
     if obs.stream:
         data = event_data(obs.payload)
         if data is None:
-            raise ParseFailure("bad_usage_event")
+            raise ParseFailure(ParseReason.BAD_USAGE_EVENT)
         return parse_response_object(decode_json(data))
     return parse_response_body(obs.payload)
 
@@ -73,8 +80,8 @@ def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestR
                 outcome = Outcome.NO_SPEC_METRICS
             else:
                 outcome = Outcome.OBSERVED
-            for field in parsed.bad_fields if parsed else ():
-                health.parse_error(source, f"bad_{field}")
+            for reason in parsed.bad_fields if parsed else ():
+                health.parse_error(source, reason)
     model = (parsed.model if parsed else None) or obs.features.model or OTHER
     latency = parsed.latency if parsed else Latency()
     return RequestRecord(

@@ -23,7 +23,7 @@ import structlog
 from aiohttp import web
 
 from specwatch.analysis.tasks import features_of
-from specwatch.conventions import OBSERVED_PATHS, Header, Outcome, ParseSource
+from specwatch.conventions import OBSERVED_PATHS, Header, Outcome, ParseReason, ParseSource
 from specwatch.health import Health
 from specwatch.settings import Settings
 from specwatch.sources.ab import ABRouter
@@ -207,7 +207,7 @@ class Proxy:
             try:
                 body = orjson.loads(raw)
             except orjson.JSONDecodeError:
-                self._health.parse_error(ParseSource.REQUEST, "invalid_json")
+                self._health.parse_error(ParseSource.REQUEST, ParseReason.INVALID_JSON)
             if not isinstance(body, dict):
                 body = None
             stream = body is not None and body.get("stream") is True
@@ -278,7 +278,7 @@ class Proxy:
                     exchange.outcome = Outcome.UPSTREAM_ERROR
                 elif upstream.headers.get("Content-Encoding", "identity") != "identity":
                     exchange.outcome = Outcome.PARSE_ERROR
-                    exchange.parse_failure = "encoded_body"
+                    exchange.parse_failure = ParseReason.ENCODED_BODY
                 if ok and event_stream and exchange.outcome is None:
                     await response.prepare(request)
                     await self._relay_stream(upstream, response, inject, exchange, started)
@@ -333,7 +333,7 @@ class Proxy:
             return
         if size > self._max_response:
             exchange.outcome = Outcome.PARSE_ERROR
-            exchange.parse_failure = "response_too_large"
+            exchange.parse_failure = ParseReason.RESPONSE_TOO_LARGE
         else:
             exchange.payload = b"".join(parts)
 

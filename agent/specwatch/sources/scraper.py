@@ -16,7 +16,7 @@ import structlog
 from prometheus_client.parser import text_string_to_metric_families
 
 from specwatch import conventions as C
-from specwatch.conventions import ParseSource
+from specwatch.conventions import ParseReason, ParseSource
 from specwatch.health import Health
 from specwatch.model import EngineSample
 
@@ -50,7 +50,7 @@ def parse_vllm_metrics(text: str, ts: float) -> list[EngineSample]:
                 elif sample.name == _PER_POSITION:
                     positions[model][int(sample.labels["position"])] += sample.value
     except (ValueError, KeyError, TypeError) as error:
-        raise ScrapeFailure("bad_format") from error
+        raise ScrapeFailure(ParseReason.BAD_FORMAT) from error
     out = []
     for model, values in sorted(sums.items()):
         if "drafts" not in values:
@@ -101,14 +101,14 @@ class Scraper:
         try:
             async with session.get(self._upstream + "/metrics") as response:
                 if response.status != 200:
-                    raise ScrapeFailure("bad_status")
+                    raise ScrapeFailure(ParseReason.BAD_STATUS)
                 text = await response.text(errors="replace")
             samples = parse_vllm_metrics(text, self._clock())
         except ScrapeFailure as failure:
             self._health.parse_error(ParseSource.METRICS, failure.reason)
             return
         except (aiohttp.ClientError, TimeoutError):
-            self._health.parse_error(ParseSource.METRICS, "unreachable")
+            self._health.parse_error(ParseSource.METRICS, ParseReason.UNREACHABLE)
             return
         for sample in samples:
             self._sink(sample)

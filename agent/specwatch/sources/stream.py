@@ -10,6 +10,7 @@ would have got without specwatch.
 
 from __future__ import annotations
 
+from specwatch.conventions import ParseReason
 from specwatch.sources.vllm_response import (
     SseSplitter,
     event_data,
@@ -63,9 +64,9 @@ class StreamRewriter:
         """The upstream's body ended: what is still to send, and why it was incomplete."""
         rest = self._splitter.flush()
         if self._splitter.oversized:
-            self.parse_failure = "oversized_event"
+            self.parse_failure = ParseReason.OVERSIZED_EVENT
         elif rest.strip() or not self.done:
-            self.parse_failure = "truncated_stream"
+            self.parse_failure = ParseReason.TRUNCATED_STREAM
         if not self._inject:
             return b""  # every byte went out as it came
         held, self._held = self._held or b"", None

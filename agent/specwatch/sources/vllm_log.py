@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+from specwatch.conventions import ParseReason
 from specwatch.model import EngineLogRecord, SpecLogRecord
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -50,9 +51,9 @@ def _count(fields: dict[str, str], *keys: str) -> int:
         if key in fields:
             value = _number(fields[key])
             if value is None or value < 0 or value != int(value):
-                raise LogParseFailure("bad_number")
+                raise LogParseFailure(ParseReason.BAD_NUMBER)
             return int(value)
-    raise LogParseFailure("missing_field")
+    raise LogParseFailure(ParseReason.MISSING_FIELD)
 
 
 def parse_line(line: str) -> SpecLogRecord | EngineLogRecord | None:
@@ -66,7 +67,7 @@ def parse_line(line: str) -> SpecLogRecord | EngineLogRecord | None:
         accepted = _count(fields, "accepted")
         drafted = _count(fields, "drafted")
         if accepted > drafted:
-            raise LogParseFailure("inconsistent")
+            raise LogParseFailure(ParseReason.INCONSISTENT)
         positions = fields.get("per-position acceptance rate", "")
         per_position = tuple(float(v) for v in _NUMBER.findall(positions))
         return SpecLogRecord(

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from specwatch.conventions import ParseReason
 from specwatch.model import Latency, SpecDecodeBlock
 
 
@@ -34,7 +35,7 @@ class ParsedResponse:
     completion_tokens: int | None
     spec: SpecDecodeBlock | None
     latency: Latency
-    bad_fields: tuple[str, ...] = ()  # readable response, unreadable optional fields
+    bad_fields: tuple[str, ...] = ()  # readable response, unreadable optional fields (reasons)
 
 
 def _count(value: Any) -> int | None:
@@ -46,10 +47,10 @@ def _count(value: Any) -> int | None:
 
 def _counts(value: Any, field: str) -> tuple[int, ...]:
     if not isinstance(value, list):
-        raise ParseFailure("bad_spec_block", f"{field} is not a list")
+        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, f"{field} is not a list")
     out = tuple(_count(v) for v in value)
     if any(v is None for v in out):
-        raise ParseFailure("bad_spec_block", f"{field} holds a non-count")
+        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, f"{field} holds a non-count")
     return out  # type: ignore[return-value]  # None was excluded just above
 
 
@@ -63,32 +64,38 @@ def _seconds(value: Any) -> float | None:
 
 def _check_total(block: dict[str, Any], key: str, expected: int) -> None:
     if key in block and block[key] is not None and _count(block[key]) != expected:
-        raise ParseFailure("inconsistent_spec_block", f"{key}={block[key]!r}, steps say {expected}")
+        raise ParseFailure(
+            ParseReason.INCONSISTENT_SPEC_BLOCK, f"{key}={block[key]!r}, steps say {expected}"
+        )
 
 
 def parse_spec_block(block: Any) -> SpecDecodeBlock:
     """`metrics.speculative_decoding`, detailed (per-step arrays) or summary (histogram)."""
     if not isinstance(block, dict):
-        raise ParseFailure("bad_spec_block", "not an object")
+        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, "not an object")
     k = _count(block.get("num_spec_tokens"))
     if "per_step_drafted" in block or "per_step_accepted" in block:
         drafted = _counts(block.get("per_step_drafted"), "per_step_drafted")
         accepted = _counts(block.get("per_step_accepted"), "per_step_accepted")
         if len(drafted) != len(accepted):
-            raise ParseFailure("inconsistent_spec_block", "per-step arrays differ in length")
+            raise ParseFailure(
+                ParseReason.INCONSISTENT_SPEC_BLOCK, "per-step arrays differ in length"
+            )
         if any(a > d for a, d in zip(accepted, drafted, strict=True)):
-            raise ParseFailure("inconsistent_spec_block", "a step accepted more than it drafted")
+            raise ParseFailure(
+                ParseReason.INCONSISTENT_SPEC_BLOCK, "a step accepted more than it drafted"
+            )
         if k is None:
             k = max(drafted, default=0)
         if any(d > k for d in drafted):
-            raise ParseFailure("inconsistent_spec_block", "a step drafted more than K")
+            raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "a step drafted more than K")
         ordered = True
     else:
         histogram = _counts(block.get("acceptance_histogram"), "acceptance_histogram")
         if k is None:
             k = len(histogram) - 1
         if len(histogram) != k + 1:
-            raise ParseFailure("inconsistent_spec_block", "histogram length is not K + 1")
+            raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "histogram length is not K + 1")
         accepted = tuple(a for a, n in enumerate(histogram) for _ in range(n))
         drafted = (k,) * len(accepted)
         ordered = False
@@ -101,7 +108,7 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
 def parse_response_object(obj: Any) -> ParsedResponse:
     """A decoded completion / chat completion body, or a stream's final usage chunk."""
     if not isinstance(obj, dict):
-        raise ParseFailure("not_an_object")
+        raise ParseFailure(ParseReason.NOT_AN_OBJECT)
     bad: list[str] = []
     usage = obj.get("usage")
     prompt_tokens = completion_tokens = None
@@ -109,9 +116,9 @@ def parse_response_object(obj: Any) -> ParsedResponse:
         prompt_tokens = _count(usage.get("prompt_tokens"))
         completion_tokens = _count(usage.get("completion_tokens"))
         if prompt_tokens is None or completion_tokens is None:
-            bad.append("usage")
+            bad.append(ParseReason.BAD_USAGE)
     elif usage is not None:
-        bad.append("usage")
+        bad.append(ParseReason.BAD_USAGE)
     metrics = obj.get("metrics")
     spec = None
     latency = Latency()
@@ -126,7 +133,7 @@ def parse_response_object(obj: Any) -> ParsedResponse:
         e2e = None if ttft is None or generation is None else ttft + generation
         latency = Latency(ttft=ttft, tpot=tpot, e2e=e2e)
     elif metrics is not None:
-        raise ParseFailure("bad_metrics", "metrics is not an object")
+        raise ParseFailure(ParseReason.BAD_METRICS, "metrics is not an object")
     model = obj.get("model")
     response_id = obj.get("id")
     return ParsedResponse(
@@ -163,7 +170,7 @@ def decode_json(data: bytes) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as error:
-        raise ParseFailure("invalid_json", str(error)[:120]) from None
+        raise ParseFailure(ParseReason.INVALID_JSON, str(error)[:120]) from None
 
 
 def parse_response_body(body: bytes) -> ParsedResponse:

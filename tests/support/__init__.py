@@ -1,4 +1,11 @@
-"""Helpers shared by the tests: the real vLLM captures, read as vLLM sent them."""
+"""Helpers shared by the tests (one place: no test module imports another).
+
+This module: the repository root and the real vLLM captures, read as vLLM sent them.
+`http`: reading /metrics, posting, serving apps and sidecars on loopback, polling.
+`tools`: the external binaries (promtool, amtool, prometheus, kubectl).
+`servers`: real Prometheus and Alertmanager on loopback. `vllm`: a real vLLM through
+`specwatch serve`, the tiny models and the prompts built from them.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ from specwatch.sources.vllm_response import (
     parse_response_object,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "tests" / "fixtures" / "vllm-0.32.0-cpu"
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from specwatch.sources.supervisor import free_port
 
-from tests.artifacts.tools import binary
+from tests.support.tools import binary
 
 
 @contextlib.contextmanager

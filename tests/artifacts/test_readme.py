@@ -1,0 +1,31 @@
+"""The README's metric table is the metric table of conventions/metrics.py, name for name."""
+
+from __future__ import annotations
+
+import re
+
+from specwatch import conventions as C
+
+from tests.support import ROOT
+
+
+def readme_metrics() -> dict[str, tuple[str, set[str]]]:
+    """name -> (type, labels shown in braces) from the README's Metrics table."""
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| metric | type | meaning |") :].split("\n\n", 1)[0]
+    out: dict[str, tuple[str, set[str]]] = {}
+    for row in table.splitlines()[2:]:
+        names, kind = [cell.strip() for cell in row.strip("|").split("|")][:2]
+        for name, labels in re.findall(r"`(specwatch_\w+)(?:\{([\w,]+)\})?`", names):
+            out[name] = (kind, set(labels.split(",")) if labels else set())
+    return out
+
+
+def test_the_readme_lists_every_metric_of_the_table_and_no_other() -> None:
+    shown = readme_metrics()
+    table = {metric.exposed: metric for metric in C.METRICS.values()}
+    assert set(table) == set(shown)
+    for name, (kind, labels) in shown.items():
+        metric = table[name]
+        assert metric.kind == kind, name
+        assert labels <= set(metric.labels), name  # the README names the labels beyond the slice

@@ -1,0 +1,106 @@
+"""The collector in memory: a fresh registry, a reading built by hand, values read back."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+from specwatch import conventions as C
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.analysis.windows import Counts
+from specwatch.export.collector import SpecwatchCollector
+from specwatch.export.status import Reading
+from specwatch.health import Health
+from specwatch.model import ABState, Latency, RequestRecord, SpecDecodeBlock
+from specwatch.settings import load_settings
+
+SLICE = {"model": "m", "ctx_bucket": "0-512", "task": "code"}
+ROLLUP = {"model": "m", "ctx_bucket": "all", "task": "all"}
+
+
+def record(i: int, accepted: tuple[int, ...]) -> RequestRecord:
+    return RequestRecord(
+        ts=float(i), request_id=str(i), model="m", task="code", outcome=C.Outcome.OBSERVED,
+        prompt_tokens=20, completion_tokens=1 + sum(accepted) + len(accepted),
+        spec=SpecDecodeBlock(3, (3,) * len(accepted), accepted), latency=Latency(tpot=0.01),
+    )  # fmt: skip
+
+
+def reading() -> Reading:
+    settings = load_settings(zones={"min_trials": 10, "min_requests": 2, "min_dwell_seconds": 0})
+    analyzer = Analyzer(settings, started=0.0)
+    analyzer.ingest(record(1, (3, 0, 1)))  # accepted 4, trials 6
+    analyzer.ingest(record(2, (2, 3)))  # accepted 5, trials 6
+    analyzer.evaluate(5.0)
+    ab = ABState(
+        enabled=True, baseline_percent=25.0, key_header=C.Header.AB_KEY, rolled_back=True,
+        held_by={C.ABSource.ADMIN: "test"}, changed_at=3.0,
+        switches={(C.Switch.ROLLED_BACK, C.ABSource.ADMIN): 1},
+    )  # fmt: skip
+    return Reading(analyzer.snapshot(5.0), Health().snapshot(), ab)
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SpecwatchCollector(reading))
+    return registry
+
+
+def test_slice_counters_carry_the_per_request_sums(registry: CollectorRegistry) -> None:
+    value = registry.get_sample_value
+    assert 5 == value(C.SPEC_STEPS + "_total", SLICE)
+    assert (9, 12) == (value(C.ACCEPTED_TOKENS + "_total", SLICE),
+                       value(C.ACCEPTANCE_TRIALS + "_total", SLICE))  # fmt: skip
+    assert 2 == value(C.SLICE_REQUESTS + "_total", SLICE)
+    assert 4 * 4 + 5 * 5 == value(C.REQUEST_ACCEPTED_SQUARED + "_total", SLICE)
+    assert 4 * 6 + 5 * 6 == value(C.REQUEST_ACCEPTED_X_TRIALS + "_total", SLICE)
+    assert 6 * 6 + 6 * 6 == value(C.REQUEST_TRIALS_SQUARED + "_total", SLICE)
+    by_position = {"position": "1", **SLICE}
+    assert 4 == value(C.ACCEPTED_BY_POSITION + "_total", by_position)  # 3, 1, 2, 3 accepted > 0
+
+
+def test_judgements_are_one_hot_zones_and_bounded_estimates(registry: CollectorRegistry) -> None:
+    value = registry.get_sample_value
+    zones = [value(C.ZONE, {**ROLLUP, "zone": z}) or 0.0 for z in C.Zone]
+    assert 1.0 == sum(zones)
+    estimate, lower, upper = (
+        value(C.ACCEPTANCE_ALPHA, {**SLICE, "bound": b}) or 0.0 for b in C.Bound
+    )
+    assert estimate == pytest.approx(9 / 12)
+    assert 0.0 < lower < estimate < upper
+    estimate, lower, upper = (
+        value(C.ESTIMATED_GAIN_RATIO, {**SLICE, "method": "modelled", "bound": b}) or 0.0
+        for b in C.Bound
+    )
+    assert 0.0 < lower <= estimate <= upper
+
+
+def test_the_ab_state_comes_from_its_snapshot(registry: CollectorRegistry) -> None:
+    value = registry.get_sample_value
+    assert 0.25 == value(C.AB_BASELINE_SHARE)
+    assert 1.0 == value(C.AB_ROLLED_BACK)
+    switched = {"to": str(C.Switch.ROLLED_BACK), "source": str(C.ABSource.ADMIN)}
+    assert 1 == value(C.AB_SWITCHES + "_total", switched)
+
+
+def test_every_family_is_the_metric_tables_with_its_type_and_labels(
+    registry: CollectorRegistry,
+) -> None:
+    seen = set()
+    for family in registry.collect():
+        name = family.name + ("_info" if family.type == "info" else "")
+        if name.startswith("process_"):
+            continue
+        metric = C.METRICS[name]
+        assert metric.kind == family.type, name
+        for sample in family.samples:
+            extra = {"le"} if metric.kind == C.Kind.HISTOGRAM else set()
+            assert set(sample.labels) <= set(metric.labels) | extra, (name, sample.labels)
+        seen.add(name)
+    assert {C.SPEC_STEPS, C.ZONE, C.AB_SWITCHES, C.BUILD_INFO, C.PARSE_ERRORS} <= seen
+
+
+def test_counts_merge_with_their_moments() -> None:
+    a, b = Counts.of_request([3], [1], 4), Counts.of_request([3, 3], [3, 0], 4)
+    a.merge(b)
+    assert (2, 1 + 9, 1 * 2 + 3 * 4, 4 + 16) == (a.requests, a.aa, a.at, a.tt)
