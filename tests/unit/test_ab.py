@@ -73,3 +73,20 @@ def test_token_rules() -> None:
     assert not authorized("Bearer x", "t", loopback=False)
     assert not authorized("t", "t", loopback=False)
     assert authorized("Bearer t", "t", loopback=False)
+
+
+def test_the_shadow_check_compares_only_greedy_single_choice_spec_requests() -> None:
+    from specwatch.health import Health
+    from specwatch.settings import load_settings
+    from specwatch.sources.shadow import Shadow
+
+    settings = load_settings(
+        ab={"baseline_upstream": "http://base", "baseline_percent": 10}, shadow={"fraction": 1.0}
+    )
+    shadow = Shadow(settings, Health(), session=lambda: None)  # type: ignore[arg-type,return-value]
+    greedy = {"prompt": "p", "temperature": 0}
+    assert shadow.wanted(greedy, "spec")
+    assert not shadow.wanted({**greedy, "temperature": 0.7}, "spec")  # sampling differs anyway
+    assert not shadow.wanted({"prompt": "p"}, "spec")  # vLLM's default temperature is 1
+    assert not shadow.wanted({**greedy, "n": 2}, "spec")
+    assert not shadow.wanted(greedy, "baseline")  # the baseline itself: nothing to compare

@@ -179,3 +179,44 @@ def test_ab_gain_needs_enough_baseline_requests() -> None:
     (rollup,) = a.snapshot(2.0).rollups
     assert rollup.gain is not None
     assert "modelled" == rollup.gain.method
+
+
+def short_drift_analyzer() -> Analyzer:
+    """Drift on 1-second buckets (the demo's scale): a 12-bucket baseline ending 2 back."""
+    drift = {"bucket_seconds": 1.0, "baseline_buckets": 12, "gap_buckets": 2,
+             "min_baseline_buckets": 8, "min_bucket_trials": 5, "recent_buckets": 10}  # fmt: skip
+    return analyzer(drift=drift)
+
+
+def test_the_traffic_mix_shows_a_task_shift_in_psi_and_splits_the_change() -> None:
+    """20 s of chat only, then 12 s of code only: PSI by task is major, by ctx bucket none."""
+    car = short_drift_analyzer()
+    for t in range(32):
+        task = "chat" if t < 20 else "code"
+        accepted = (1, 0, 2, 1) if task == "chat" else (3, 3, 2, 3)
+        for j in range(4):
+            car.ingest(record(t + j / 4, accepted, task=task))
+        car.evaluate(t + 1.0)
+    mix = car.snapshot(32.0).mix
+    assert mix is not None
+    view = mix["m"]
+    assert view.psi_task > 0.25
+    assert view.psi_ctx_bucket < 0.01
+    assert view.decomposition.mix > 0  # more code, which accepts more: the mix part rises
+
+
+def test_status_shows_each_slices_drift_once_it_has_a_baseline() -> None:
+    from specwatch.export.status import Reading, status_document
+
+    car = short_drift_analyzer()
+    for t in range(16):
+        for j in range(4):
+            car.ingest(record(t + j / 4, (2, 1, 3, 0)))
+        car.evaluate(t + 1.0)
+    document = status_document(Reading(car.snapshot(16.0)))
+    (code,) = [s for s in document["slices"] if s["task"] == "code"]
+    drift = code["drift"]
+    assert drift is not None
+    assert {"statistic", "alarm", "baseline_alpha", "threshold"} <= set(drift)
+    assert drift["statistic"] is not None
+    assert drift["baseline_alpha"] is not None

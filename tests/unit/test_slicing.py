@@ -31,3 +31,11 @@ def test_a_request_within_one_bucket_takes_the_fast_path_with_the_same_result() 
     assert ["0-512"] == list(parts)
     assert {"requests": 1, "spec_steps": 3, "draft_tokens": 9, "accepted_tokens": 4,
             "trials": 6} == parts["0-512"].as_dict()  # fmt: skip
+
+
+def test_the_first_step_sits_one_past_the_prompt_because_prefill_made_a_token() -> None:
+    """A 511-token prompt: prefill emits token 512, so the first step starts at position 512
+    and belongs to `512-2k` (the bucket bounds are upper bounds, exclusive)."""
+    spec = SpecDecodeBlock(num_spec_tokens=3, drafted=(3,), accepted=(2,))
+    assert ["512-2k"] == list(split_steps(spec, 511, BUCKETS, max_position=8))
+    assert ["0-512"] == list(split_steps(spec, 510, BUCKETS, max_position=8))

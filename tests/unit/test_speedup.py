@@ -127,3 +127,27 @@ def test_without_a_configured_c_it_is_estimated_from_the_measured_latency() -> N
     (_, expected_at_1, speedup_at_1) = rollup.advice.table[1]
     assert pytest.approx(2.0 / (1 + 7 / 3)) == speedup_at_1
     assert 2.0 == expected_at_1
+
+
+def test_the_live_gain_weighs_each_request_by_its_decode_tokens() -> None:
+    """Speculation: 9 answers of 100 tokens at 10 ms/token and 9 of 2 tokens at 40 ms; the
+    baseline 20 ms/token. Pooled over tokens speculation takes 10.3 ms/token (gain 1.94); a
+    mean over requests would say 25 ms (gain 0.8) and turn the model red for nothing."""
+    settings = load_settings(
+        speedup={"baseline_tpot_ms": {"m": 20.0}, "min_baseline_requests": 2},
+    )
+    analyzer = Analyzer(settings, started=0.0)
+    for i in range(18):
+        tokens, tpot = (100, 0.010) if i % 2 else (2, 0.040)
+        analyzer.ingest(
+            RequestRecord(
+                ts=float(i), request_id=str(i), model="m", task="code",
+                outcome=C.Outcome.OBSERVED, prompt_tokens=50, completion_tokens=tokens,
+                spec=SpecDecodeBlock(3, (3, 3), (2, 1)), latency=Latency(tpot=tpot),
+            )
+        )  # fmt: skip
+    (rollup,) = analyzer.snapshot(18.0).rollups
+    assert rollup.gain is not None
+    expected = 0.020 / ((0.010 * 99 + 0.040 * 1) / 100)
+    assert MEASURED == rollup.gain.method
+    assert pytest.approx(expected) == rollup.gain.ratio

@@ -178,3 +178,18 @@ def test_the_interval_covers_the_truth_on_overdispersed_requests_where_wilson_do
         token += lower <= truth <= upper
     assert robust / runs >= 0.90
     assert token / runs < 0.80  # what the token-level interval claimed as 95%
+
+
+def test_few_requests_widen_the_interval_by_students_t_not_the_normal_z() -> None:
+    """Five alike requests: t on 4 degrees of freedom is 2.776 (tables), not 1.96."""
+    counts = requests_of([[(4, 2), (4, 3), (4, 1)] * 10 for _ in range(5)])
+    alpha = SliceStats.of(counts, 0.95).alpha
+    assert alpha is not None
+    p, n = counts.accepted / counts.trials, counts.trials
+    by_hand = [
+        (p + t * t / (2 * n) + sign * t * (p * (1 - p) / n + t * t / (4 * n * n)) ** 0.5)
+        / (1 + t * t / n)
+        for t in (2.776,)
+        for sign in (-1, 1)
+    ]
+    assert pytest.approx(by_hand, abs=2e-3) == [alpha.lower, alpha.upper]

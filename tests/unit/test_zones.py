@@ -155,3 +155,15 @@ def test_a_modelled_gain_needs_the_acceptance_gates_to_make_a_slice_red() -> Non
     state = ZoneState()
     next_zone(state, interval(0.8), False, 0.0, CFG, gain(0.80, 0.1, "modelled"))
     assert Zone.INSUFFICIENT == state.zone
+
+
+def test_green_holds_inside_its_exit_band_between_the_exit_and_the_entry_threshold() -> None:
+    """0.68 is below green's 0.70 but above its exit 0.67: a green slice stays green."""
+    assert [Zone.GREEN] * 6 == run([0.80] + [0.68] * 5)
+    assert Zone.YELLOW == run([0.80] + [0.665] * 4)[-1]  # at or below 0.67: it leaves
+
+
+def test_red_holds_inside_its_exit_band_between_the_entry_and_the_exit_threshold() -> None:
+    """0.51 is above red's 0.50 but below its exit 0.53: a red slice stays red."""
+    assert [Zone.RED] * 6 == run([0.40] + [0.51] * 5)
+    assert Zone.YELLOW == run([0.40] + [0.535] * 4)[-1]  # at or above 0.53: it leaves

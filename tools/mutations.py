@@ -1,0 +1,136 @@
+"""Deliberate mutations of the lines that matter: each must make the fast tests fail.
+
+    .venv/bin/python tools/mutations.py [NAME ...]
+
+For each mutation: replace one exact piece of source, run the unit and artifact tests (stop at
+the first failure), put the source back, and report whether a test caught it. Exit 1 when one
+survived. The list grows with every line a test is meant to guard.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT = ROOT / "agent" / "specwatch"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str  # under agent/specwatch
+    old: str
+    new: str
+
+
+MUTATIONS = (
+    Mutation(
+        "green exit band: leave below 0.70, not at 0.67",
+        "analysis/zones.py",
+        "leaving = interval.estimate <= cfg.green_exit",
+        "leaving = interval.estimate < cfg.green",
+    ),
+    Mutation(
+        "red exit band: leave at 0.50, not 0.53",
+        "analysis/zones.py",
+        "leaving = interval.estimate >= cfg.red_exit",
+        "leaving = interval.estimate >= cfg.red",
+    ),
+    Mutation(
+        "a step's position: the prompt, not prompt + 1",
+        "analysis/slicing.py",
+        "position = prompt_tokens + 1",
+        "position = prompt_tokens",
+    ),
+    Mutation(
+        "PSI always 0 in the analysis",
+        "analysis/mix.py",
+        "psi_task=psi(_shares_by(b, ctx=False), _shares_by(r, ctx=False)),",
+        "psi_task=0.0,",
+    ),
+    Mutation(
+        "/status without the per-slice drift block",
+        "export/status.py",
+        '"drift": None if view.drift is None else asdict(view.drift),',
+        '"drift": None,',
+    ),
+    Mutation(
+        "the shadow check without its temperature-0 gate",
+        "sources/shadow.py",
+        'if body.get("temperature") != 0 or body.get("n", 1) != 1:',
+        'if body.get("n", 1) != 1:',
+    ),
+    Mutation(
+        "token-level, not request-level, variance",
+        "analysis/stats.py",
+        "deff = max(1.0, robust_variance(n, x, y, xx, xy, yy) / binomial)",
+        "deff = 1.0",
+    ),
+    Mutation(
+        "no small-sample t",
+        "analysis/stats.py",
+        "lower, upper = wilson_bounds(p, y / deff, t_quantile(confidence, n - 1))",
+        "lower, upper = wilson_bounds(p, y / deff, z_for(confidence))",
+    ),
+    Mutation(
+        "a gain below 1 on its estimate, not its whole interval",
+        "analysis/speedup.py",
+        "return self.upper < 1.0",
+        "return self.ratio < 1.0",
+    ),
+    Mutation(
+        "the measured gain unweighted by tokens",
+        "analysis/speedup.py",
+        "sums.add(ts, tpot * decode, decode)",
+        "sums.add(ts, tpot, 1)",
+    ),
+    Mutation(
+        "vLLM's engine alpha with every step a rejection",
+        "analysis/engine.py",
+        "    if k:\n        counts.trials = counts.accepted + (counts.steps - per_position[k - 1])",
+        "    counts.trials = counts.accepted + counts.steps",
+    ),
+    Mutation(
+        "drift without the wander model",
+        "analysis/drift.py",
+        "    if long_enough and square > 0 and",
+        "    if False and square > 0 and",
+    ),
+)
+
+
+def run(mutation: Mutation) -> bool:
+    """True when a test failed (the mutation was caught)."""
+    path = AGENT / mutation.path
+    source = path.read_text()
+    if source.count(mutation.old) != 1:
+        raise SystemExit(f"{mutation.name}: the original is not in {mutation.path} exactly once")
+    path.write_text(source.replace(mutation.old, mutation.new))
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "tests/unit",
+             "tests/artifacts"],
+            cwd=ROOT, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    finally:
+        path.write_text(source)
+    return result.returncode != 0
+
+
+def main() -> int:
+    wanted = set(sys.argv[1:])
+    survived = 0
+    for mutation in MUTATIONS:
+        if wanted and mutation.name not in wanted:
+            continue
+        caught = run(mutation)
+        survived += not caught
+        print(f"{'caught  ' if caught else 'SURVIVED'}  {mutation.name}", flush=True)
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
