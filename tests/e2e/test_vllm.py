@@ -21,6 +21,7 @@ import psutil
 import pytest
 from specwatch import conventions as C
 
+from tests.support import assert_status_valid
 from tests.support.http import scrape, total
 from tests.support.vllm import (
     Request,
@@ -117,6 +118,7 @@ async def test_ngram_run_reconciles_slices_and_replays(
             await asyncio.sleep(1.5)  # a zone evaluation after the last request
             async with session.get(served.admin + "/status") as response:
                 live = await response.json()
+        assert_status_valid(live)
         slices = by_slice(live)
         assert len({bucket for bucket, _ in slices}) >= 3
         copy_alpha = [
@@ -146,6 +148,7 @@ async def test_ngram_run_reconciles_slices_and_replays(
     stdout, _ = await replayed.communicate()
     assert 0 == replayed.returncode
     document = orjson.loads(stdout)
+    assert_status_valid(document)
     assert [] == document["replay"]["bad_lines"]
     assert {k: s["since_start"] for k, s in slices.items()} == {
         k: s["since_start"] for k, s in by_slice(document).items()

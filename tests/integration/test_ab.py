@@ -18,6 +18,7 @@ from specwatch import conventions as C
 from specwatch.runtime import Sidecar
 from specwatch.sim.server import SimConfig, SimServer
 
+from tests.support import assert_status_valid
 from tests.support.http import scrape, serve, sidecar_settings, total
 
 PERCENT = 30.0
@@ -179,7 +180,12 @@ async def test_rollback_needs_a_token_off_loopback(
                 assert 200 == response.status
             assert car.router.rolled_back is True
             async with session.get(f"http://127.0.0.1:{car.ports.admin}/status") as response:
-                assert "s3cret-token" not in await response.text()
+                text = await response.text()
+            assert "s3cret-token" not in text
+            status = orjson.loads(text)
+            assert_status_valid(status)
+            assert status["ab"]["rolled_back"] is True
+            assert {"admin": "admin request from 127.0.0.1"} == status["ab"]["held_by"]
     finally:
         await car.stop()
 

@@ -17,6 +17,7 @@ from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sources.vllm_response import SseSplitter, event_data, is_usage_event
 
+from tests.support import assert_status_valid
 from tests.support.http import by_label, post, scrape, serve, sidecar_settings, total
 from tests.support.workloads import mixed_requests
 
@@ -208,6 +209,7 @@ async def test_status_reports_window_and_since_start_counts(
         async with session.get(admin + "/healthz") as response:
             assert 200 == response.status
     (code,) = [s for s in status["slices"] if s["task"] == "code"]
+    assert_status_valid(status)
     assert 5 == code["requests"] == code["since_start"]["requests"]
     assert code["spec_steps"] == code["since_start"]["spec_steps"] > 0
     assert {"estimate", "lower", "upper", "design_effect"} == set(code["alpha"])

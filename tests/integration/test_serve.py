@@ -21,6 +21,7 @@ import pytest
 from specwatch import conventions as C
 from specwatch.sources.supervisor import free_port, prepare_command
 
+from tests.support import assert_status_valid
 from tests.support.http import post, scrape, total
 from tests.support.workloads import mixed_requests
 
@@ -142,6 +143,7 @@ async def test_serve_reconciles_with_the_childs_counters_and_its_log_and_replays
 
     assert counts(live) == counts(document)
     assert [] == document["replay"]["bad_lines"]
+    assert_status_valid(document)
 
 
 async def test_sigterm_stops_the_child_and_leaves_no_process(tmp_path: Path) -> None:

@@ -64,3 +64,11 @@ def captured_requests(name: str) -> Iterator[Captured]:
         stream = "sse_b64" in obj
         raw = base64.b64decode(obj["sse_b64"] if stream else obj["body_b64"])
         yield Captured(obj["kind"], obj["request"], obj["status"], raw, stream)
+
+
+def assert_status_valid(document: object) -> None:
+    """The document satisfies docs/status.schema.json (the contract of /status and replay)."""
+    import jsonschema
+
+    schema = orjson.loads((ROOT / "docs" / "status.schema.json").read_bytes())
+    jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
