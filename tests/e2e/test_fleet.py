@@ -15,7 +15,7 @@ from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
 
-from tests.support.http import serve, sidecar_settings
+from tests.support.http import eventually, serve, sidecar_settings
 from tests.support.servers import api, prometheus
 
 pytestmark = pytest.mark.e2e
@@ -58,9 +58,17 @@ async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
                 run_load(f"http://127.0.0.1:{cars[1].ports.proxy}", "sim-llama", seed=2,
                          concurrency=1, duration=20.0),
             )  # fmt: skip
-            await asyncio.sleep(2)
-            # the recorded fleet value (5m at time scale 60 is 5s) and when the rule recorded it
+            # the recorded fleet value (5m at time scale 60 is 5s) and when the rule recorded it,
+            # once a rule evaluation came a scrape after the load
             recorded = Q.alpha("model", "5m")
+            load_end = time.time()
+
+            def evaluated_after_the_load() -> bool:
+                result = api(prom, "/api/v1/query", query=f"timestamp({recorded})")
+                samples = result["data"]["result"]
+                return bool(samples) and float(samples[0]["value"][1]) > load_end + 1.0
+
+            await eventually(evaluated_after_the_load, seconds=15, every=0.2)
             now = time.time()  # both queries see the same latest sample at or before `now`
             _, fleet = value(api(prom, "/api/v1/query", query=recorded, time=now))
             _, ts = value(api(prom, "/api/v1/query", query=f"timestamp({recorded})", time=now))

@@ -22,7 +22,7 @@ import pytest
 from specwatch import conventions as C
 
 from tests.support import assert_status_valid
-from tests.support.http import scrape, total
+from tests.support.http import eventually, scrape, total
 from tests.support.vllm import (
     Request,
     Served,
@@ -114,10 +114,19 @@ async def test_ngram_run_reconciles_slices_and_replays(
         assert steps > 100
         assert expected == final
 
-        async with aiohttp.ClientSession() as session:
-            await asyncio.sleep(1.5)  # a zone evaluation after the last request
-            async with session.get(served.admin + "/status") as response:
-                live = await response.json()
+        async def status() -> dict[str, Any]:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(served.admin + "/status") as response,
+            ):
+                document: dict[str, Any] = await response.json()
+                return document
+
+        async def judged() -> bool:  # a zone evaluation came after the last request
+            return all(s["zone"] != C.Zone.INSUFFICIENT for s in (await status())["models"])
+
+        await eventually(judged, seconds=15)
+        live = await status()
         assert_status_valid(live)
         slices = by_slice(live)
         assert len({bucket for bucket, _ in slices}) >= 3

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -18,7 +19,7 @@ from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from structlog.testing import capture_logs
 
-from tests.support.http import by_label, post, scrape, serve, sidecar_settings, total
+from tests.support.http import by_label, eventually, post, scrape, serve, sidecar_settings, total
 
 
 @pytest.fixture
@@ -37,6 +38,16 @@ async def short_keepalive(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
     await car.start()
     yield car
     await car.stop()
+
+
+def scraped_everything(car: Sidecar) -> bool:
+    """vLLM's counters, as scraped, cover every step the proxy saw (coverage 1 in the window)."""
+    engine = car.analyzer.snapshot(time.time()).engine
+    return bool(engine) and all(view.coverage == 1.0 for view in engine)
+
+
+def resets(car: Sidecar) -> int:
+    return car.analyzer.snapshot(time.time()).counter_resets
 
 
 async def test_an_abort_storm_leaks_nothing_and_every_request_is_counted(
@@ -164,13 +175,14 @@ async def test_an_upstream_restart_resets_its_counters_and_totals_still_reconcil
         async with aiohttp.ClientSession() as session:
             for i in range(10):
                 await post(session, proxy, {"prompt": f"before {i}", "max_tokens": 30})
-            await asyncio.sleep(0.5)  # a scrape sees the first incarnation's counters
+            await car.drained()
+            await eventually(lambda: scraped_everything(car), seconds=10)  # a scrape saw them
             await runner.cleanup()  # vLLM restarts: its counters start again from zero
             second, runner = await start_sim()
             for i in range(5):
                 await post(session, proxy, {"prompt": f"after {i}", "max_tokens": 30})
-            await asyncio.sleep(0.6)
-        await car.drained()
+            await car.drained()
+            await eventually(lambda: scraped_everything(car) and resets(car) == 1, seconds=10)
         metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
         upstream_steps = sum(s.metrics.total(C.VLLM_NUM_DRAFTS) for s in (first, second))
         assert upstream_steps == total(metrics, C.SPEC_STEPS + "_total")

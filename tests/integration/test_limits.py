@@ -14,7 +14,7 @@ from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.support.http import by_label, post, scrape, sidecar_settings
+from tests.support.http import by_label, eventually, post, scrape, sidecar_settings
 
 SLOW_STREAM = {"prompt": "x", "max_tokens": 150, "stream": True}  # ~3 s at 20 ms a step
 
@@ -116,7 +116,7 @@ async def test_past_the_concurrency_cap_a_clear_503_with_retry_after(limited: Si
     proxy = f"http://127.0.0.1:{limited.ports.proxy}/v1/completions"
     async with aiohttp.ClientSession() as session:
         streams = [asyncio.create_task(post(session, proxy, SLOW_STREAM)) for _ in range(2)]
-        await asyncio.sleep(0.5)
+        await eventually(lambda: limited.proxy.in_flight == 2)
         async with session.post(proxy, json={"prompt": "y"}) as response:
             assert (503, "1") == (response.status, response.headers.get("Retry-After"))
             assert "in flight" in str(error_of(await response.read())["message"])
@@ -134,9 +134,9 @@ async def test_draining_finishes_streams_in_flight_and_refuses_new_ones(
     try:
         async with aiohttp.ClientSession() as session:
             streams = [asyncio.create_task(post(session, proxy, SLOW_STREAM)) for _ in range(3)]
-            await asyncio.sleep(0.5)
+            await eventually(lambda: car.proxy.in_flight == 3)
             drain = asyncio.create_task(car.drain(20.0))
-            await asyncio.sleep(0.1)
+            await eventually(lambda: car.proxy.draining)
             status, data = await post(session, proxy, {"prompt": "late"})
             assert 503 == status
             assert "shutting down" in str(error_of(data)["message"])

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+from specwatch import conventions as C
 from specwatch.runtime import Sidecar
 from specwatch.sim.server import SimServer
 from specwatch.sources.supervisor import free_port
 
-from tests.support.http import post, sidecar_settings
+from tests.support.http import eventually, post, scrape, sidecar_settings, total
 
 SLACK = "https://hooks.slack.test/services/T000/B000/SECRET-SLACK-4f9c"
 PAGERDUTY = "PD-ROUTING-KEY-SECRET-7d21"
@@ -75,7 +76,12 @@ async def test_no_prompt_completion_or_secret_in_logs_status_metrics_or_generate
             await post(session, base + "/v1/chat/completions", chat)  # an upstream 404
             async with session.post(base + "/v1/completions", data=PROMPT.encode()) as response:
                 await response.read()  # not JSON: a parse error, logged as a count
-            await asyncio.sleep(0.5)
+
+            async def counted() -> bool:  # every request analysed (the proxy is another process)
+                metrics = await scrape(f"http://127.0.0.1:{admin}/metrics")
+                return total(metrics, C.REQUESTS + "_total") >= 4
+
+            await eventually(counted)
             for path in ("/status", "/metrics"):
                 async with session.get(f"http://127.0.0.1:{admin}{path}") as response:
                     outputs.append(await response.read())

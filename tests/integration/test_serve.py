@@ -22,7 +22,7 @@ from specwatch import conventions as C
 from specwatch.sources.supervisor import free_port, prepare_command
 
 from tests.support import assert_status_valid
-from tests.support.http import post, scrape, total
+from tests.support.http import eventually, post, scrape, total
 from tests.support.workloads import mixed_requests
 
 SPECWATCH = [sys.executable, "-m", "specwatch"]
@@ -179,9 +179,11 @@ async def test_a_child_killed_mid_stream_gives_a_clean_error_and_its_exit_code(
                 with pytest.raises(aiohttp.ClientPayloadError):
                     await read_into(response, rest)
                 assert b'"code": 502' in b"".join(rest)  # an error event, then a broken stream
-            await asyncio.sleep(0.8)  # a scrape notices
-            metrics = await scrape(served.admin + "/metrics")
-            assert 0.0 == total(metrics, C.UPSTREAM_UP)
+
+            async def down() -> bool:  # a scrape notices
+                return 0.0 == total(await scrape(served.admin + "/metrics"), C.UPSTREAM_UP)
+
+            await eventually(down, seconds=10)
             async with session.get(served.admin + "/readyz") as response:
                 assert 503 == response.status
         assert 128 + signal.SIGKILL == served.process.wait(timeout=20)
