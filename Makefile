@@ -19,13 +19,22 @@ $(VLLM_VENV)/.installed: tools/install_vllm.sh
 
 setup: $(BIN)/.installed
 
-# promtool, amtool and the servers the alert tests run (Debian packages; root or sudo)
+# promtool, amtool and the servers the alert tests run (Debian packages; root or sudo), and
+# kubectl for the deploy checks where the platform packages it. Under CI a tool still missing
+# afterwards is one clear line and a failure, never a quiet skip.
+TOOLS := promtool amtool prometheus prometheus-alertmanager kubectl
 tools:
-	@command -v promtool >/dev/null && command -v amtool >/dev/null \
-	  && command -v prometheus-alertmanager >/dev/null || { \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	if ! command -v promtool >/dev/null || ! command -v amtool >/dev/null \
+	  || ! command -v prometheus-alertmanager >/dev/null; then \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	  $$SUDO apt-get install -y -qq prometheus prometheus-alertmanager >/dev/null; }
+	  $$SUDO apt-get install -y -qq prometheus prometheus-alertmanager >/dev/null; fi; \
+	if ! command -v kubectl >/dev/null && apt-cache show kubectl >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kubectl >/dev/null; fi; \
+	missing=$$(for t in $(TOOLS); do command -v $$t >/dev/null || printf '%s ' $$t; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "make tools: missing $$missing(no package here: install by hand; the tests that need them skip, or fail under CI)"; \
+	  [ -z "$$CI" ] || exit 1; fi
 
 vllm: $(VLLM_VENV)/.installed
 

