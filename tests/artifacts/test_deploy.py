@@ -89,6 +89,36 @@ def test_the_wrap_overlay_runs_one_container_that_serves_vllm() -> None:
     assert "vllm" == container["args"][container["args"].index("--") + 1]
 
 
+def may_run_as_root(pod: dict[str, Any], container: dict[str, Any]) -> bool:
+    """A container may run as root unless runAsNonRoot holds and no user 0 is set (the
+    container's settings override the pod's)."""
+    context = {**pod.get("securityContext", {}), **container.get("securityContext", {})}
+    return context.get("runAsNonRoot") is not True or context.get("runAsUser") == 0
+
+
+def test_the_wrap_overlay_runs_nothing_as_root_with_the_sidecars_security_context() -> None:
+    pod = by_kind(kustomize("wrap"), "Deployment")["spec"]["template"]["spec"]
+    containers = pod["containers"] + pod.get("initContainers", [])
+    assert [] == [c["name"] for c in containers if may_run_as_root(pod, c)]
+    base = by_kind(kustomize("ngram"), "Deployment")["spec"]["template"]["spec"]
+    (sidecar,) = [c for c in base["containers"] if c["name"] == "specwatch"]
+    (wrapped,) = pod["containers"]
+    assert sidecar["securityContext"] == wrapped["securityContext"]
+    # vLLM's caches on writable volumes: the root filesystem is read-only
+    mounts = {m["mountPath"] for m in wrapped["volumeMounts"]}
+    env = {e["name"]: e["value"] for e in wrapped["env"]}
+    for name in ("HOME", "HF_HOME", "VLLM_CACHE_ROOT"):
+        assert any(env[name].startswith(mount + "/") for mount in mounts), name
+
+
+def test_the_wrap_image_runs_as_the_sidecars_user() -> None:
+    wrap = (ROOT / "Dockerfile.wrap").read_text()
+    sidecar = (ROOT / "Dockerfile").read_text()
+    assert "USER 10001:10001" in wrap
+    assert "USER 10001:10001" in sidecar
+    assert {"HOME", "HF_HOME", "VLLM_CACHE_ROOT"} <= set(re.findall(r"(\w+)=/var/cache", wrap))
+
+
 def test_generated_objects_carry_exactly_the_generated_files() -> None:
     objects = kustomize("ngram")
     files = render(load_settings())
