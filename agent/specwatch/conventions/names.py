@@ -104,7 +104,7 @@ class Zone(StrEnum):
 
 
 class ParseSource(StrEnum):
-    """Where a parse error came from (`source` label of specwatch_parse_errors_total)."""
+    """Where a parse error came from (`source` label of the parse-errors counter)."""
 
     RESPONSE = "response"
     SSE = "sse"
@@ -114,7 +114,7 @@ class ParseSource(StrEnum):
 
 
 class ParseReason(StrEnum):
-    """Why an input could not be read (`reason` label of specwatch_parse_errors_total)."""
+    """Why an input could not be read (`reason` label of the parse-errors counter)."""
 
     INVALID_JSON = "invalid_json"
     NOT_AN_OBJECT = "not_an_object"

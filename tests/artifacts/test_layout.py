@@ -1,0 +1,63 @@
+"""The rules of the house (docs/architecture.md), checked on the source itself."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+PACKAGE = ROOT / "agent" / "specwatch"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def imports(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (lazy imports inside functions too)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            if node.module == "specwatch":  # from specwatch import conventions as C
+                out |= {f"specwatch.{alias.name}" for alias in node.names}
+    return out
+
+
+def package_of(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_is_past_400_lines(path: Path) -> None:
+    assert len(path.read_text().splitlines()) <= 400
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_follow_the_layers(path: Path) -> None:
+    found = imports(path)
+    where = package_of(path)
+    if path.name != "__main__.py":
+        assert "specwatch.cli" not in found  # cli dispatches; nothing imports it
+    if where == "analysis":  # pure: fed records and a clock
+        assert not {m for m in found if m.split(".")[0] in {"aiohttp", "prometheus_client"}}
+        assert not {m for m in found if m.startswith(("specwatch.sources", "specwatch.export"))}
+    if where == "export":  # reads snapshots only
+        assert not {m for m in found if m.startswith("specwatch.sources")}
+    if where == "gen":  # names, settings, and the formulas the rules share with the sidecar
+        allowed = ("specwatch.conventions", "specwatch.settings", "specwatch.analysis.stats",
+                   "specwatch.gen")  # fmt: skip
+        ours = {m for m in found if m.startswith("specwatch.")}
+        assert {m for m in ours if not m.startswith(allowed)} == set()
+
+
+def test_every_metric_name_is_spelled_in_one_file() -> None:
+    spelled = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in MODULES
+        if re.search(r"specwatch_[a-z]", path.read_text())
+    }
+    assert {"conventions/metrics.py"} == spelled
