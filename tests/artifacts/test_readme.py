@@ -29,3 +29,21 @@ def test_the_readme_lists_every_metric_of_the_table_and_no_other() -> None:
         metric = table[name]
         assert metric.kind == kind, name
         assert labels <= set(metric.labels), name  # the README names the labels beyond the slice
+
+
+def test_every_relative_link_of_the_docs_points_inside_the_repository() -> None:
+    documents = [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *ROOT.glob("tests/fixtures/*/README.md"),
+    ]
+    checked = 0
+    for document in documents:
+        for target in re.findall(r"\]\(([^)#\s]+)", document.read_text()):
+            if "://" in target:
+                continue
+            assert (document.parent / target).exists(), (document.name, target)
+            checked += 1
+    assert checked >= 5
+    text = "\n".join(d.read_text() for d in documents)
+    assert "../shared" not in text  # the repository stands alone
