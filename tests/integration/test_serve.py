@@ -6,6 +6,7 @@ The real-vLLM versions of these tests are in tests/e2e; these run in seconds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -22,7 +23,7 @@ from specwatch import conventions as C
 from specwatch.sources.supervisor import free_port, prepare_command
 
 from tests.support import assert_status_valid
-from tests.support.http import eventually, post, scrape, total
+from tests.support.http import eventually, post, scrape, total, until_ok
 from tests.support.workloads import mixed_requests
 
 SPECWATCH = [sys.executable, "-m", "specwatch"]
@@ -58,15 +59,7 @@ class Served:
 
 
 async def wait_ready(admin: str, seconds: float = 30.0) -> None:
-    async with aiohttp.ClientSession() as session, asyncio.timeout(seconds):
-        while True:
-            try:
-                async with session.get(admin + "/readyz") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
+    await until_ok(admin + "/readyz", seconds)
 
 
 @contextmanager
@@ -79,12 +72,18 @@ def serve(tmp_path: Path, *child: str, extra: tuple[str, ...] = ()) -> Iterator[
     ]  # fmt: skip
     env = {**os.environ, "SPECWATCH_SERVE__EXIT_GRACE_SECONDS": "2"}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    served = Served(process, f"http://127.0.0.1:{port}", f"http://127.0.0.1:{admin}")
     try:
-        yield Served(process, f"http://127.0.0.1:{port}", f"http://127.0.0.1:{admin}")
+        yield served
     finally:
+        # the child runs in its own process group: kill it too, or it outlives the test
+        leftovers = served.descendants() if process.poll() is None else []
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
+        for child in leftovers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
 
 
 async def settle(served: Served, requests: int) -> dict[str, list[tuple[dict[str, str], float]]]:

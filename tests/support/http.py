@@ -73,3 +73,22 @@ async def eventually(
             return
         assert asyncio.get_running_loop().time() < deadline, f"still false after {seconds} s"
         await asyncio.sleep(every)
+
+
+async def until_ok(
+    url: str, seconds: float, every: float = 0.1, alive: Callable[[], None] | None = None
+) -> float:
+    """Seconds until GET `url` answered 200 (a server starting up); `alive` may raise first,
+    e.g. when the process under test died."""
+    started = asyncio.get_running_loop().time()
+    async with aiohttp.ClientSession() as session, asyncio.timeout(seconds):
+        while True:
+            if alive is not None:
+                alive()
+            try:
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return asyncio.get_running_loop().time() - started
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(every)

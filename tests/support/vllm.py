@@ -24,7 +24,7 @@ import psutil
 from specwatch.sources.supervisor import free_port
 
 from tests.support import ROOT
-from tests.support.http import post
+from tests.support.http import post, until_ok
 
 VLLM_PYTHON = Path(os.environ.get("SPECWATCH_VLLM_PYTHON", ROOT / ".venv-vllm" / "bin" / "python"))
 READY_SECONDS = 240.0
@@ -120,17 +120,11 @@ def specwatch_serve(tmp_path: Path, command: list[str]) -> Iterator[Served]:
 
 async def wait_ready(served: Served, seconds: float = READY_SECONDS) -> float:
     """Seconds until /readyz said 200 (vLLM's /health answered)."""
-    started = asyncio.get_running_loop().time()
-    async with aiohttp.ClientSession() as session, asyncio.timeout(seconds):
-        while True:
-            assert served.process.poll() is None, served.log.read_text()[-3000:]
-            try:
-                async with session.get(served.admin + "/readyz") as response:
-                    if response.status == 200:
-                        return asyncio.get_running_loop().time() - started
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.25)
+
+    def alive() -> None:
+        assert served.process.poll() is None, served.log.read_text()[-3000:]
+
+    return await until_ok(served.admin + "/readyz", seconds, 0.25, alive)
 
 
 def copyable(cycles: list[list[int]], i: int, length: int) -> list[int]:
@@ -219,13 +213,6 @@ def vllm_direct(tmp_path: Path, command: list[str], *extra: str) -> Iterator[tup
             process.kill()
 
 
-async def wait_healthy(base: str, log: Path, seconds: float = READY_SECONDS) -> None:
-    async with aiohttp.ClientSession() as session, asyncio.timeout(seconds):
-        while True:
-            try:
-                async with session.get(base + "/health") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.25)
+async def wait_healthy(base: str, log: Path, seconds: float = READY_SECONDS) -> float:
+    """Seconds until vLLM's own /health said 200."""
+    return await until_ok(base + "/health", seconds, 0.25)
