@@ -81,9 +81,9 @@ def serve(tmp_path: Path, *child: str, extra: tuple[str, ...] = ()) -> Iterator[
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
-        for child in leftovers:
+        for leftover in leftovers:
             with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
+                leftover.kill()
 
 
 async def settle(served: Served, requests: int) -> dict[str, list[tuple[dict[str, str], float]]]:
