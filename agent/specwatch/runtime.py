@@ -187,22 +187,8 @@ class Sidecar:
 
     # --- lifecycle -----------------------------------------------------------------------------
 
-    async def _serve(
-        self,
-        app: web.Application,
-        host: str,
-        port: int,
-        cancel_on_disconnect: bool,
-        keepalive_timeout: float = 75.0,
-    ) -> int:
-        runner = web.AppRunner(
-            app,
-            access_log=None,
-            handler_cancellation=cancel_on_disconnect,
-            # aiohttp arms this timer when a connection opens: one that has not completed its
-            # request headers by then is closed, which is the proxy's header read timeout.
-            keepalive_timeout=keepalive_timeout,
-        )
+    async def _serve(self, app: web.Application, host: str, port: int) -> int:
+        runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
@@ -231,15 +217,8 @@ class Sidecar:
         loopback = admin_host in LOOPBACK_HOSTS
         routes = admin_routes(self.router, token, loopback) if self.router.enabled else []
         admin = admin_app(self.registry, self.read, self.ready, routes)
-        admin_port = await self._serve(admin, admin_host, self.settings.admin_port, False)
-        # handler_cancellation: a client that goes away cancels its upstream request too.
-        proxy_port = await self._serve(
-            self.proxy.app(),
-            self.settings.host,
-            self.settings.port,
-            True,
-            self.settings.limits.header_read_timeout_seconds,
-        )
+        admin_port = await self._serve(admin, admin_host, self.settings.admin_port)
+        proxy_port = await self.proxy.start(self.settings.host, self.settings.port)
         self.ports = Ports(proxy=proxy_port, admin=admin_port)
         log.info(
             "sidecar_started",
@@ -252,6 +231,7 @@ class Sidecar:
         return self.ports
 
     async def stop(self) -> None:
+        await self.proxy.close()
         for runner in reversed(self._runners):
             await runner.cleanup()
         self._runners.clear()

@@ -1,54 +1,24 @@
-"""What the proxy says and passes on itself: the headers it forwards, and its own errors in
-OpenAI's shape (so clients handle them as usual)."""
+"""What the proxy says itself: its own errors in OpenAI's shape (so clients handle them as
+usual), as a head's headers and a body."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
-from aiohttp import web
-from multidict import CIMultiDict
 
-# Hop-by-hop headers (RFC 9110 7.6.1) and those the transport recomputes.
-_HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-    }
-)
+from specwatch.sources.wire import Headers
+
+_JSON: Headers = [(b"content-type", b"application/json")]
+_ERROR_TYPES = {408: "RequestTimeout", 413: "RequestTooLarge", 502: "BadGateway"}
 
 
-def forwardable(headers: Any) -> CIMultiDict[str]:
-    out: CIMultiDict[str] = CIMultiDict()
-    for name, value in headers.items():
-        if name.lower() not in _HOP_BY_HOP:
-            out.add(name, value)
-    return out
-
-
-def openai_error(status: int, message: str, error_type: str) -> web.Response:
-    """An error in the shape vLLM and OpenAI use, so clients handle it as usual."""
+def openai_error(status: int, message: str) -> tuple[Headers, bytes]:
+    """An error in the shape vLLM and OpenAI use: headers and body."""
+    error_type = _ERROR_TYPES.get(status, "ServiceUnavailable")
     body = {"error": {"message": message, "type": error_type, "param": None, "code": status}}
-    return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
-
-
-def refusal(status: int, message: str) -> web.Response:
-    """specwatch's own refusal (408, 413, 503) in OpenAI's error shape."""
-    error_type = {408: "RequestTimeout", 413: "RequestTooLarge"}.get(status, "ServiceUnavailable")
-    response = openai_error(status, message, error_type)
+    headers = list(_JSON)
     if status == 503:
-        response.headers["Retry-After"] = "1"
-    return response
+        headers.append((b"retry-after", b"1"))
+    return headers, orjson.dumps(body)
 
 
 UPSTREAM_LOST_EVENT = (

@@ -1,0 +1,177 @@
+"""One request's upstream response on its way to the client, piece by piece.
+
+An Exchange is the upstream connection's sink (sources/upstream.py): the head, each body piece
+and the end arrive as callbacks and go straight to the client connection, one write each. For
+an observed request it also keeps what the analysis needs: the JSON body (up to the response
+limit) or, for a stream, the usage event (sources/stream.py), the time to first byte, and the
+outcome. Whatever happens, `finished` resolves exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+import structlog
+
+from specwatch.conventions import Outcome, ParseReason
+from specwatch.sources import wire
+from specwatch.sources.replies import UPSTREAM_LOST_EVENT, openai_error
+from specwatch.sources.stream import StreamRewriter
+
+if TYPE_CHECKING:
+    from specwatch.health import Health
+    from specwatch.sources.server import ClientConnection
+    from specwatch.sources.upstream import UpstreamConnection
+
+log = structlog.get_logger("specwatch.proxy")
+
+_EVENT_STREAM = b"text/event-stream"
+
+
+class Exchange:
+    __slots__ = (
+        "_captured", "_client", "_head_sent", "_health", "_max", "_observed", "_parts",
+        "_rewriter", "_size", "_started", "_stream", "capture", "finished", "first_byte",
+        "inject", "outcome", "parse_failure", "payload", "upstream",
+    )  # fmt: skip
+
+    def __init__(
+        self, client: ClientConnection, health: Health, max_response: int, observed: bool
+    ) -> None:
+        self._client = client
+        self._health = health
+        self._max = max_response
+        self._observed = observed
+        self._stream = False
+        self._started = time.perf_counter()
+        self._rewriter: StreamRewriter | None = None  # set when the answer is relayed as SSE
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._captured = 0
+        self._head_sent = False
+        self.outcome: str | None = None
+        self.payload: bytes | None = None
+        self.first_byte: float | None = None
+        self.parse_failure: str | None = None
+        self.capture: list[bytes] | None = None  # a shadowed stream's bytes (a body is the payload)
+        self.inject = False  # specwatch asked for the usage chunk: the client must not see it
+        self.upstream: UpstreamConnection | None = None
+        self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def begin(self, stream: bool, started: float, capture: bool) -> None:
+        self._stream, self._started = stream, started
+        if capture:
+            self.capture = []
+
+    def output(self, stream: bool) -> bytes | None:
+        """What the client got, for a shadow comparison: the body, or a stream's captured
+        bytes (None when the stream was too large to keep)."""
+        if not stream:
+            return self.payload
+        return None if self.capture is None else b"".join(self.capture)
+
+    # --- the upstream's side (upstream.Sink) ---------------------------------------------------
+
+    def on_head(self, status: int, reason: bytes, headers: wire.Headers) -> None:
+        length = wire.header(headers, b"content-length")
+        if not self._observed:
+            self._health.passthrough[f"{status // 100}xx"] += 1
+        else:
+            ok = 200 <= status < 300
+            if not ok:
+                self.outcome = Outcome.UPSTREAM_ERROR
+            elif wire.header(headers, b"content-encoding") not in (None, b"identity"):
+                self.outcome = Outcome.PARSE_ERROR
+                self.parse_failure = ParseReason.ENCODED_BODY
+            kind = wire.header(headers, b"content-type") or b""
+            if self.outcome is None and kind.split(b";", 1)[0].strip().lower() == _EVENT_STREAM:
+                self._rewriter = StreamRewriter(self.inject, self._max)
+                length = None  # the stream may be rewritten: chunked to the client
+        size = int(length) if length is not None and length.isdigit() else None
+        self._client.start(status, reason, wire.forwardable(headers), size)
+        self._head_sent = True
+
+    def on_body(self, data: bytes) -> None:
+        if self.first_byte is None:
+            self.first_byte = time.perf_counter() - self._started
+        rewriter = self._rewriter
+        if rewriter is None:
+            self._client.write(data)
+            if self._observed and self._size <= self._max:
+                self._parts.append(data)
+                self._size += len(data)
+            return
+        if self.capture is not None:
+            self._captured += len(data)
+            if self._captured > self._max:
+                self.capture = None  # too large to compare: not shadowed
+            else:
+                self.capture.append(data)
+        out = rewriter.feed(data)
+        self.payload = rewriter.usage  # kept even if the client leaves now
+        if out:
+            self._client.write(out)
+
+    def on_complete(self) -> None:
+        rewriter = self._rewriter
+        if rewriter is not None:
+            rest = rewriter.finish()
+            if rest:
+                self._client.write(rest)
+            self.parse_failure = rewriter.parse_failure
+            if rewriter.errored:
+                self.outcome = Outcome.UPSTREAM_ERROR
+            elif rewriter.usage is None and rewriter.parse_failure is not None:
+                self.outcome = Outcome.PARSE_ERROR
+            self.payload = rewriter.usage
+        elif self._observed and self.outcome is None:
+            if self._size > self._max:
+                self.outcome = Outcome.PARSE_ERROR
+                self.parse_failure = ParseReason.RESPONSE_TOO_LARGE
+            else:
+                self.payload = b"".join(self._parts)
+        self._client.end()
+        self._finish()
+
+    def on_error(self, error: BaseException) -> None:
+        """The upstream could not be reached, failed, or fell silent for too long."""
+        if self.finished.done():
+            return
+        if self._observed:
+            self.outcome = Outcome.UPSTREAM_FAILED
+        log.warning("upstream_failed", error=repr(error), head_sent=self._head_sent)
+        if not self._head_sent:
+            if not self._observed:
+                self._health.passthrough["5xx"] += 1
+            headers, body = openai_error(502, f"specwatch: upstream failed: {error!r}")
+            self._client.respond(502, headers, body)
+        else:
+            if self._rewriter is not None:
+                self._client.write(self._rewriter.finish() + UPSTREAM_LOST_EVENT)
+            self._client.broken()  # the body is cut short: the client must see it broken
+        self._finish()
+
+    # --- the client's side (server.Abandonable) -------------------------------------------------
+
+    def client_gone(self) -> None:
+        if self.finished.done():
+            return
+        if self._observed:
+            self.outcome = Outcome.CLIENT_ABORTED
+        if self.upstream is not None:
+            self.upstream.abort()
+        self._finish()
+
+    def pause(self) -> None:
+        if self.upstream is not None:
+            self.upstream.pause()
+
+    def resume(self) -> None:
+        if self.upstream is not None:
+            self.upstream.resume()
+
+    def _finish(self) -> None:
+        if not self.finished.done():
+            self.finished.set_result(None)
