@@ -2,13 +2,21 @@ from __future__ import annotations
 
 import math
 import random
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from specwatch.analysis import baseline
+from specwatch.analysis.baseline import BaselineWindow
 from specwatch.analysis.drift import (
+    WANDER_LAGS,
     DriftDetector,
+    baseline_of,
     cusum_step,
     cusum_threshold,
     estimate_baseline,
+    moments_of,
     siegmund_arl,
 )
 from specwatch.model import SliceKey
@@ -165,3 +173,61 @@ def test_a_baseline_shorter_than_the_wander_lags_is_plain_noise() -> None:
         found = estimate_baseline([(70 + (i % 3), 100) for i in range(count)], 2)
         assert found is not None
         assert 0.0 == found.wander
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.none(), st.tuples(st.integers(0, 200), st.integers(1, 200))),
+        min_size=1,
+        max_size=300,
+    ),
+    st.integers(3, 40),  # baseline length in buckets
+    st.integers(0, 3),  # gap
+    st.integers(1, 30),  # min trials per bucket
+    st.integers(1, 4),  # buckets between judgements
+    st.sampled_from([5, baseline.REFRESH]),  # slides between exact re-summations
+)
+def test_the_sliding_baseline_has_the_moments_of_the_window_summed_afresh(
+    raw: list[tuple[int, int] | None],
+    length: int,
+    gap: int,
+    min_trials: int,
+    stride: int,
+    refresh: int,
+) -> None:
+    """At every judgement the window kept by entering and leaving buckets (with its periodic
+    exact re-summation) gives the baseline estimate_baseline gives on the window built anew."""
+    buckets = {i: [min(a, n), n] for i, pair in enumerate(raw) if pair for a, n in [pair]}
+    window = BaselineWindow(WANDER_LAGS)
+    with mock.patch.object(baseline, "REFRESH", refresh):
+        _slide_and_compare(window, buckets, len(raw), length, gap, min_trials, stride)
+
+
+def _slide_and_compare(
+    window: BaselineWindow,
+    buckets: dict[int, list[int]],
+    last: int,
+    length: int,
+    gap: int,
+    min_trials: int,
+    stride: int,
+) -> None:
+    for index in range(0, last + gap, stride):
+        end = index - gap
+        window.slide(buckets, end - length, end, min_trials)
+        fresh = [
+            (a, n) for i, (a, n) in sorted(buckets.items())
+            if end - length <= i < end and n >= min_trials
+        ]  # fmt: skip
+        expected = moments_of(fresh)
+        got = window.moments()
+        assert (expected is None) == (got is None)
+        if expected is not None and got is not None:
+            count, p0, noise, square, lags = expected
+            assert got[0] == count
+            assert got[1] == pytest.approx(p0, rel=1e-12)
+            assert got[2] == pytest.approx(noise, rel=1e-9)
+            assert got[3] == pytest.approx(square, rel=1e-6, abs=1e-9)
+            assert got[4] == pytest.approx(lags, rel=1e-6, abs=1e-9)
+            assert estimate_baseline(fresh, 2) == baseline_of(*expected)

@@ -15,7 +15,13 @@ from specwatch.analysis.mix import traffic_mix
 from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, split_steps
 from specwatch.analysis.speedup import Gain, SpeedupTracker
-from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.stats import (
+    Interval,
+    SliceStats,
+    alpha_interval,
+    rate_interval,
+    tau_interval,
+)
 from specwatch.analysis.views import EngineView, SliceView, Snapshot
 from specwatch.analysis.windows import Counts, SlidingWindow
 from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
@@ -50,6 +56,7 @@ class Analyzer:
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
         self._zones: dict[SliceKey, ZoneState] = {}
+        self._verdict_cache: dict[SliceKey, tuple[int, Interval | None, Interval | None]] = {}
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
         self._engine = EngineCounters(
             settings.window.length_seconds,
@@ -91,9 +98,14 @@ class Analyzer:
             parts: dict[str, Counts] = {C.UNKNOWN_CTX: whole}
         else:
             parts = split_steps(spec, prompt, self._buckets, self._max_position)
-        rollup = Counts(self._max_position)
         for label, counts in parts.items():
             self._add(SliceKey(model, label, record.task), record.ts, counts)
+        if len(parts) == 1:  # the usual case: the rollup gets the same counts (read, not kept)
+            (rollup,) = parts.values()
+            self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
+            return
+        rollup = Counts(self._max_position)
+        for counts in parts.values():
             rollup.merge(counts)
         # One request; its moments stay those of its parts: a request that crosses a context
         # bucket is one sampling unit per bucket in the rollup too, exactly what Prometheus
@@ -122,13 +134,16 @@ class Analyzer:
             log_totals.waiting = record.waiting
             log_totals.kv_cache_usage = record.kv_cache_usage
 
-    def _windows(self, now: float) -> tuple[dict[SliceKey, tuple[Counts, str]], dict[str, Counts]]:
+    def _windows(
+        self, now: float, live: bool = False
+    ) -> tuple[dict[SliceKey, tuple[Counts, str]], dict[str, Counts]]:
         """Window counts per key with their source, and vLLM's own per model.
 
         A model whose requests carried no per-request data in the window (an older vLLM, or the
         flag missing) is judged on vLLM's own counters: its `all` slice, nothing finer.
+        `live`: the window's own running totals, to read at once (copies otherwise).
         """
-        window = self._window.totals(now)
+        window = self._window.current(now) if live else self._window.totals(now)
         engine = self._engine.window(now)
         out: dict[SliceKey, tuple[Counts, str]] = {
             key: (window.get(key) or Counts(self._max_position), C.SliceSource.PROXY)
@@ -149,10 +164,10 @@ class Analyzer:
         }
 
     def _gain(
-        self, key: SliceKey, counts: Counts, stats: SliceStats, now: float, cost: float
+        self, key: SliceKey, counts: Counts, tau: Interval | None, now: float, cost: float
     ) -> Gain | None:
         rollup = key.ctx_bucket == C.ALL
-        return self._speedup.gain(key.model, rollup, stats.tau, counts.max_drafted, cost, now)
+        return self._speedup.gain(key.model, rollup, tau, counts.max_drafted, cost, now)
 
     @staticmethod
     def _advice(counts: Counts, stats: SliceStats, cost: float) -> Advice | None:
@@ -162,13 +177,12 @@ class Analyzer:
         """One zone and drift evaluation of every slice and rollup; logs each change."""
         cfg = self._cfg.zones
         self._drift.evaluate(now)
-        windows, _ = self._windows(now)
+        windows, _ = self._windows(now, live=True)
         costs = self._costs(windows, now)
         for key, (counts, source) in windows.items():
-            stats = SliceStats.of(counts, cfg.confidence)
-            interval = stats.alpha if cfg.metric == "alpha" else stats.rate
+            interval, tau = self._verdict_intervals(key, counts, source)
             cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
-            gain = self._gain(key, counts, stats, now, cost)
+            gain = self._gain(key, counts, tau, now, cost)
             state = self._zones.setdefault(key, ZoneState())
             enough = has_evidence(state, counts.trials, counts.requests, cfg)
             change = next_zone(state, interval, enough, now, cfg, gain)
@@ -195,6 +209,22 @@ class Analyzer:
                     if interval is None or interval.design_effect is None
                     else round(interval.design_effect, 2),
                 )
+
+    def _verdict_intervals(
+        self, key: SliceKey, counts: Counts, source: str
+    ) -> tuple[Interval | None, Interval | None]:
+        """The interval zones judge (alpha or rate) and tau's, for the gain: computed again
+        only when the slice's window changed."""
+        version = self._window.version(key) if source == C.SliceSource.PROXY else None
+        cached = self._verdict_cache.get(key)
+        if version is not None and cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        confidence = self._cfg.zones.confidence
+        judge = alpha_interval if self._cfg.zones.metric == "alpha" else rate_interval
+        interval, tau = judge(counts, confidence), tau_interval(counts, confidence)
+        if version is not None:
+            self._verdict_cache[key] = (version, interval, tau)
+        return interval, tau
 
     def red_models(self) -> set[str]:
         """Models whose overall (`all`) zone is red now."""
@@ -230,7 +260,7 @@ class Analyzer:
                 zone=state.zone,
                 zone_since=state.since,
                 source=source,
-                gain=self._gain(key, counts, stats, now, cost),
+                gain=self._gain(key, counts, stats.tau, now, cost),
                 drift=self._drift.view(key),
                 advice=self._advice(counts, stats, cost),
             )

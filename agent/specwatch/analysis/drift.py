@@ -27,12 +27,14 @@ without enough baseline have no verdict. benchmarks/drift_evaluation.py measures
 from __future__ import annotations
 
 import math
+import operator
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
+from specwatch.analysis.baseline import BaselineWindow
 from specwatch.model import SliceKey
 from specwatch.settings import DriftSettings
 
@@ -84,22 +86,38 @@ class Baseline:
 
 def estimate_baseline(buckets: list[tuple[int, int]], min_buckets: int) -> Baseline | None:
     """p0, overdispersion and the wander's AR(1) from (accepted, trials) buckets in order."""
-    count = len(buckets)
-    if count < min_buckets:
+    if len(buckets) < min_buckets:
         return None
-    accepted = sum(a for a, _ in buckets)
+    moments = moments_of(buckets)
+    return None if moments is None else baseline_of(*moments)
+
+
+def moments_of(
+    buckets: list[tuple[int, int]],
+) -> tuple[int, float, float, float, list[float]] | None:
+    """(count, p0, mean binomial variance, mean square, [lag-k autoproducts, k = 1..]) of the
+    buckets' deviations from p0: the definition; the detector keeps the same moments as its
+    baseline slides (analysis/baseline.py)."""
+    count = len(buckets)
     trials = sum(n for _, n in buckets)
-    p0 = accepted / trials
+    if count < 2 or trials <= 0:
+        return None
+    p0 = sum(a for a, _ in buckets) / trials
     if not 0.0 < p0 < 1.0:
         return None
     binomial = p0 * (1.0 - p0)
     deviations = [a / n - p0 for a, n in buckets]
     noise = sum(binomial / n for _, n in buckets) / count  # mean binomial variance, E[v]
-    square = sum(d * d for d in deviations) / (count - 1)
+    square = sum(map(operator.mul, deviations, deviations)) / (count - 1)
     lags = [
-        sum(x * y for x, y in zip(deviations, deviations[k:], strict=False)) / (count - k)
+        sum(map(operator.mul, deviations, deviations[k:])) / (count - k)
         for k in range(1, min(WANDER_LAGS, count - 2) + 1)
     ]
+    return count, p0, noise, square, lags
+
+
+def baseline_of(count: int, p0: float, noise: float, square: float, lags: list[float]) -> Baseline:
+    """The model's parameters from the moments of the deviations from p0."""
     wander, rho = 0.0, 0.0
     # a wander shows as lag-1 autocorrelation beyond two standard errors, decaying with lag
     # (a baseline shorter than the lags it needs has none to show)
@@ -127,6 +145,8 @@ class _SliceDrift:
     recent_alpha: float | None = None
     last: deque[tuple[int, int]] = field(default_factory=deque)  # the latest judged buckets
     alarms_raised: int = 0
+    newest: int | None = None  # the newest bucket's index (not saved: read off `buckets`)
+    window: BaselineWindow | None = None  # the sliding baseline (not saved: rebuilt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +166,7 @@ class DriftDetector:
         arl0 = WEEK_SECONDS / cfg.bucket_seconds / cfg.false_alarms_per_week
         self.threshold = cusum_threshold(arl0, cfg.k)
         self._slices: dict[SliceKey, _SliceDrift] = {}
+        self._pruned_at: int | None = None
 
     def add(self, key: SliceKey, ts: float, accepted: int, trials: int) -> None:
         state = self._slices.setdefault(key, _SliceDrift())
@@ -153,30 +174,50 @@ class DriftDetector:
         if state.processed is not None and index <= state.processed:
             return  # too late for a bucket already judged: counted elsewhere, not here
         bucket = state.buckets.setdefault(index, [0, 0])
+        if state.newest is None or index > state.newest:
+            state.newest = index
         bucket[0] += accepted
         bucket[1] += trials
 
     def evaluate(self, now: float) -> None:
         """Feed every completed bucket of every slice to its CUSUM."""
         current = int(now // self._cfg.bucket_seconds)
+        prune = current != self._pruned_at  # old buckets go once per bucket, not per call
+        self._pruned_at = current
+        keep = current - self._cfg.gap_buckets - self._cfg.baseline_buckets - 1
         for key, state in self._slices.items():
-            for index in sorted(i for i in state.buckets if i < current):
-                if state.processed is None or index > state.processed:
-                    self._judge(key, state, index, now)
-                    state.processed = index
-            keep = current - self._cfg.gap_buckets - self._cfg.baseline_buckets - 1
-            for index in [i for i in state.buckets if i < keep]:
-                del state.buckets[index]
+            buckets = state.buckets
+            if buckets and self._due(state, current):
+                for index in sorted(buckets):
+                    if index < current and (state.processed is None or index > state.processed):
+                        self._judge(key, state, index, now)
+                        state.processed = index
+            if prune and buckets:
+                for index in [i for i in buckets if i < keep]:
+                    del buckets[index]
+
+    @staticmethod
+    def _due(state: _SliceDrift, current: int) -> bool:
+        """A bucket after the last judged one and before `current` exists; O(1) in the usual
+        case (the one bucket since the last evaluation is looked up, not the whole window)."""
+        processed, newest = state.processed, state.newest
+        if processed is None:
+            return True
+        if newest is None or newest <= processed:
+            return False
+        if current - processed - 1 > len(state.buckets):
+            return True  # a long gap: the scan is as cheap
+        return any(index in state.buckets for index in range(processed + 1, current))
 
     def _judge(self, key: SliceKey, state: _SliceDrift, index: int, now: float) -> None:
         cfg = self._cfg
         end = index - cfg.gap_buckets
-        window = [
-            (a, n)
-            for i, (a, n) in sorted(state.buckets.items())
-            if end - cfg.baseline_buckets <= i < end and n >= cfg.min_bucket_trials
-        ]
-        baseline = estimate_baseline(window, cfg.min_baseline_buckets)
+        window = state.window
+        if window is None:
+            window = state.window = BaselineWindow(WANDER_LAGS)
+        window.slide(state.buckets, end - cfg.baseline_buckets, end, cfg.min_bucket_trials)
+        moments = window.moments() if len(window.items) >= cfg.min_baseline_buckets else None
+        baseline = None if moments is None else baseline_of(*moments)
         state.baseline = baseline
         accepted, trials = state.buckets[index]
         if baseline is None:
@@ -291,6 +332,7 @@ class DriftDetector:
                     last=deque((int(a), int(n)) for a, n in item["last"]),
                     alarms_raised=int(item.get("alarms_raised", 0)),
                 )
+                state.newest = max(state.buckets, default=None)
                 slices[SliceKey(model, ctx_bucket, task)] = state
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise ValueError(f"malformed drift state: {error!r}") from None

@@ -33,7 +33,7 @@ def shares(weights: Mapping[K, float]) -> dict[K, float]:
 def psi(base: Mapping[K, float], recent: Mapping[K, float]) -> float:
     """Population stability index of two share distributions."""
     out = 0.0
-    for key in set(base) | set(recent):
+    for key in sorted(set(base) | set(recent), key=str):  # fixed order: same float sums
         b = max(base.get(key, 0.0), PSI_FLOOR)
         r = max(recent.get(key, 0.0), PSI_FLOOR)
         out += (r - b) * math.log(r / b)
@@ -61,7 +61,7 @@ def decompose(
     if not n0 or not n1:
         return None
     mix = rate = 0.0
-    for key in set(base) | set(recent):
+    for key in sorted(set(base) | set(recent), key=str):  # fixed order: same float sums
         a0n, t0 = base.get(key, (0, 0))
         a1n, t1 = recent.get(key, (0, 0))
         w0, w1 = t0 / n0, t1 / n1

@@ -143,18 +143,34 @@ class SliceStats:
 
     @classmethod
     def of(cls, c: Counts, confidence: float) -> SliceStats:
-        n = c.requests
-        alpha = proportion_interval(n, c.accepted, c.trials, c.aa, c.at, c.tt, confidence)
-        rate = proportion_interval(n, c.accepted, c.drafted, c.aa, c.ad, c.dd, confidence)
-        per_step = ratio_interval(n, c.accepted, c.steps, c.aa, c.as_, c.ss, confidence)
-        tau = None
-        if per_step is not None:
-            tau = Interval(1.0 + per_step.estimate, 1.0 + per_step.lower, 1.0 + per_step.upper)
         per_position: tuple[float, ...] = ()
         if c.steps:
             reached = c.by_position[: c.max_drafted]
             per_position = tuple(k / c.steps for k in reached)
-        return cls(alpha=alpha, rate=rate, tau=tau, per_position=per_position)
+        return cls(
+            alpha=alpha_interval(c, confidence),
+            rate=rate_interval(c, confidence),
+            tau=tau_interval(c, confidence),
+            per_position=per_position,
+        )
+
+
+def alpha_interval(c: Counts, confidence: float) -> Interval | None:
+    """accepted / trials, over the slice's requests."""
+    return proportion_interval(c.requests, c.accepted, c.trials, c.aa, c.at, c.tt, confidence)
+
+
+def rate_interval(c: Counts, confidence: float) -> Interval | None:
+    """accepted / drafted, over the slice's requests."""
+    return proportion_interval(c.requests, c.accepted, c.drafted, c.aa, c.ad, c.dd, confidence)
+
+
+def tau_interval(c: Counts, confidence: float) -> Interval | None:
+    """Tokens per step, 1 + accepted / steps, over the slice's requests."""
+    per_step = ratio_interval(c.requests, c.accepted, c.steps, c.aa, c.as_, c.ss, confidence)
+    if per_step is None:
+        return None
+    return Interval(1.0 + per_step.estimate, 1.0 + per_step.lower, 1.0 + per_step.upper)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ Memory is bounded by slices x buckets per window, never by the number of request
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
@@ -56,22 +57,30 @@ class Counts:
         self.as_ = self.ss = 0  # accepted x steps, steps x steps
 
     def add_steps(self, drafted: Sequence[int], accepted: Sequence[int]) -> None:
-        self.steps += len(drafted)
-        total_d = sum(drafted)
+        n = len(accepted)
+        if len(drafted) != n:
+            raise ValueError("per-step drafted and accepted differ in length")
+        if not n:
+            return
+        self.steps += n
         total_a = sum(accepted)
-        self.drafted += total_d
         self.accepted += total_a
-        if drafted:
+        k, most = drafted[0], max(accepted)
+        if most <= k and drafted.count(k) == n:  # one K (the usual case): C loops only
+            self.drafted += k * n
+            self.max_drafted = max(self.max_drafted, k)
+            rejected = n - accepted.count(k)  # a step accepting fewer than it drafted
+        else:
+            self.drafted += sum(drafted)
             self.max_drafted = max(self.max_drafted, max(drafted))
-        rejected = 0
-        positions = self.by_position
-        cap = len(positions)
-        for d, a in zip(drafted, accepted, strict=True):
-            if a < d:
-                rejected += 1
-            for i in range(min(a, cap)):
-                positions[i] += 1
+            rejected = sum(map(operator.lt, accepted, drafted))
         self.trials += total_a + rejected
+        # by_position[i] counts steps with a > i: n less those that accepted i or fewer
+        positions = self.by_position
+        reached = n - accepted.count(0)
+        for i in range(min(most, len(positions))):
+            positions[i] += reached
+            reached -= accepted.count(i + 1)
 
     def as_request(self) -> Counts:
         """Mark these counts as one request's contribution: one request, and its moments."""
@@ -105,8 +114,32 @@ class Counts:
         self.as_ += other.as_
         self.ss += other.ss
         mine, theirs = self.by_position, other.by_position
-        for i in range(min(len(mine), len(theirs))):
-            mine[i] += theirs[i]
+        if len(mine) == len(theirs):
+            self.by_position = list(map(operator.add, mine, theirs))
+        else:
+            for i in range(min(len(mine), len(theirs))):
+                mine[i] += theirs[i]
+
+    def subtract(self, other: Counts) -> None:
+        """Take back what `merge(other)` added (all but `max_drafted`, which is a maximum)."""
+        self.requests -= other.requests
+        self.steps -= other.steps
+        self.drafted -= other.drafted
+        self.accepted -= other.accepted
+        self.trials -= other.trials
+        self.aa -= other.aa
+        self.at -= other.at
+        self.tt -= other.tt
+        self.ad -= other.ad
+        self.dd -= other.dd
+        self.as_ -= other.as_
+        self.ss -= other.ss
+        mine, theirs = self.by_position, other.by_position
+        if len(mine) == len(theirs):
+            self.by_position = list(map(operator.sub, mine, theirs))
+        else:
+            for i in range(min(len(mine), len(theirs))):
+                mine[i] -= theirs[i]
 
     def copy(self) -> Counts:
         out = Counts(len(self.by_position))
@@ -145,61 +178,93 @@ class Counts:
         return f"Counts({self.as_dict()}, by_position={self.by_position})"
 
 
+class _Ring:
+    """One key's buckets, oldest first, and their running total."""
+
+    __slots__ = ("buckets", "total", "version")
+
+    def __init__(self, max_position: int) -> None:
+        self.buckets: deque[tuple[int, Counts]] = deque()
+        self.total = Counts(max_position)
+        self.version = 0  # bumped whenever the total changes
+
+
 class SlidingWindow(Generic[K]):
     """Counts per key over the last `length` seconds, in buckets of `bucket` seconds.
 
     Time comes from the records (so a replayed log is windowed by its own timestamps); the
     caller passes `now` when reading. A window covers whole buckets: the one holding `now`
     and enough before it to span `length`.
+
+    Each key keeps a running total: a record is added to its bucket and to the total, and a
+    bucket that leaves the window is subtracted from it. Reading a window costs O(keys), not
+    O(keys x buckets); the counts are integers, so the total is exact.
     """
 
     def __init__(self, length: float, bucket: float, max_position: int) -> None:
         self.bucket = bucket
         self.n_buckets = max(1, round(length / bucket))
         self.max_position = max_position
-        self._buckets: dict[K, deque[tuple[int, Counts]]] = {}
+        self._rings: dict[K, _Ring] = {}
 
     def _index(self, ts: float) -> int:
         return int(ts // self.bucket)
 
     def add(self, key: K, ts: float, counts: Counts) -> None:
         index = self._index(ts)
-        ring = self._buckets.get(key)
+        ring = self._rings.get(key)
         if ring is None:
-            ring = self._buckets[key] = deque()
-        if ring and ring[-1][0] == index:
-            ring[-1][1].merge(counts)
-        elif not ring or ring[-1][0] < index:
-            ring.append((index, counts.copy()))
+            ring = self._rings[key] = _Ring(self.max_position)
+        buckets = ring.buckets
+        if buckets and buckets[-1][0] == index:
+            buckets[-1][1].merge(counts)
+        elif not buckets or buckets[-1][0] < index:
+            buckets.append((index, counts.copy()))
             self._prune(ring, index)
         else:  # a late record (finished out of order): find its bucket
-            for bucket_index, bucket_counts in ring:
+            for bucket_index, bucket_counts in buckets:
                 if bucket_index == index:
                     bucket_counts.merge(counts)
-                    return
-            if index > ring[-1][0] - self.n_buckets:
-                ring.append((index, counts.copy()))
-                ring = deque(sorted(ring, key=lambda item: item[0]))
-                self._buckets[key] = ring
+                    break
+            else:
+                if index <= buckets[-1][0] - self.n_buckets:
+                    return  # older than the window: counted since start, not here
+                buckets.append((index, counts.copy()))
+                ring.buckets = deque(sorted(buckets, key=lambda item: item[0]))
+        ring.total.merge(counts)
+        ring.version += 1
 
-    def _prune(self, ring: deque[tuple[int, Counts]], newest: int) -> None:
+    def _prune(self, ring: _Ring, newest: int) -> None:
         oldest_kept = newest - self.n_buckets + 1
-        while ring and ring[0][0] < oldest_kept:
-            ring.popleft()
+        buckets = ring.buckets
+        if not buckets or buckets[0][0] >= oldest_kept:
+            return
+        while buckets and buckets[0][0] < oldest_kept:
+            ring.total.subtract(buckets.popleft()[1])
+        ring.total.max_drafted = max((c.max_drafted for _, c in buckets), default=0)
+        ring.version += 1
+
+    def current(self, now: float) -> dict[K, Counts]:
+        """The running totals of the window ending at `now`, every key included: live objects
+        owned by the window, to read before the next `add` (`totals` for copies)."""
+        newest = self._index(now)
+        out = {}
+        for key, ring in self._rings.items():
+            self._prune(ring, newest)
+            out[key] = ring.total
+        return out
 
     def totals(self, now: float) -> dict[K, Counts]:
         """Counts per key within the window ending at `now`; keys with nothing in it included."""
-        oldest_kept = self._index(now) - self.n_buckets + 1
-        out = {}
-        for key, ring in self._buckets.items():
-            self._prune(ring, self._index(now))
-            out[key] = Counts.total(
-                (counts for index, counts in ring if index >= oldest_kept), self.max_position
-            )
-        return out
+        return {key: counts.copy() for key, counts in self.current(now).items()}
+
+    def version(self, key: K) -> int:
+        """Changes whenever the key's window total does: what a cache of its statistics keys on."""
+        ring = self._rings.get(key)
+        return -1 if ring is None else ring.version
 
     def keys(self) -> Iterable[K]:
-        return self._buckets.keys()
+        return self._rings.keys()
 
 
 class Histogram:
@@ -268,14 +333,17 @@ class RatioSums:
 class WindowedRatio:
     """RatioSums over the last `length` seconds, in buckets of `bucket` seconds."""
 
-    __slots__ = ("_bucket", "_buckets", "_n")
+    __slots__ = ("_bucket", "_buckets", "_cached", "_n", "_version")
 
     def __init__(self, length: float, bucket: float) -> None:
         self._bucket = bucket
         self._n = max(1, round(length / bucket))
         self._buckets: deque[tuple[int, RatioSums]] = deque()
+        self._version = 0
+        self._cached: tuple[int, int, RatioSums] | None = None  # (oldest, version, total)
 
     def add(self, ts: float, x: float, y: float) -> None:
+        self._version += 1
         index = int(ts // self._bucket)
         if self._buckets and self._buckets[-1][0] == index:
             self._buckets[-1][1].add(x, y)
@@ -288,9 +356,15 @@ class WindowedRatio:
         # a late value for an older bucket is dropped: one request of many
 
     def total(self, now: float) -> RatioSums:
+        """The sums over the window ending at `now`: not to be changed by the caller (one
+        evaluation asks for the same total once per slice: it is summed once, exactly)."""
         oldest = int(now // self._bucket) - self._n + 1
+        cached = self._cached
+        if cached is not None and cached[0] == oldest and cached[1] == self._version:
+            return cached[2]
         out = RatioSums()
         for index, sums in self._buckets:
             if index >= oldest:
                 out.merge(sums)
+        self._cached = (oldest, self._version, out)
         return out

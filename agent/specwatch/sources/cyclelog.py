@@ -15,6 +15,7 @@ FILE.2 ... up to `backups`.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,9 @@ class BadLine(ValueError):
     pass
 
 
+_ONLY_INT = frozenset({int})
+
+
 def _int(obj: dict[str, Any], key: str) -> int:
     value = obj.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -119,7 +123,9 @@ def _ints(obj: dict[str, Any], key: str) -> tuple[int, ...]:
     value = obj.get(key)
     if not isinstance(value, list):
         raise BadLine(f"{key} is not a list")
-    if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in value):
+    # C-level checks (a replay reads millions of steps): exactly ints (a bool's type is bool),
+    # none negative
+    if value and (not _ONLY_INT.issuperset(map(type, value)) or min(value) < 0):
         raise BadLine(f"{key} holds a non-count")
     return tuple(value)
 
@@ -155,8 +161,7 @@ def from_line(line: bytes) -> RequestRecord:
     if variant != VARIANT_BASELINE:  # a baseline ran no speculation: nothing to read
         drafted = _ints(obj, "per_step_drafted")
         accepted = _ints(obj, "per_step_accepted")
-        pairs = zip(accepted, drafted, strict=True)
-        if len(drafted) != len(accepted) or any(a > d for a, d in pairs):
+        if len(drafted) != len(accepted) or any(map(operator.gt, accepted, drafted)):
             raise BadLine("per-step arrays disagree")
         spec = SpecDecodeBlock(_int(obj, "num_spec_tokens"), drafted, accepted)
     return RequestRecord(
