@@ -109,10 +109,15 @@ class Sidecar:
             self.analyzer.ingest_log(record)
 
     async def _consume(self) -> None:
+        queue = self._queue
         while True:
-            observation = await self._queue.get()
+            observation = await queue.get()
             self.ingest(observation)
-            self._queue.task_done()
+            queue.task_done()
+            # under load, take what else is queued in the same turn: one wake-up, many records
+            while not queue.empty():
+                self.ingest(queue.get_nowait())
+                queue.task_done()
 
     async def drained(self) -> None:
         """Wait until every submitted observation has been ingested."""

@@ -248,3 +248,58 @@ def test_a_client_gone_after_the_usage_chunk_keeps_its_steps(captures: Path) -> 
         record = to_record(observed(payload), TaskSettings(), health)
         assert (Outcome.CLIENT_ABORTED, None) == (record.outcome, record.spec)
     assert {} == dict(health.parse_errors)
+
+
+_CAPTURED = [
+    (Path(__file__).parents[1] / "fixtures" / "vllm-0.32.0-cpu" / name).read_bytes()
+    for name in ("stream_usage.sse", "chat_stream_usage.sse", "stream_nousage.sse")
+]
+
+
+_KINDS = [  # one of each kind of event vLLM sends, from the captures, without terminator
+    next(e for e in _CAPTURED[0].split(b"\n\n") if b'"finish_reason":null' in e),
+    next(e for e in _CAPTURED[0].split(b"\n\n") if b'"finish_reason":"' in e),
+    next(e for e in _CAPTURED[0].split(b"\n\n") if b'"usage":{' in e),
+    b"data: [DONE]",
+    b'data: {"error": {"message": "boom"}}',
+]
+_mixed_streams = st.lists(
+    st.tuples(st.sampled_from(_KINDS), st.sampled_from([b"\n\n", b"\r\n\r\n", b"\r\r"])),
+    min_size=1,
+    max_size=12,
+).map(lambda parts: b"".join(event + separator for event, separator in parts))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(st.sampled_from(_CAPTURED), _mixed_streams),
+    st.lists(st.integers(1, 400), max_size=30),
+    st.booleans(),
+)
+def test_the_rewriters_fast_path_changes_no_byte(
+    stream: bytes, cuts: list[int], inject: bool
+) -> None:
+    """However a stream is chunked (vLLM's real ones, or every kind of event with mixed
+    separators; split, merged, one event per chunk), the rewriter with its one-event fast
+    path sends what its general path alone sends."""
+    from unittest import mock
+
+    from specwatch.sources import stream as rewriting
+
+    chunks, position = [], 0
+    for size in cuts:
+        chunks.append(stream[position : position + size])
+        position += size
+    chunks.append(stream[position:])
+    splitter = SseSplitter(1 << 20)
+    events = [*splitter.feed(stream), splitter.flush()]
+    for pieces in (chunks, events):  # arbitrary cuts, and one event per chunk (vLLM's way)
+
+        def run(pieces: list[bytes] = pieces) -> tuple[bytes, bytes | None]:
+            rewriter = rewriting.StreamRewriter(inject, 1 << 20)
+            out = b"".join(rewriter.feed(piece) for piece in pieces) + rewriter.finish()
+            return out, rewriter.usage
+
+        fast = run()
+        with mock.patch.object(rewriting, "_plain_content_event", return_value=False):
+            assert fast == run()

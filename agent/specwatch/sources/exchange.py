@@ -164,6 +164,12 @@ class Exchange:
             self.upstream.abort()
         self._finish()
 
+    def hold(self) -> None:
+        self._client.hold()
+
+    def flush(self) -> None:
+        self._client.flush()
+
     def pause(self) -> None:
         if self.upstream is not None:
             self.upstream.pause()

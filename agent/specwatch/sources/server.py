@@ -76,6 +76,7 @@ class ClientConnection(asyncio.Protocol):
         self.exchange: Abandonable | None = None  # the request's upstream exchange, if any
         self.task: asyncio.Task[None] | None = None
         self._chunked = False
+        self._held: list[bytes] | None = None  # writes gathered between hold() and flush()
         self._keep_alive = True
         self._head = False  # the request is a HEAD: its answer has no body
 
@@ -167,18 +168,32 @@ class ClientConnection(asyncio.Protocol):
         """Write a response head; the body follows with write() and end()."""
         bodiless = self._head or status < 200 or status in (204, 304)
         self._chunked = length is None and not bodiless
-        head = wire.response_head(status, reason, headers, length, self._keep_alive, bodiless)
-        if self.transport is not None and not self.closed:
-            self.transport.write(head)
+        self._send(wire.response_head(status, reason, headers, length, self._keep_alive, bodiless))
 
     def write(self, data: bytes) -> None:
-        if self.transport is None or self.closed or not data:
-            return
-        self.transport.write(wire.chunk(data) if self._chunked else data)
+        if data:
+            self._send(wire.chunk(data) if self._chunked else data)
 
     def end(self) -> None:
-        if self._chunked and self.transport is not None and not self.closed:
-            self.transport.write(wire.LAST_CHUNK)
+        if self._chunked:
+            self._send(wire.LAST_CHUNK)
+
+    def hold(self) -> None:
+        """Gather writes until flush(): what one upstream read brings (a head, several events,
+        the last chunk) leaves in one transport write, one system call, in the same order."""
+        if self._held is None:
+            self._held = []
+
+    def flush(self) -> None:
+        held, self._held = self._held, None
+        if held and self.transport is not None and not self.closed:
+            self.transport.write(held[0] if len(held) == 1 else b"".join(held))
+
+    def _send(self, data: bytes) -> None:
+        if self._held is not None:
+            self._held.append(data)
+        elif self.transport is not None and not self.closed:
+            self.transport.write(data)
 
     def respond(self, status: int, headers: Headers, body: bytes) -> None:
         """A whole response at once (specwatch's own answers)."""
@@ -243,6 +258,7 @@ class ClientConnection(asyncio.Protocol):
             self._close()
 
     def _close(self) -> None:
+        self.flush()  # what was gathered goes out before the connection closes
         self._disarm()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()

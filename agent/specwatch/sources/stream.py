@@ -20,6 +20,18 @@ from specwatch.sources.vllm_response import (
 )
 
 
+def _plain_content_event(chunk: bytes) -> bool:
+    """One whole event (`\n\n` at its end only, no `\r`) with a choice that has not finished:
+    what `feed`'s general path would forward as it is. A choice in it means it is neither the
+    usage chunk (`"choices": []`), `[DONE]` nor an error event."""
+    return (
+        chunk.endswith(b"\n\n")
+        and chunk.find(b"\n\n") == len(chunk) - 2
+        and b'"finish_reason":null' in chunk
+        and b"\r" not in chunk
+    )
+
+
 class StreamRewriter:
     """Feed the upstream's chunks; send what `feed` and `finish` return, in order."""
 
@@ -36,6 +48,11 @@ class StreamRewriter:
 
     def feed(self, chunk: bytes) -> bytes:
         """The bytes the client gets now for this chunk (b"" while something is held)."""
+        if self._splitter.idle and _plain_content_event(chunk):
+            # The common case, decided with a few C-level byte tests: the chunk is one whole
+            # content event, neither usage, [DONE], an error nor a finishing chunk.
+            held, self._held = self._held, None
+            return chunk if held is None or not self._inject else held + chunk
         forward: list[bytes] = []
         for event in self._splitter.feed(chunk):
             if is_usage_event(event):

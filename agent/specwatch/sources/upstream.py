@@ -22,6 +22,8 @@ class Sink(Protocol):
     def on_body(self, data: bytes) -> None: ...
     def on_complete(self) -> None: ...
     def on_error(self, error: BaseException) -> None: ...
+    def hold(self) -> None: ...
+    def flush(self) -> None: ...
 
 
 class UpstreamError(ConnectionError):
@@ -51,10 +53,16 @@ class UpstreamConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_read = self._loop.time()
+        sink = self._sink
+        if sink is not None:
+            sink.hold()  # everything this read carries leaves in one write
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as error:
             self._fail(UpstreamError(f"unreadable response: {error}"))
+        finally:
+            if sink is not None:
+                sink.flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.reusable = False
