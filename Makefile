@@ -41,8 +41,9 @@ vllm: $(VLLM_VENV)/.installed
 demo: setup
 	$(BIN)/specwatch demo
 
+# two workers: the vLLM tests in a row on one (xdist_group "vllm"), the rest on both
 test: setup vllm tools
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not e2e"

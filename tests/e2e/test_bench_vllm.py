@@ -16,7 +16,9 @@ import pytest
 
 from tests.support.vllm import TinyModels, vllm_command
 
-pytestmark = pytest.mark.e2e
+# one group: the tests that start vLLM run one after another on one xdist worker (two at
+# once on two cores would starve each other), the rest of the suite beside them
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("vllm")]
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
          "prompt_lookup_min": 2}  # fmt: skip

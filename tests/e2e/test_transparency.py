@@ -25,7 +25,9 @@ from tests.support.http import sidecar_settings
 from tests.support.tap import Tap, responses
 from tests.support.vllm import TinyModels, copyable, vllm_command, vllm_direct, wait_healthy
 
-pytestmark = pytest.mark.e2e
+# one group: the tests that start vLLM run one after another on one xdist worker (two at
+# once on two cores would starve each other), the rest of the suite beside them
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("vllm")]
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
          "prompt_lookup_min": 2}  # fmt: skip

@@ -37,7 +37,9 @@ from tests.support.vllm import (
     wait_ready,
 )
 
-pytestmark = pytest.mark.e2e
+# one group: the tests that start vLLM run one after another on one xdist worker (two at
+# once on two cores would starve each other), the rest of the suite beside them
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("vllm")]
 
 NGRAM = {
     "method": "ngram",
