@@ -62,8 +62,16 @@ bench: setup
 	$(BIN)/python benchmarks/uncertainty.py
 	$(BIN)/python benchmarks/drift_evaluation.py --seeds 5
 	$(BIN)/python benchmarks/analysis_throughput.py
+	$(BIN)/python benchmarks/metrics_scrape.py
+	@if command -v mtail >/dev/null; then \
+	  benchmarks/mtail_anchor.sh 1 -- '$(CURDIR)/$(BIN)/specwatch replay "$$JSONL" --json > /dev/null'; \
+	else echo "make bench: mtail not installed: no replay comparison with mtail"; fi
 	$(BIN)/python benchmarks/proxy_overhead.py
 	$(BIN)/python benchmarks/proxy_overhead.py --step-ms 15 --requests 1000
+	@if command -v nginx >/dev/null && command -v wrk >/dev/null; then \
+	  EVENTS=8 GAP=0 CONN=32 benchmarks/proxy_cpu.sh; \
+	  EVENTS=64 GAP=0.001 CONN=32 benchmarks/proxy_cpu.sh; \
+	else echo "make bench: nginx and wrk not installed: no CPU-per-request comparison with nginx"; fi
 
 # every guarded line mutated in turn: a test must fail for each (about 7 minutes)
 mutations: setup

@@ -67,3 +67,14 @@ async def sidecar(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
     await car.start()
     yield car
     await car.stop()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `--dist loadgroup` (make test) the tests that start vLLM must share one worker:
+    fail loudly if xdist stopped grouping them (it did, silently, with pytest 9.2)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") and not item.nodeid.endswith("@vllm"):
+            raise pytest.UsageError(f"xdist did not group {item.nodeid}: check pytest-xdist")

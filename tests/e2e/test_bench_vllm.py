@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
 import matplotlib.image
 import pytest
 
-from tests.support.vllm import TinyModels, vllm_command
+from tests.support.vllm import TinyModels, vllm_command, vllm_env
 
 # one group: the tests that start vLLM run one after another on one xdist worker (two at
 # once on two cores would starve each other), the rest of the suite beside them
@@ -29,8 +28,7 @@ async def test_sweep_starts_baseline_and_k_and_reports(
 ) -> None:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CACHE_ROOT": str(scratch),
-           "TORCHINDUCTOR_CACHE_DIR": str(scratch), "TMPDIR": str(scratch)}  # fmt: skip
+    env = vllm_env(scratch)
     out = tmp_path / "report"
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "specwatch", "bench", "--no-progress", "--sweep-k", "3",

