@@ -67,7 +67,10 @@ def _parser() -> argparse.ArgumentParser:
         "--cycle-log", dest="files", nargs="+", type=Path, required=True, help="cycle log files"
     )
     advise_cmd.add_argument(
-        "--cost-ratio", type=float, required=True, help="c: draft step cost / target step cost"
+        "--cost-ratio",
+        type=float,
+        help="c: draft step cost / target step cost (default: from A/B baseline records' "
+        "decode times where the log has them, else speedup.default_cost_ratio)",
     )
     advise_cmd.add_argument("--json", action="store_true", help="print JSON")
     add_setting_flags(advise_cmd, only=("--ctx-buckets",))

@@ -73,6 +73,7 @@ class RequestRecord:
     spec: SpecDecodeBlock | None = None
     latency: Latency = field(default_factory=Latency)
     variant: str = "spec"
+    in_flight: int | None = None  # requests in flight at its upstream as it started, itself too
 
 
 @dataclass(frozen=True, slots=True)

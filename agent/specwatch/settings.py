@@ -148,6 +148,20 @@ class SpeedupSettings(_Part):
     min_baseline_requests: int = Field(default=20, ge=2)
 
 
+class LoadSettings(_Part):
+    """The load dimension: requests in flight at the upstream when a request started."""
+
+    # inclusive upper bounds of the batch-size buckets: 1, 2-4, 5-8, ... 33-64, 65+
+    batch_edges: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
+
+    @field_validator("batch_edges")
+    @classmethod
+    def _edges_increase(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value or value[0] < 1 or list(value) != sorted(set(value)):
+            raise ValueError(f"batch edges must be >= 1 and strictly increasing: {value}")
+        return value
+
+
 class LimitSettings(_Part):
     """Bounds that keep memory and label cardinality flat."""
 
@@ -275,6 +289,7 @@ class Settings(BaseSettings):
     zones: ZoneSettings = ZoneSettings()
     drift: DriftSettings = DriftSettings()
     speedup: SpeedupSettings = SpeedupSettings()
+    load: LoadSettings = LoadSettings()
     limits: LimitSettings = LimitSettings()
     cycle_log: CycleLogSettings = CycleLogSettings()
     serve: ServeSettings = ServeSettings()

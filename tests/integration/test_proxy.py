@@ -317,3 +317,31 @@ async def test_a_broken_sse_stream_with_a_readable_usage_chunk_is_still_observed
     assert {("sse", "truncated_stream"): 1} == stream_errors
     assert [C.Outcome.OBSERVED] == [outcome for (_key, outcome) in snapshot.requests]
     assert 1 == sum(view.since_start.steps for view in snapshot.slices)
+
+
+async def test_every_observed_request_carries_the_load_it_met(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    """in_flight: the observed requests in flight at its upstream as it started, itself too."""
+    seen: list[int | None] = []
+    ingest = sidecar.analyzer.ingest
+
+    def spy(record: Any) -> None:
+        seen.append(record.in_flight)
+        ingest(record)
+
+    sidecar.analyzer.ingest = spy  # type: ignore[method-assign]
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions"
+    async with aiohttp.ClientSession() as session:
+        await post(session, proxy, {"prompt": "x", "max_tokens": 4}, {})  # alone
+        await sidecar.drained()
+        crowd = {"prompt": "word " * 80, "max_tokens": 40}  # 80 ms of prefill each: overlap
+        await asyncio.gather(*(post(session, proxy, crowd, {}) for _ in range(8)))
+        await post(session, proxy, {"prompt": "x", "max_tokens": 4}, {})  # alone again
+    await sidecar.drained()
+    assert 1 == seen[0]
+    assert 1 == seen[-1]  # every request that left was counted out
+    crowd_loads = [n for n in seen[1:-1] if n is not None]
+    assert 8 == len(crowd_loads)
+    assert max(crowd_loads) >= 4
+    assert all(1 <= n <= 8 for n in crowd_loads)

@@ -27,7 +27,7 @@ def test_advise_reads_cycle_logs_and_recommends_a_shorter_draft(
         handle.write(b"{broken\n")
     assert 0 == main(["advise", "--cycle-log", str(log), "--cost-ratio", "0.1", "--json"])
     captured = capsys.readouterr()
-    advice = {(a["ctx_bucket"], a["task"]): a for a in json.loads(captured.out)}
+    advice = {(a["ctx_bucket"], a["task"]): a for a in json.loads(captured.out)["slices"]}
     model = advice["all", "all"]
     assert (5, 1) == (model["current_k"], model["best_k"])
     assert "lower num_speculative_tokens from 5 to 1" == model["note"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from specwatch.analysis.analyzer import Snapshot
 from specwatch.conventions import ALL
+from specwatch.model import RequestRecord
 from specwatch.settings import Settings
 from specwatch.sources.cyclelog import LineError
 
@@ -48,18 +49,20 @@ def run_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 def replayed(
     files: list[Path], settings: Settings, command: str
-) -> tuple[Snapshot, list[LineError]] | None:
-    """Cycle logs through the live analysis; None (said on stderr) when a file is unreadable."""
+) -> tuple[Snapshot, list[LineError], list[RequestRecord]] | None:
+    """Cycle logs through the live analysis, and their records; None (said on stderr) when a
+    file is unreadable."""
     from specwatch.analysis.replay import replay
     from specwatch.sources.cyclelog import read_cycle_logs
 
     errors: list[LineError] = []
     try:
-        analyzer, end = replay(read_cycle_logs(files, errors), settings)
+        records = list(read_cycle_logs(files, errors))
     except OSError as error:
         print(f"specwatch: {command}: {error}", file=sys.stderr)
         return None
-    return analyzer.snapshot(end), errors
+    analyzer, end = replay(records, settings)
+    return analyzer.snapshot(end), errors, records
 
 
 def _report_bad_lines(errors: list[LineError], command: str) -> None:
@@ -79,7 +82,7 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     found = replayed(args.files, settings, "replay")
     if found is None:
         return 1
-    snapshot, errors = found
+    snapshot, errors, _ = found
     if args.json:
         document = status_document(Reading(snapshot))
         document["replay"] = {
@@ -99,35 +102,51 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
 
     from specwatch.analysis.advisor import advise
     from specwatch.analysis.stats import SliceStats
+    from specwatch.commands.ktable import k_tables, print_k_tables
     from specwatch.httpjson import dumps
 
-    if not 0 <= args.cost_ratio < 1:
+    if args.cost_ratio is not None and not 0 <= args.cost_ratio < 1:
         print("specwatch: advise: --cost-ratio must be in [0, 1)", file=sys.stderr)
         return 2
     found = replayed(args.files, settings, "advise")
     if found is None:
         return 1
-    snapshot, errors = found
+    snapshot, errors, records = found
+    tables = k_tables(records, settings, args.cost_ratio)
+    costs = {table.model: cost for table, cost, _ in tables}
+    default_cost = settings.speedup.default_cost_ratio
     results = []
     for view in (*snapshot.rollups, *snapshot.slices):
         counts = view.since_start
         stats = SliceStats.of(counts, settings.zones.confidence)
-        advice = advise(stats.per_position, counts.max_drafted, args.cost_ratio)
+        cost = costs.get(
+            view.key.model, default_cost if args.cost_ratio is None else args.cost_ratio
+        )
+        advice = advise(stats.per_position, counts.max_drafted, cost)
         if advice is not None:
-            results.append((view.key, counts.steps, advice))
+            results.append((view.key, counts.steps, advice, cost))
     if args.json:
-        document = [
-            {"model": key.model, "ctx_bucket": key.ctx_bucket, "task": key.task,
-             "spec_steps": steps, **asdict(advice)}
-            for key, steps, advice in results
-        ]  # fmt: skip
+        document = {
+            "slices": [
+                {"model": key.model, "ctx_bucket": key.ctx_bucket, "task": key.task,
+                 "spec_steps": steps, "cost_ratio": cost, **asdict(advice)}
+                for key, steps, advice, cost in results
+            ],
+            "batch_size": [
+                {"model": table.model, "k_in_use": table.k_in_use, "cost_ratio": cost,
+                 "cost_ratio_source": source,
+                 "num_speculative_tokens_per_batch_size": table.schedule(),
+                 "ranges": [asdict(row) for row in table.ranges]}
+                for table, cost, source in tables
+            ],
+        }  # fmt: skip
         sys.stdout.write(dumps(document).decode() + "\n")
     else:
         console = Console()
-        for key, steps, advice in results:
+        for key, steps, advice, cost in results:
             if key.ctx_bucket != ALL:
                 continue
-            table = Table(title=f"{key.model}: {steps} steps, c = {args.cost_ratio:g}")
+            table = Table(title=f"{key.model}: {steps} steps, c = {cost:g}")
             for name in ("K", "tokens/step", "predicted speedup", ""):
                 table.add_column(name, justify="right")
             low, high = advice.range
@@ -137,13 +156,14 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
             console.print(table)
             console.print(f"advice: K={advice.best_k} (range {low}-{high}); {advice.note}")
         console.print("per slice (best K, range):")
-        for key, steps, advice in results:
+        for key, steps, advice, _ in results:
             if key.ctx_bucket != ALL:
                 low, high = advice.range
                 console.print(
                     f"  {key.ctx_bucket:>8} {key.task:<14} K={advice.best_k} ({low}-{high}), "
                     f"{steps} steps"
                 )
+        print_k_tables(console, tables)
     _report_bad_lines(errors, "advise")
     return 0
 

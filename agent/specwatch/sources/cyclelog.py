@@ -5,7 +5,8 @@
      "per_step_drafted": [int], "per_step_accepted": [int],
      "ttft_ms": float|null, "tpot_ms": float|null, "e2e_ms": float|null}
 
-More optional fields may follow (`variant`); readers ignore what they do not know. A/B baseline
+More optional fields may follow (`variant`; `in_flight`: the observed requests in flight at its
+upstream when it started, itself included); readers ignore what they do not know. A/B baseline
 requests (`"variant": "baseline"`, no speculation) are logged too, with `num_spec_tokens` 0 and
 empty per-step arrays (a reader also accepts them without those fields): their time per output
 token is what makes the gain measured on replay. Files rotate by size: FILE -> FILE.1 ->
@@ -52,6 +53,7 @@ def to_line(record: RequestRecord) -> bytes:
                 "tpot_ms": _ms(record.latency.tpot),
                 "e2e_ms": _ms(record.latency.e2e),
                 "variant": record.variant,
+                "in_flight": record.in_flight,
             }
         )
         + b"\n"
@@ -179,7 +181,12 @@ def from_line(line: bytes) -> RequestRecord:
             e2e=_seconds(obj, "e2e_ms"),
         ),
         variant=variant,
+        in_flight=_optional_count(obj, "in_flight"),
     )
+
+
+def _optional_count(obj: dict[str, Any], key: str) -> int | None:
+    return None if obj.get(key) is None else _int(obj, key)
 
 
 @dataclass(frozen=True, slots=True)

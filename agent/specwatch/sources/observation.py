@@ -41,6 +41,7 @@ class Observation:
     first_byte: float | None  # seconds to the first body byte (streams: first token)
     parse_failure: str | None = None  # found by the proxy itself (e.g. a truncated stream)
     variant: str = VARIANT_SPEC  # A/B: the upstream that served it
+    in_flight: int | None = None  # observed requests in flight at that upstream, itself too
 
 
 def _parse(obs: Observation) -> ParsedResponse | None:
@@ -103,4 +104,5 @@ def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestR
             e2e=obs.e2e,
         ),
         variant=obs.variant,
+        in_flight=obs.in_flight,
     )

@@ -68,6 +68,7 @@ class Proxy:
         self._session: aiohttp.ClientSession | None = None
         self._id_prefix = secrets.token_hex(11)  # 22 hex digits + a 10-digit counter: 32, as uuid4
         self._ids = itertools.count()
+        self._load: dict[str, int] = {}  # observed requests in flight per upstream
         self.in_flight = 0
         self.draining = False  # shutting down: new requests get a 503, in-flight ones finish
 
@@ -223,7 +224,9 @@ class Proxy:
         variant = self.router.variant(self._ab_key(request, request_id))
         features = self._features(request)
         exchange = Exchange(connection, self._health, self._max_response, observed=True)
+        base = self.router.upstream(variant)
         stream = False
+        load = self._load[base] = self._load.get(base, 0) + 1  # the batch it joins, about
         try:  # from here on, whatever happens, the request lands in exactly one outcome
             raw = request.body
             body: Any = None
@@ -245,7 +248,7 @@ class Proxy:
             shadowed = self.shadow.wanted(body, variant)
             exchange.begin(stream, started, capture=shadowed and stream)
             self._health.proxy_overhead.observe(time.perf_counter() - started)
-            await self._relay(connection, request, raw, exchange, self.router.upstream(variant))
+            await self._relay(connection, request, raw, exchange, base)
             output = exchange.output(stream) if shadowed and exchange.outcome is None else None
             if output:
                 assert body is not None
@@ -259,11 +262,12 @@ class Proxy:
             exchange.outcome = Outcome.CLIENT_ABORTED
             raise
         finally:
+            self._load[base] -= 1
             self._submit(
                 Observation(
                     ts=self._clock(), request_id=request_id, features=features,
                     outcome=exchange.outcome, stream=stream, payload=exchange.payload,
                     e2e=time.perf_counter() - started, first_byte=exchange.first_byte,
-                    parse_failure=exchange.parse_failure, variant=variant,
+                    parse_failure=exchange.parse_failure, variant=variant, in_flight=load,
                 )
             )  # fmt: skip

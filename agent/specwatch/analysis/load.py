@@ -1,0 +1,189 @@
+"""Speculation by load: acceptance and decode time per batch-size bucket, and the K table.
+
+A request's load is the number of requests in flight at its upstream when it started, itself
+included (the proxy counts them exactly): about the batch it joined. Drafting costs compute
+that is free at batch 1 and not at batch 64, so the gain of speculation moves with it. The
+load dimension is crossed with the model only (not with ctx x task), in buckets with bounded
+labels (`load.batch_edges`).
+
+The K table is what vLLM's `num_speculative_tokens_per_batch_size` takes: inclusive
+[first, last, K] batch-size ranges, K = 0 where speculation does not pay. Per bucket: where
+A/B baseline traffic gives a measured gain, the K in use when speculation is measured faster
+and 0 when slower (the point estimate decides; the interval is reported); elsewhere the
+advisor's best K from the bucket's per-position acceptance and the cost ratio. Buckets without
+traffic take their lower neighbour's K (the upper one's at the bottom), the last range ends at
+the largest load seen, and neighbours with the same K merge.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specwatch.analysis.advisor import advise
+from specwatch.analysis.speedup import MEASURED, MODELLED, measured_gain
+from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.windows import Counts, RatioSums
+
+# one bucket's choice: K (-1: no evidence), method, gain, its lower and upper bound
+_Choice = tuple[int, str | None, float | None, float | None, float | None]
+
+
+class LoadBuckets:
+    """Upper bounds (inclusive) -> labels like `1`, `2-4`, `65+`."""
+
+    __slots__ = ("bounds", "labels", "ranges")
+
+    def __init__(self, bounds: Sequence[int]) -> None:
+        self.bounds = tuple(bounds)
+        lows = (1, *(b + 1 for b in self.bounds))
+        self.ranges = tuple(zip(lows, (*self.bounds, math.inf), strict=True))
+        self.labels = tuple(
+            (str(lo) if lo == hi else f"{lo}-{hi}") if hi != math.inf else f"{lo}+"
+            for lo, hi in self.ranges
+        )
+
+    def index(self, in_flight: int) -> int:
+        return bisect_left(self.bounds, max(1, in_flight))
+
+
+@dataclass(slots=True)
+class _Cell:
+    counts: Counts
+    spec: RatioSums
+    baseline: RatioSums
+
+
+@dataclass(frozen=True, slots=True)
+class LoadRange:
+    """One batch-size range of the K table, with the evidence behind its K."""
+
+    first: int
+    last: int
+    k: int
+    method: str | None  # measured | modelled | None (no traffic: a neighbour's K)
+    gain: float | None
+    lower: float | None
+    upper: float | None
+    spec_requests: int
+    baseline_requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class KTable:
+    model: str
+    k_in_use: int
+    ranges: tuple[LoadRange, ...]  # one per load bucket up to the largest load seen
+
+    def schedule(self) -> list[list[int]]:
+        """vLLM's `num_speculative_tokens_per_batch_size`: neighbours with one K merged."""
+        merged: list[list[int]] = []
+        for row in self.ranges:
+            if merged and merged[-1][2] == row.k and merged[-1][1] + 1 == row.first:
+                merged[-1][1] = row.last
+            else:
+                merged.append([row.first, row.last, row.k])
+        return merged
+
+
+class LoadTable:
+    """Counts and decode-time sums per (model, load bucket), since the start."""
+
+    def __init__(self, buckets: LoadBuckets, max_position: int) -> None:
+        self.buckets = buckets
+        self._max_position = max_position
+        self._cells: dict[tuple[str, int], _Cell] = {}
+        self._largest: dict[str, int] = {}
+
+    def _cell(self, model: str, in_flight: int) -> _Cell:
+        key = (model, self.buckets.index(in_flight))
+        cell = self._cells.get(key)
+        if cell is None:
+            cell = self._cells[key] = _Cell(Counts(self._max_position), RatioSums(), RatioSums())
+        self._largest[model] = max(self._largest.get(model, 0), in_flight)
+        return cell
+
+    def add(
+        self,
+        model: str,
+        in_flight: int,
+        counts: Counts | None,
+        baseline: bool,
+        tpot: float | None,
+        tokens: int | None,
+    ) -> None:
+        """One request: its step counts (speculative requests) and its decode time."""
+        cell = self._cell(model, in_flight)
+        if counts is not None:
+            cell.counts.merge(counts)
+        if tpot is not None and tokens is not None and tokens >= 2 and math.isfinite(tpot):
+            decode = tokens - 1
+            (cell.baseline if baseline else cell.spec).add(tpot * decode, decode)
+
+    def models(self) -> list[str]:
+        return sorted(self._largest)
+
+    def k_table(
+        self, model: str, cost_ratio: float, confidence: float, min_requests: int
+    ) -> KTable | None:
+        """The K table of one model, or None before it ran speculation at any load."""
+        cells = {i: c for (m, i), c in self._cells.items() if m == model}
+        k_in_use = max((c.counts.max_drafted for c in cells.values()), default=0)
+        if k_in_use <= 0:
+            return None
+        last = self.buckets.index(self._largest[model])
+        chosen: list[_Choice] = []
+        for index in range(last + 1):
+            cell = cells.get(index)
+            chosen.append(
+                _bucket_k(cell, k_in_use, cost_ratio, confidence, min_requests)
+                if cell is not None
+                else (-1, None, None, None, None)
+            )
+        _fill_gaps(chosen)
+        ranges = []
+        for index, (k, method, gain, lower, upper) in enumerate(chosen):
+            first, bound = self.buckets.ranges[index]
+            end = self._largest[model] if index == last else int(bound)
+            cell = cells.get(index)
+            ranges.append(
+                LoadRange(
+                    first=first, last=end, k=k, method=method, gain=gain, lower=lower,
+                    upper=upper, spec_requests=cell.spec.n if cell else 0,
+                    baseline_requests=cell.baseline.n if cell else 0,
+                )
+            )  # fmt: skip
+        return KTable(model=model, k_in_use=k_in_use, ranges=tuple(ranges))
+
+
+def _bucket_k(
+    cell: _Cell, k_in_use: int, cost_ratio: float, confidence: float, min_requests: int
+) -> _Choice:
+    if cell.spec.n >= min_requests and cell.baseline.n >= min_requests:
+        gain = measured_gain(cell.spec, cell.baseline, confidence)
+        if gain is not None:
+            k = k_in_use if gain.ratio >= 1.0 else 0
+            return k, MEASURED, gain.ratio, gain.lower, gain.upper
+    stats = SliceStats.of(cell.counts, confidence)
+    advice = advise(stats.per_position, cell.counts.max_drafted, cost_ratio)
+    if advice is None:
+        return -1, None, None, None, None  # no speculative steps here: a neighbour's K
+    return advice.best_k, MODELLED, advice.best_speedup, None, None
+
+
+def _fill_gaps(
+    chosen: list[tuple[int, str | None, float | None, float | None, float | None]],
+) -> None:
+    """Buckets without evidence (K -1) take the K below them, or above at the bottom."""
+    known = [i for i, row in enumerate(chosen) if row[0] >= 0]
+    if not known:
+        for i in range(len(chosen)):
+            chosen[i] = (0, None, None, None, None)
+        return
+    for i, row in enumerate(chosen):
+        if row[0] < 0:
+            below = [j for j in known if j < i]
+            source = below[-1] if below else known[0]
+            chosen[i] = (chosen[source][0], None, None, None, None)

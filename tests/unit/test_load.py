@@ -1,0 +1,104 @@
+"""Speculation by load: batch-size buckets, the K table, and `advise` on a cycle log."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from pathlib import Path
+
+import pytest
+from specwatch import conventions as C
+from specwatch.analysis.load import LoadBuckets, LoadTable
+from specwatch.analysis.windows import Counts
+from specwatch.cli import main
+from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.sources.cyclelog import from_line, to_line
+
+K = 4
+
+
+def gain_at(in_flight: int) -> float:
+    """The truth of the check in issue #17: fast at low load, slower than none from 17."""
+    return 1.8 if in_flight <= 4 else 1.2 if in_flight <= 16 else 0.8
+
+
+def write_log(path: Path, requests: int, seed: int = 1) -> None:
+    """One model, K = 4, alpha 0.75, requests at in_flight 1..64 and A/B baseline records;
+    speculation's time per token is the baseline's over the gain at its load."""
+    rng = random.Random(seed)
+    with path.open("wb") as handle:
+        for i in range(requests):
+            in_flight = rng.randint(1, 64)
+            baseline = rng.random() < 0.3
+            base_tpot = 0.030 * rng.lognormvariate(0.0, 0.2)
+            spec = None
+            tokens = rng.randint(40, 120)
+            if not baseline:
+                accepted: list[int] = []
+                while sum(accepted) + len(accepted) < tokens:
+                    a = 0
+                    while a < K and rng.random() < 0.75:
+                        a += 1
+                    accepted.append(a)
+                spec = SpecDecodeBlock(K, (K,) * len(accepted), tuple(accepted))
+            record = RequestRecord(
+                ts=1000.0 + i * 0.5, request_id=str(i), model="m", task="chat",
+                outcome=C.Outcome.OBSERVED, prompt_tokens=200, completion_tokens=tokens,
+                spec=spec,
+                latency=Latency(tpot=base_tpot if baseline else base_tpot / gain_at(in_flight)),
+                variant=C.VARIANT_BASELINE if baseline else C.VARIANT_SPEC, in_flight=in_flight,
+            )  # fmt: skip
+            handle.write(to_line(record))
+
+
+def test_batch_buckets_are_inclusive_ranges_from_one() -> None:
+    buckets = LoadBuckets((1, 4, 8))
+    assert ("1", "2-4", "5-8", "9+") == buckets.labels
+    assert [0, 1, 1, 2, 2, 3, 3] == [buckets.index(n) for n in (1, 2, 4, 5, 8, 9, 500)]
+
+
+def test_in_flight_survives_the_cycle_log_and_is_optional() -> None:
+    record = RequestRecord(ts=1.0, request_id="r", model="m", task="chat",
+                           outcome=C.Outcome.OBSERVED, in_flight=17, prompt_tokens=10,
+                           completion_tokens=3,
+                           spec=SpecDecodeBlock(2, (2,), (1,)))  # fmt: skip
+    assert 17 == from_line(to_line(record)).in_flight
+    line = to_line(record).replace(b',"in_flight":17', b"")
+    assert from_line(line).in_flight is None  # an older writer: no load known
+
+
+def test_the_k_table_fills_gaps_merges_and_ends_at_the_largest_load() -> None:
+    table = LoadTable(LoadBuckets((1, 4, 8, 16)), max_position=4)
+    good = Counts.of_request((4,) * 10, (4,) * 10, 4)  # every draft accepted: K=4 pays
+    bad = Counts.of_request((4,) * 10, (0,) * 10, 4)  # none accepted: K=0
+    table.add("m", 1, good, False, None, None)
+    table.add("m", 12, bad, False, None, None)  # nothing between 2 and 8: K from below
+    k_table = table.k_table("m", cost_ratio=0.05, confidence=0.95, min_requests=20)
+    assert k_table is not None
+    assert [[1, 8, 4], [9, 12, 0]] == k_table.schedule()
+    assert [None, None] == [r.method for r in k_table.ranges[1:3]]  # filled, not judged
+    assert 12 == k_table.ranges[-1].last
+
+
+def test_advise_gives_vllm_a_schedule_that_turns_speculation_off_where_it_is_slower(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "cycles.jsonl"
+    write_log(log, 6000)
+    assert 0 == main(["advise", "--cycle-log", str(log), "--json"])  # no --cost-ratio
+    (model,) = json.loads(capsys.readouterr().out)["batch_size"]
+    schedule = model["num_speculative_tokens_per_batch_size"]
+    assert 1 == schedule[0][0]
+    assert 64 == schedule[-1][1]
+    assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(schedule))
+
+    def k_at(batch: int) -> int:
+        return int(next(k for first, last, k in schedule if first <= batch <= last))
+
+    assert (4, 4, 0, 0) == (k_at(1), k_at(4), k_at(48), k_at(64))
+    assert 4 == k_at(10)  # 1.2: still faster
+    assert "measured" == model["cost_ratio_source"]
+    slow = next(r for r in model["ranges"] if r["first"] == 33)
+    assert "measured" == slow["method"]
+    assert slow["upper"] < 1.0
