@@ -301,5 +301,5 @@ def test_the_rewriters_fast_path_changes_no_byte(
             return out, rewriter.usage
 
         fast = run()
-        with mock.patch.object(rewriting, "_plain_content_event", return_value=False):
+        with mock.patch.object(rewriting.StreamRewriter, "fast", False):
             assert fast == run()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import structlog
@@ -34,13 +35,16 @@ class Exchange:
     __slots__ = (
         "_captured", "_client", "_head_sent", "_health", "_max", "_observed", "_parts",
         "_rewriter", "_size", "_started", "_stream", "capture", "finished", "first_byte",
-        "inject", "outcome", "parse_failure", "payload", "upstream",
+        "flush", "hold", "inject", "outcome", "parse_failure", "payload", "upstream",
     )  # fmt: skip
 
     def __init__(
         self, client: ClientConnection, health: Health, max_response: int, observed: bool
     ) -> None:
         self._client = client
+        # the upstream calls these around each read: the client's own, without a hop here
+        self.hold: Callable[[], None] = client.hold
+        self.flush: Callable[[], None] = client.flush
         self._health = health
         self._max = max_response
         self._observed = observed
@@ -163,12 +167,6 @@ class Exchange:
         if self.upstream is not None:
             self.upstream.abort()
         self._finish()
-
-    def hold(self) -> None:
-        self._client.hold()
-
-    def flush(self) -> None:
-        self._client.flush()
 
     def pause(self) -> None:
         if self.upstream is not None:

@@ -20,18 +20,6 @@ from specwatch.sources.vllm_response import (
 )
 
 
-def _plain_content_event(chunk: bytes) -> bool:
-    """One whole event (`\n\n` at its end only, no `\r`) with a choice that has not finished:
-    what `feed`'s general path would forward as it is. A choice in it means it is neither the
-    usage chunk (`"choices": []`), `[DONE]` nor an error event."""
-    return (
-        chunk.endswith(b"\n\n")
-        and chunk.find(b"\n\n") == len(chunk) - 2
-        and b'"finish_reason":null' in chunk
-        and b"\r" not in chunk
-    )
-
-
 class StreamRewriter:
     """Feed the upstream's chunks; send what `feed` and `finish` return, in order."""
 
@@ -46,9 +34,21 @@ class StreamRewriter:
         self.errored = False  # an error event was seen
         self.parse_failure: str | None = None  # set by finish()
 
+    fast = True  # the one-event path below (tests turn it off to compare with the general)
+
     def feed(self, chunk: bytes) -> bytes:
         """The bytes the client gets now for this chunk (b"" while something is held)."""
-        if self._splitter.idle and _plain_content_event(chunk):
+        if (
+            self.fast
+            and self._splitter.idle
+            # one whole event (`\n\n` at its end only, no `\r`) with a choice that has not
+            # finished: a choice in it means neither the usage chunk (`"choices": []`),
+            # [DONE] nor an error event. Inline: this runs once per streamed event.
+            and chunk.endswith(b"\n\n")
+            and chunk.find(b"\n\n") == len(chunk) - 2
+            and b'"finish_reason":null' in chunk
+            and b"\r" not in chunk
+        ):
             # The common case, decided with a few C-level byte tests: the chunk is one whole
             # content event, neither usage, [DONE], an error nor a finishing chunk.
             held, self._held = self._held, None
