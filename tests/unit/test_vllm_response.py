@@ -293,7 +293,9 @@ def test_the_rewriters_fast_path_changes_no_byte(
     chunks.append(stream[position:])
     splitter = SseSplitter(1 << 20)
     events = [*splitter.feed(stream), splitter.flush()]
-    for pieces in (chunks, events):  # arbitrary cuts, and one event per chunk (vLLM's way)
+    pairs = [b"".join(events[i : i + 2]) for i in range(0, len(events), 2)]
+    # arbitrary cuts, one event per chunk (vLLM's way), two events per chunk
+    for pieces in (chunks, events, pairs):
 
         def run(pieces: list[bytes] = pieces) -> tuple[bytes, bytes | None]:
             rewriter = rewriting.StreamRewriter(inject, 1 << 20)
