@@ -152,7 +152,7 @@ def _still_slow(
 def _held_or_left(state: ZoneState, interval: Interval, now: float, cfg: ZoneSettings) -> str:
     zone = state.zone
     if zone == Zone.GREEN:
-        leaving = interval.estimate < cfg.green
+        leaving = interval.estimate <= cfg.green_exit
     elif zone == Zone.RED:
         leaving = interval.estimate >= cfg.red_exit
     else:
