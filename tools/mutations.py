@@ -5,17 +5,22 @@
 For each mutation: replace one exact piece of source, run the unit and artifact tests (stop at
 the first failure), put the source back, and report whether a test caught it. Exit 1 when one
 survived. The list grows with every line a test is meant to guard.
+
+It works on a scratch copy of the checkout (its agent/ first on PYTHONPATH), never on the
+checkout itself: a commit made while it ran once swept a mutated line into main.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-AGENT = ROOT / "agent" / "specwatch"
 
 
 @dataclass(frozen=True)
@@ -102,33 +107,41 @@ MUTATIONS = (
 )
 
 
-def run(mutation: Mutation) -> bool:
-    """True when a test failed (the mutation was caught)."""
-    path = AGENT / mutation.path
+def run(mutation: Mutation, root: Path) -> bool:
+    """True when a test failed (the mutation was caught), in the copy at `root`."""
+    path = root / "agent" / "specwatch" / mutation.path
     source = path.read_text()
     if source.count(mutation.old) != 1:
         raise SystemExit(f"{mutation.name}: the original is not in {mutation.path} exactly once")
     path.write_text(source.replace(mutation.old, mutation.new))
+    env = {**os.environ, "PYTHONPATH": str(root / "agent")}
     try:
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "tests/unit",
              "tests/artifacts"],
-            cwd=ROOT, capture_output=True, text=True, check=False,
+            cwd=root, env=env, capture_output=True, text=True, check=False,
         )  # fmt: skip
     finally:
         path.write_text(source)
     return result.returncode != 0
 
 
+def copy_of_checkout(into: Path) -> Path:
+    ignore = shutil.ignore_patterns(".git", ".venv*", "__pycache__", ".hypothesis", "build")
+    return Path(shutil.copytree(ROOT, into / "checkout", ignore=ignore))
+
+
 def main() -> int:
     wanted = set(sys.argv[1:])
     survived = 0
-    for mutation in MUTATIONS:
-        if wanted and mutation.name not in wanted:
-            continue
-        caught = run(mutation)
-        survived += not caught
-        print(f"{'caught  ' if caught else 'SURVIVED'}  {mutation.name}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="specwatch-mutations-") as scratch:
+        root = copy_of_checkout(Path(scratch))
+        for mutation in MUTATIONS:
+            if wanted and mutation.name not in wanted:
+                continue
+            caught = run(mutation, root)
+            survived += not caught
+            print(f"{'caught  ' if caught else 'SURVIVED'}  {mutation.name}", flush=True)
     return 1 if survived else 0
 
 

@@ -345,3 +345,17 @@ async def test_every_observed_request_carries_the_load_it_met(
     assert 8 == len(crowd_loads)
     assert max(crowd_loads) >= 4
     assert all(1 <= n <= 8 for n in crowd_loads)
+    # /status gives the K table by batch size, from 1 to the largest load seen
+    status = await sidecar_status(sidecar)
+    assert_status_valid(status)
+    (table,) = status["load"].values()
+    schedule = table["num_speculative_tokens_per_batch_size"]
+    assert 1 == schedule[0][0]
+    assert max(crowd_loads) == schedule[-1][1]
+
+
+async def sidecar_status(sidecar: Sidecar) -> Any:
+    async with aiohttp.ClientSession() as session:
+        url = f"http://127.0.0.1:{sidecar.ports.admin}/status"
+        async with session.get(url) as response:
+            return await response.json()

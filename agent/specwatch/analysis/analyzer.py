@@ -11,6 +11,7 @@ from specwatch import conventions as C
 from specwatch.analysis.advisor import Advice, advise
 from specwatch.analysis.drift import DriftDetector
 from specwatch.analysis.engine import EngineCounters, LogTotals
+from specwatch.analysis.load import KTable, LoadBuckets, LoadTable
 from specwatch.analysis.mix import traffic_mix
 from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, split_steps
@@ -67,6 +68,7 @@ class Analyzer:
         self._log = LogTotals()
         self._drift = DriftDetector(settings.drift)
         self._speedup = SpeedupTracker(settings)
+        self._load = LoadTable(LoadBuckets(settings.load.batch_edges), self._max_position)
 
     @property
     def buckets(self) -> CtxBuckets:
@@ -90,6 +92,7 @@ class Analyzer:
             )
         spec = record.spec
         if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
+            self._by_load(record, model, baseline, None)
             return
         tau = 1.0 + sum(spec.accepted) / spec.steps
         self._series.observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, tau)
@@ -102,16 +105,36 @@ class Analyzer:
             self._add(SliceKey(model, label, record.task), record.ts, counts)
         if len(parts) == 1:  # the usual case: the rollup gets the same counts (read, not kept)
             (rollup,) = parts.values()
-            self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
-            return
-        rollup = Counts(self._max_position)
-        for counts in parts.values():
-            rollup.merge(counts)
-        # One request; its moments stay those of its parts: a request that crosses a context
-        # bucket is one sampling unit per bucket in the rollup too, exactly what Prometheus
-        # gets by summing the slices' counters (gen/rules.py).
-        rollup.requests = 1
+        else:
+            rollup = Counts(self._max_position)
+            for counts in parts.values():
+                rollup.merge(counts)
+            # One request; its moments stay those of its parts: a request that crosses a
+            # context bucket is one sampling unit per bucket in the rollup too, exactly what
+            # Prometheus gets by summing the slices' counters (gen/rules.py).
+            rollup.requests = 1
         self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
+        self._by_load(record, model, False, rollup)
+
+    def _by_load(
+        self, record: RequestRecord, model: str, baseline: bool, counts: Counts | None
+    ) -> None:
+        """Since the start, per model and batch-size bucket (analysis/load.py)."""
+        if record.in_flight is not None:
+            tpot, tokens = record.latency.tpot, record.completion_tokens
+            self._load.add(model, record.in_flight, counts, baseline, tpot, tokens)
+
+    def k_tables(self) -> tuple[KTable, ...]:
+        """The K table by batch size of every model that ran speculation under known load."""
+        cfg = self._cfg.speedup
+        tables = (
+            self._load.k_table(
+                model, cfg.cost_ratio.get(model, cfg.default_cost_ratio),
+                self._cfg.zones.confidence, cfg.min_baseline_requests,
+            )
+            for model in self._load.models()
+        )  # fmt: skip
+        return tuple(table for table in tables if table is not None)
 
     def drift_state(self) -> dict[str, Any]:
         return self._drift.to_state()
@@ -292,6 +315,7 @@ class Analyzer:
             vllm_log=replace(self._log),
             counter_resets=self._engine.resets,
             mix=traffic_mix(self._drift, self._cfg.drift, now),
+            load=self.k_tables(),
         )
 
     @staticmethod

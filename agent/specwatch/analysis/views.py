@@ -9,6 +9,7 @@ from specwatch import conventions as C
 from specwatch.analysis.advisor import Advice
 from specwatch.analysis.drift import DriftView
 from specwatch.analysis.engine import LogTotals
+from specwatch.analysis.load import KTable
 from specwatch.analysis.mix import MixView
 from specwatch.analysis.speedup import Gain
 from specwatch.analysis.stats import SliceStats
@@ -60,3 +61,4 @@ class Snapshot:
     vllm_log: LogTotals | None = None
     counter_resets: int = 0
     mix: dict[str, MixView] | None = None  # per model
+    load: tuple[KTable, ...] = ()  # per model: the K table by batch size, since the start

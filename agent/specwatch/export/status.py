@@ -92,6 +92,14 @@ def status_document(reading: Reading) -> dict[str, Any]:
             }
             for model, mix in (snapshot.mix or {}).items()
         },
+        "load": {
+            table.model: {
+                "k_in_use": table.k_in_use,
+                "num_speculative_tokens_per_batch_size": table.schedule(),
+                "ranges": [asdict(row) for row in table.ranges],
+            }
+            for table in snapshot.load
+        },
         "vllm": {
             "models": [engine_status(view) for view in snapshot.engine],
             "counter_resets": snapshot.counter_resets,
