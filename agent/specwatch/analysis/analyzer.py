@@ -74,6 +74,11 @@ class Analyzer:
     def buckets(self) -> CtxBuckets:
         return self._buckets
 
+    @property
+    def load_table(self) -> LoadTable:
+        """Per model and batch-size bucket, since the start (what `advise` reads)."""
+        return self._load
+
     def _add(self, key: SliceKey, ts: float, counts: Counts) -> None:
         total = self._total.get(key)
         if total is None:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specwatch.analysis.advisor import advise
-from specwatch.analysis.speedup import MEASURED, MODELLED, measured_gain
+from specwatch.analysis.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import Counts, RatioSums
 
@@ -124,6 +124,20 @@ class LoadTable:
 
     def models(self) -> list[str]:
         return sorted(self._largest)
+
+    def measured_cost(self, model: str, min_requests: int) -> float | None:
+        """c from the model's decode times over every load (speculation's and the A/B
+        baseline's, each with `min_requests` or more), kept below 1; None without them."""
+        spec, base, counts = RatioSums(), RatioSums(), Counts(self._max_position)
+        for (m, _), cell in self._cells.items():
+            if m == model:
+                spec.merge(cell.spec)
+                base.merge(cell.baseline)
+                counts.merge(cell.counts)
+        if min(spec.n, base.n) < min_requests or spec.y <= 0 or base.x <= 0:
+            return None
+        cost = cost_from_times(spec.x / spec.y, base.x / base.y, counts)
+        return None if cost is None else min(0.99, cost)
 
     def k_table(
         self, model: str, cost_ratio: float, confidence: float, min_requests: int

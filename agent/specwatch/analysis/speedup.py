@@ -44,6 +44,15 @@ def modelled_gain(tau: Interval, k: int, cost_ratio: float) -> Gain:
     return Gain(tau.estimate / cost, MODELLED, tau.lower / cost, tau.upper / cost)
 
 
+def cost_from_times(spec_tpot: float, base_tpot: float, counts: Counts) -> float | None:
+    """c from measured per-token times: c_eff = (TPOT_spec * tau / TPOT_base - 1) / K, at least
+    0; None without speculative steps or a baseline time."""
+    if not counts.steps or not counts.max_drafted or base_tpot <= 0:
+        return None
+    tau = 1.0 + counts.accepted / counts.steps
+    return max(0.0, (spec_tpot * tau / base_tpot - 1.0) / counts.max_drafted)
+
+
 def _relative_variance(sums: RatioSums) -> float:
     """Var(log ratio) ~ Var(ratio) / ratio^2 (delta method)."""
     ratio = sums.x / sums.y
@@ -127,9 +136,10 @@ class SpeedupTracker:
         live = self._live_baseline(model, now)
         base = live.x / live.y if live is not None else self._configured(model)
         spec = self._window_sums(model, False, now)
-        if base and spec is not None and spec.y > 0 and counts.steps and counts.max_drafted:
-            tau = 1.0 + counts.accepted / counts.steps
-            return max(0.0, (spec.x / spec.y * tau / base - 1.0) / counts.max_drafted)
+        if base and spec is not None and spec.y > 0:
+            cost = cost_from_times(spec.x / spec.y, base, counts)
+            if cost is not None:
+                return cost
         return self._cfg.default_cost_ratio
 
     def gain(

@@ -9,8 +9,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from specwatch.analysis.analyzer import Snapshot
+from specwatch.analysis.load import LoadTable
 from specwatch.conventions import ALL
-from specwatch.model import RequestRecord
 from specwatch.settings import Settings
 from specwatch.sources.cyclelog import LineError
 
@@ -49,20 +49,19 @@ def run_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 def replayed(
     files: list[Path], settings: Settings, command: str
-) -> tuple[Snapshot, list[LineError], list[RequestRecord]] | None:
-    """Cycle logs through the live analysis, and their records; None (said on stderr) when a
-    file is unreadable."""
+) -> tuple[Snapshot, list[LineError], LoadTable] | None:
+    """Cycle logs through the live analysis: its snapshot at the end, the bad lines and its
+    load table; None (said on stderr) when a file is unreadable."""
     from specwatch.analysis.replay import replay
     from specwatch.sources.cyclelog import read_cycle_logs
 
     errors: list[LineError] = []
     try:
-        records = list(read_cycle_logs(files, errors))
+        analyzer, end = replay(read_cycle_logs(files, errors), settings)
     except OSError as error:
         print(f"specwatch: {command}: {error}", file=sys.stderr)
         return None
-    analyzer, end = replay(records, settings)
-    return analyzer.snapshot(end), errors, records
+    return analyzer.snapshot(end), errors, analyzer.load_table
 
 
 def _report_bad_lines(errors: list[LineError], command: str) -> None:
@@ -111,8 +110,8 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
     found = replayed(args.files, settings, "advise")
     if found is None:
         return 1
-    snapshot, errors, records = found
-    tables = k_tables(records, settings, args.cost_ratio)
+    snapshot, errors, load = found
+    tables = k_tables(load, settings, args.cost_ratio)
     costs = {table.model: cost for table, cost, _ in tables}
     default_cost = settings.speedup.default_cost_ratio
     results = []
