@@ -172,8 +172,7 @@ class ClientConnection(asyncio.Protocol):
 
     def write(self, data: bytes) -> None:
         if data:
-            # wire.chunk, inline (once per streamed event)
-            self._send(b"%x\r\n%s\r\n" % (len(data), data) if self._chunked else data)
+            self._send(wire.chunk(data) if self._chunked else data)
 
     def end(self) -> None:
         if self._chunked:
