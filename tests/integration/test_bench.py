@@ -247,7 +247,11 @@ async def test_losslessness_checks_and_cost(corrupt: float, tmp_path: Path) -> N
     assert ("baseline", "spec") == (base_cost["target"], spec_cost["target"])
     expected = 2.0 / (spec_cost["output_tokens_per_s"] * 3600) * 1e6
     assert expected == pytest.approx(spec_cost["cost_per_million_output_tokens"])
-    assert spec_cost["saving_vs_baseline"] > 0  # speculation is faster here, so cheaper
+    # The saving follows from the two measured throughputs; its sign is a wall-clock outcome
+    # (a busy CI worker can slow either side), so the test checks the formula, not the sign.
+    assert 0.0 == base_cost["saving_vs_baseline"]
+    ratio = base_cost["output_tokens_per_s"] / spec_cost["output_tokens_per_s"]
+    assert 1.0 - ratio == pytest.approx(spec_cost["saving_vs_baseline"])
     assert "## Cost" in report
 
 
