@@ -30,8 +30,8 @@ import numpy as np
 import structlog
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import SliceStats, wilson
-from specwatch.analysis.windows import Counts
 from specwatch.logs import configure
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings

@@ -6,7 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.windows import Counts
+from specwatch.analysis.counts import Counts
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.status import Reading
 from specwatch.health import Health

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from specwatch import conventions as C
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.load import LoadBuckets, LoadTable
-from specwatch.analysis.windows import Counts
 from specwatch.cli import main
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.sources.cyclelog import from_line, to_line

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import (
     SliceStats,
     proportion_interval,
@@ -9,7 +10,6 @@ from specwatch.analysis.stats import (
     t_quantile,
     wilson,
 )
-from specwatch.analysis.windows import Counts
 
 
 def counts_of(steps: list[tuple[int, int]], max_position: int = 8) -> Counts:

@@ -160,6 +160,13 @@ spec_like = st.fixed_dictionaries(
         "per_step_drafted": json_values | st.lists(st.integers(-1, 5), max_size=6),
         "per_step_accepted": json_values | st.lists(st.integers(-1, 5), max_size=6),
         "acceptance_histogram": json_values | st.lists(st.integers(-1, 5), max_size=6),
+        "acceptance_histogram_by_draft_length": json_values
+        | st.dictionaries(
+            st.sampled_from(["0", "1", "3", "x", "-1"]),
+            st.lists(st.integers(-1, 5), max_size=5)
+            | st.dictionaries(st.sampled_from(["0", "2", "4", ""]), st.integers(-1, 5)),
+            max_size=4,
+        ),
         "num_spec_tokens": json_values,
         "num_draft_tokens": json_values,
     },

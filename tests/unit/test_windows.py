@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from specwatch.analysis.windows import Counts, Histogram, SlidingWindow
+from specwatch.analysis.counts import Counts
+from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.windows import Histogram, SlidingWindow
 
 
 def one_step(accepted: int, drafted: int = 4) -> Counts:
@@ -106,23 +109,50 @@ def test_the_version_moves_when_the_total_does() -> None:
     assert 4 == window.current(65.0)["s"].max_drafted  # the K of what is left
 
 
-steps = st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=30)
+# (drafted, accepted) per step, accepted <= drafted; drafted 0 is a step that drafted nothing
+steps = st.lists(
+    st.integers(0, 9).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d))), max_size=30
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(steps, st.booleans())
 def test_add_steps_counts_every_step_as_defined(pairs: list[tuple[int, int]], one_k: bool) -> None:
     """The C-loop counting equals the definition step by step: trials add a rejected step's
-    one extra trial, by_position[i] counts steps accepting more than i (capped at 4)."""
-    drafted = [7] * len(pairs) if one_k else [d for d, _ in pairs]
+    one extra trial, by_position[i] counts steps accepting more than i and
+    drafted_by_position[i] steps drafting more than i (capped at 4); a step that drafted
+    nothing is a step with no trial, in steps_by_drafted[0]."""
+    drafted = [9] * len(pairs) if one_k else [d for d, _ in pairs]
     accepted = [a for _, a in pairs]
     counts = Counts(4)
     counts.add_steps(drafted, accepted)
+    spec = [(d, a) for d, a in zip(drafted, accepted, strict=True) if d]
     assert counts.steps == len(pairs)
     assert counts.drafted == sum(drafted)
     assert counts.accepted == sum(accepted)
-    assert counts.trials == sum(
-        a + (1 if a < d else 0) for d, a in zip(drafted, accepted, strict=True)
-    )
-    assert counts.by_position == [sum(1 for a in accepted if a > i) for i in range(4)]
+    assert counts.trials == sum(a + (1 if a < d else 0) for d, a in spec)
+    assert counts.by_position == [sum(1 for _, a in spec if a > i) for i in range(4)]
+    assert counts.drafted_by_position == [sum(1 for d, _ in spec if d > i) for i in range(4)]
+    assert counts.steps_by_drafted == [sum(1 for d in drafted if min(d, 4) == j) for j in range(5)]
+    assert counts.accepted_by_drafted == [
+        sum(a for d, a in spec if min(d, 4) == j) for j in range(5)
+    ]
     assert counts.max_drafted == max(drafted, default=0)
+
+
+def test_a_step_cannot_accept_more_than_it_drafted() -> None:
+    for drafted, accepted in (([3, 3], [1, 4]), ([2, 3], [3, 1]), ([0], [1])):
+        with pytest.raises(ValueError, match="accepted"):
+            Counts(4).add_steps(drafted, accepted)
+
+
+def test_per_position_acceptance_counts_only_steps_that_drafted_that_far() -> None:
+    """Variable K: half the steps draft 2, half 4, every drafted token accepted. Each position
+    is accepted every time it was drafted (1.0), where steps as the denominator would say
+    positions 3 and 4 are accepted half the time."""
+    counts = Counts(4)
+    counts.add_steps([2, 4] * 10, [2, 4] * 10)
+    assert counts.drafted_by_position == [20, 20, 10, 10]
+    stats = SliceStats.of(counts.as_request(), 0.95)
+    assert stats.per_position == (1.0, 1.0, 1.0, 1.0)
+    assert [(2, 10, 20), (4, 10, 40)] == counts.by_drafted_length()

@@ -9,6 +9,7 @@ import structlog
 
 from specwatch import conventions as C
 from specwatch.analysis.advisor import Advice, advise
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector
 from specwatch.analysis.engine import EngineCounters, LogTotals
 from specwatch.analysis.load import KTable, LoadBuckets, LoadTable
@@ -24,7 +25,7 @@ from specwatch.analysis.stats import (
     tau_interval,
 )
 from specwatch.analysis.views import EngineView, SliceView, Snapshot
-from specwatch.analysis.windows import Counts, SlidingWindow
+from specwatch.analysis.windows import SlidingWindow
 from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
 from specwatch.model import (
     EngineLogRecord,

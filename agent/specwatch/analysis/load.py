@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specwatch.analysis.advisor import advise
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import Counts, RatioSums
+from specwatch.analysis.windows import RatioSums
 
 # one bucket's choice: K (-1: no evidence), method, gain, its lower and upper bound
 _Choice = tuple[int, str | None, float | None, float | None, float | None]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from specwatch.analysis.windows import Counts
+from specwatch.analysis.counts import Counts
 from specwatch.model import SpecDecodeBlock
 
 

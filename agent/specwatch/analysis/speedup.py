@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.windows import Counts, RatioSums, WindowedRatio
+from specwatch.analysis.windows import RatioSums, WindowedRatio
 from specwatch.settings import Settings
 
 MEASURED = "measured"

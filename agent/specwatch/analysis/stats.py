@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
 
-from specwatch.analysis.windows import Counts
+from specwatch.analysis.counts import Counts
 
 
 @lru_cache(maxsize=16)
@@ -144,9 +144,10 @@ class SliceStats:
     @classmethod
     def of(cls, c: Counts, confidence: float) -> SliceStats:
         per_position: tuple[float, ...] = ()
-        if c.steps:
+        if c.steps:  # per position: of the steps that drafted that far
             reached = c.by_position[: c.max_drafted]
-            per_position = tuple(k / c.steps for k in reached)
+            tested = c.drafted_by_position
+            per_position = tuple(k / n if n else 0.0 for k, n in zip(reached, tested, strict=False))
         return cls(
             alpha=alpha_interval(c, confidence),
             rate=rate_interval(c, confidence),

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from specwatch import conventions as C
 from specwatch.analysis.advisor import Advice
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftView
 from specwatch.analysis.engine import LogTotals
 from specwatch.analysis.load import KTable
 from specwatch.analysis.mix import MixView
 from specwatch.analysis.speedup import Gain
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import Counts, Histogram
+from specwatch.analysis.windows import Histogram
 from specwatch.model import RequestKey, SliceKey
 
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import Counts
 from specwatch.bench.client import Sample
 from specwatch.bench.runner import TargetRun
 

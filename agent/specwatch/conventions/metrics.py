@@ -95,6 +95,13 @@ ACCEPTED_BY_POSITION: Final = _metric(
     "Steps whose draft position `position` (1..K) was accepted.",
     (*_SLICE, Label.POSITION),
 )
+DRAFTED_BY_POSITION: Final = _metric(
+    "specwatch_drafted_steps_by_position",
+    _C,
+    "Steps that drafted at least `position` tokens: the denominator of per-position "
+    "acceptance (with variable K a position beyond a step's draft is not a rejection).",
+    (*_SLICE, Label.POSITION),
+)
 
 # Request-level series: the ctx bucket of the prompt length, and the A/B variant.
 REQUESTS: Final = _metric(

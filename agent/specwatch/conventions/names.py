@@ -121,6 +121,7 @@ class ParseReason(StrEnum):
     BAD_METRICS = "bad_metrics"  # `metrics` is not an object
     BAD_SPEC_BLOCK = "bad_spec_block"  # its fields are not counts
     INCONSISTENT_SPEC_BLOCK = "inconsistent_spec_block"  # its counts disagree
+    UNKNOWN_DRAFT_LENGTHS = "unknown_draft_lengths"  # a summary block under variable K
     BAD_USAGE = "bad_usage"  # a readable response with unreadable usage
     BAD_USAGE_EVENT = "bad_usage_event"  # a stream's usage event without JSON data
     TRUNCATED_STREAM = "truncated_stream"  # no [DONE], or bytes after the last event

@@ -103,14 +103,20 @@ class SpecwatchCollector(Collector):
         }
         families = {name: family(name) for name in values}
         by_position = family(C.ACCEPTED_BY_POSITION)
+        drafted_by_position = family(C.DRAFTED_BY_POSITION)
         for view in snapshot.slices:
             labels, total = _labels(view.key), view.since_start
             for name, value in values.items():
                 families[name].add_metric(labels, value(total))
-            for i, n in enumerate(total.by_position[: total.max_drafted]):
-                by_position.add_metric([*labels, str(i + 1)], n)
+            k = total.max_drafted
+            pairs = zip(total.by_position[:k], total.drafted_by_position[:k], strict=True)
+            for i, (n, m) in enumerate(pairs):
+                position = [*labels, str(i + 1)]
+                by_position.add_metric(position, n)
+                drafted_by_position.add_metric(position, m)
         yield from families.values()
         yield by_position
+        yield drafted_by_position
 
     @staticmethod
     def _requests(snapshot: Snapshot, health: HealthSnapshot | None) -> Iterator[Metric]:

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import Interval
 from specwatch.health import HealthSnapshot
 from specwatch.model import ABState
@@ -32,6 +33,20 @@ def _interval(interval: Interval | None) -> dict[str, float | None] | None:
     }
 
 
+def by_drafted_length(counts: Counts) -> list[dict[str, Any]]:
+    """Rate and tau per drafted length: with variable K the overall rate mixes lengths."""
+    return [
+        {
+            "drafted": d,
+            "steps": n,
+            "accepted": a,
+            "rate": a / (d * n) if d else None,
+            "tau": 1.0 + a / n,
+        }
+        for d, n, a in counts.by_drafted_length()
+    ]
+
+
 def slice_status(view: SliceView) -> dict[str, Any]:
     """One slice: the flat fields are over the window; `since_start` holds the running totals."""
     stats = view.stats
@@ -46,6 +61,7 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "tau": None if stats.tau is None else stats.tau.estimate,
         "tau_interval": _interval(stats.tau),
         "per_position": list(stats.per_position),
+        "by_drafted_length": by_drafted_length(view.window),
         "zone": view.zone,
         "zone_since": view.zone_since,
         "source": view.source,

@@ -121,8 +121,7 @@ def _level_rules(
             "record": Q.per_position(level, "30m"),
             "expr": (
                 f"sum by ({positions}) (rate({C.ACCEPTED_BY_POSITION}_total[{windows('30m')}]))\n"
-                f"/ ignoring({C.Label.POSITION}) group_left\n"
-                f"{Q.rate(level, C.SPEC_STEPS, '30m')}"
+                f"/ sum by ({positions}) (rate({C.DRAFTED_BY_POSITION}_total[{windows('30m')}]))"
             ),
         }
     )

@@ -114,7 +114,7 @@ class Exchange:
             else:
                 self.capture.append(data)
         out = rewriter.feed(data)
-        self.payload = rewriter.usage  # kept even if the client leaves now
+        self.payload = rewriter.payload  # kept even if the client leaves now
         if out:
             self._client.write(out)
 
@@ -127,9 +127,9 @@ class Exchange:
             self.parse_failure = rewriter.parse_failure
             if rewriter.errored:
                 self.outcome = Outcome.UPSTREAM_ERROR
-            elif rewriter.usage is None and rewriter.parse_failure is not None:
+            elif rewriter.payload is None and rewriter.parse_failure is not None:
                 self.outcome = Outcome.PARSE_ERROR
-            self.payload = rewriter.usage
+            self.payload = rewriter.payload
         elif self._observed and self.outcome is None:
             if self._size > self._max:
                 self.outcome = Outcome.PARSE_ERROR

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 
 from specwatch.analysis.tasks import RequestFeatures, classify
@@ -20,6 +21,7 @@ from specwatch.settings import TaskSettings
 from specwatch.sources.vllm_response import (
     ParsedResponse,
     ParseFailure,
+    SseSplitter,
     decode_json,
     event_data,
     parse_response_body,
@@ -48,11 +50,29 @@ def _parse(obs: Observation) -> ParsedResponse | None:
     if obs.payload is None:
         return None
     if obs.stream:
-        data = event_data(obs.payload)
+        return _parse_events(obs.payload)
+    return parse_response_body(obs.payload)
+
+
+def _parse_events(payload: bytes) -> ParsedResponse:
+    """The usage event, and after it, when vLLM sent one, a finishing chunk whose choice
+    carries the per-request block (the per-choice shape): the block is taken from either."""
+    splitter = SseSplitter(len(payload) + 1)
+    events = splitter.feed(payload)
+    rest = splitter.flush()
+    parsed: ParsedResponse | None = None
+    for event in [*events, rest] if rest.strip() else events:
+        data = event_data(event)
         if data is None:
             raise ParseFailure(ParseReason.BAD_USAGE_EVENT)
-        return parse_response_object(decode_json(data))
-    return parse_response_body(obs.payload)
+        this = parse_response_object(decode_json(data))
+        if parsed is None:
+            parsed = this
+        elif parsed.spec is None and this.spec is not None:
+            parsed = dataclasses.replace(parsed, spec=this.spec)
+    if parsed is None:
+        raise ParseFailure(ParseReason.BAD_USAGE_EVENT)
+    return parsed
 
 
 def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestRecord:

@@ -23,13 +23,25 @@ from specwatch.sources.vllm_response import (
 class StreamRewriter:
     """Feed the upstream's chunks; send what `feed` and `finish` return, in order."""
 
-    __slots__ = ("_held", "_inject", "_splitter", "done", "errored", "parse_failure", "usage")
+    __slots__ = (
+        "_held",
+        "_inject",
+        "_splitter",
+        "choice_stats",
+        "done",
+        "errored",
+        "parse_failure",
+        "usage",
+    )
 
     def __init__(self, inject: bool, max_event_bytes: int) -> None:
         self._inject = inject
         self._splitter = SseSplitter(max_event_bytes)
         self._held: bytes | None = None  # the last content chunk, until we know if usage follows
         self.usage: bytes | None = None  # the final usage event, as vLLM sent it
+        # the finishing chunk, when its choice carries `speculative_decoding_stats` (the
+        # per-choice shape of some vLLM builds puts the per-request block there)
+        self.choice_stats: bytes | None = None
         self.done = False  # `data: [DONE]` was seen
         self.errored = False  # an error event was seen
         self.parse_failure: str | None = None  # set by finish()
@@ -65,6 +77,8 @@ class StreamRewriter:
                 self.done = True
             elif event.startswith(b'data: {"error"'):
                 self.errored = True
+            elif b'"speculative_decoding_stats"' in event and finishes(event):
+                self.choice_stats = event
             if self._inject:
                 if self._held is not None:
                     forward.append(self._held)
@@ -76,6 +90,14 @@ class StreamRewriter:
         if not self._inject:
             return chunk
         return b"".join(forward)
+
+    @property
+    def payload(self) -> bytes | None:
+        """What the analysis reads: the usage event, then a finishing chunk with per-choice
+        stats (whole events both), or None when the stream had neither."""
+        if self.choice_stats is None:
+            return self.usage
+        return (self.usage or b"") + self.choice_stats
 
     def finish(self) -> bytes:
         """The upstream's body ended: what is still to send, and why it was incomplete."""

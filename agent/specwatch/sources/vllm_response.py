@@ -73,8 +73,60 @@ def _check_total(block: dict[str, Any], key: str, expected: int) -> None:
         )
 
 
+def _histogram(value: Any, field: str, k: int | None) -> tuple[int, ...]:
+    """A histogram of steps by accepted count: a dense list (index j), or a sparse map with
+    string keys "j" (the per-choice shape); as a dense tuple."""
+    if not isinstance(value, dict):
+        return _counts(value, field)
+    dense: dict[int, int] = {}
+    for key, n in value.items():
+        j, count = _key(key), _count(n)
+        if j is None or count is None:
+            raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, f"{field} holds a non-count")
+        dense[j] = count
+    size = max(dense, default=-1) + 1 if k is None else max(k + 1, max(dense, default=-1) + 1)
+    return tuple(dense.get(j, 0) for j in range(size))
+
+
+def _key(key: Any) -> int | None:
+    """A string key that spells a count ("3"), as JSON objects carry them."""
+    if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 6:
+        return int(key)
+    return None
+
+
+def _by_draft_length(value: Any, k: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """`acceptance_histogram_by_draft_length`: {"d": histogram of steps by accepted j}.
+    Rows with d = 0 are steps that drafted nothing. Steps come back grouped by d (unordered)."""
+    if not isinstance(value, dict):
+        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, "acceptance_histogram_by_draft_length")
+    drafted: list[int] = []
+    accepted: list[int] = []
+    rows = []
+    for key, row in value.items():
+        d = _key(key)
+        if d is None:
+            raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, f"draft length key {key!r}")
+        rows.append((d, _histogram(row, "acceptance_histogram_by_draft_length", None)))
+    for d, histogram in sorted(rows):
+        if k is not None and d > k:
+            raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "a step drafted more than K")
+        if any(histogram[d + 1 :]):
+            raise ParseFailure(
+                ParseReason.INCONSISTENT_SPEC_BLOCK, "a step accepted more than it drafted"
+            )
+        for j, n in enumerate(histogram[: d + 1]):
+            drafted.extend((d,) * n)
+            accepted.extend((j,) * n)
+    return tuple(drafted), tuple(accepted)
+
+
 def parse_spec_block(block: Any) -> SpecDecodeBlock:
-    """`metrics.speculative_decoding`, detailed (per-step arrays) or summary (histogram)."""
+    """vLLM's per-request block: `metrics.speculative_decoding` (0.32) or a choice's
+    `speculative_decoding_stats` (the per-choice shape), read from the most exact form it has:
+    ordered per-step arrays (detailed), a histogram per draft length (newer builds; steps
+    that drafted nothing included), or one histogram of accepted counts (summary), which
+    says nothing of each step's draft length and so is read only at one K."""
     if not isinstance(block, dict):
         raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, "not an object")
     k = _count(block.get("num_spec_tokens"))
@@ -94,19 +146,45 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
         if drafted and max(drafted) > k:
             raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "a step drafted more than K")
         ordered = True
+    elif block.get("acceptance_histogram_by_draft_length") is not None:
+        drafted, accepted = _by_draft_length(block["acceptance_histogram_by_draft_length"], k)
+        if k is None:
+            k = max(drafted, default=0)
+        ordered = False
     else:
-        histogram = _counts(block.get("acceptance_histogram"), "acceptance_histogram")
+        histogram = _histogram(block.get("acceptance_histogram"), "acceptance_histogram", k)
         if k is None:
             k = len(histogram) - 1
         if len(histogram) != k + 1:
             raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "histogram length is not K + 1")
         accepted = tuple(a for a, n in enumerate(histogram) for _ in range(n))
+        draft_tokens = _count(block.get("num_draft_tokens"))
+        if draft_tokens is not None and draft_tokens != k * len(accepted):
+            # Variable K (a batch-size schedule, adaptive drafting): each step's draft length,
+            # and so its trials, is unknown. Counted, not guessed.
+            raise ParseFailure(
+                ParseReason.UNKNOWN_DRAFT_LENGTHS,
+                f"summary block with {draft_tokens} draft tokens over {len(accepted)} steps "
+                f"at K = {k}: run vLLM with --per-request-spec-decode-metrics detailed",
+            )
         drafted = (k,) * len(accepted)
         ordered = False
-    _check_total(block, "num_spec_steps", len(drafted))
+    steps = block.get("num_spec_steps")
+    if steps is not None and _count(steps) != len(drafted) - drafted.count(0):
+        # steps that drafted nothing: in vLLM 0.32's count; newer builds' K = 0 rows may not be
+        _check_total(block, "num_spec_steps", len(drafted))
     _check_total(block, "num_draft_tokens", sum(drafted))
     _check_total(block, "num_accepted_draft_tokens", sum(accepted))
     return SpecDecodeBlock(num_spec_tokens=k, drafted=drafted, accepted=accepted, ordered=ordered)
+
+
+def _choice_block(obj: dict[str, Any]) -> Any:
+    """The per-choice `speculative_decoding_stats` of a one-choice response, else None (with
+    n > 1 each choice is its own sequence, and none is the request's)."""
+    choices = obj.get("choices")
+    if isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict):
+        return choices[0].get("speculative_decoding_stats")
+    return None
 
 
 def parse_response_object(obj: Any) -> ParsedResponse:
@@ -126,6 +204,9 @@ def parse_response_object(obj: Any) -> ParsedResponse:
     metrics = obj.get("metrics")
     spec = None
     latency = Latency()
+    choice_block = _choice_block(obj)
+    if choice_block is not None:
+        spec = parse_spec_block(choice_block)
     if isinstance(metrics, dict):
         if metrics.get("speculative_decoding") is not None:
             spec = parse_spec_block(metrics["speculative_decoding"])

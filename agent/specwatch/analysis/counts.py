@@ -1,0 +1,219 @@
+"""Integer counts of one slice's steps: the sums every statistic is a ratio of.
+
+See docs/architecture.md (Steps, as vLLM counts them) for what a step is.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Sequence
+
+
+class Counts:
+    """Step-level sums of one slice (see docs/architecture.md, Definitions), and the sums over
+    requests of squares and products of each request's own sums in the slice.
+
+    `by_position[i]` counts steps that accepted at least i + 1 tokens, i.e. whose draft
+    position i + 1 was accepted; `drafted_by_position[i]` counts steps that drafted at least
+    i + 1 tokens, its denominator. At one K the two differ only in the numerator; with
+    variable K (a batch-size schedule, adaptive methods) a position beyond a step's draft is
+    unobserved, not a rejection. Positions past `max_position` are not counted per position
+    (the cap keeps the series bounded); every total still includes them.
+
+    `steps_by_drafted[d]` / `accepted_by_drafted[d]` count steps that drafted d tokens and the
+    tokens they accepted (d = `max_position` holds that many or more), so rate and tau can be
+    read per drafted length. A step that drafted nothing (d = 0: all its draft invalidated by
+    a grammar in vLLM 0.32, which still counts it in `num_drafts`; K = 0 rows in newer builds'
+    histograms) is a step: it emits one token, so it is in `steps` and tau, and in no trial.
+
+    The second moments (`aa` = sum a_i^2, `at` = sum a_i t_i, `tt` = sum t_i^2, and likewise
+    with drafted tokens d_i and steps s_i) are what a request-level (cluster-robust) variance
+    of the ratios alpha-hat, rate and tau needs; `as_request()` fills them for a Counts that
+    holds exactly one request's steps in one slice.
+    """
+
+    __slots__ = (
+        "aa",
+        "accepted",
+        "accepted_by_drafted",
+        "ad",
+        "as_",
+        "at",
+        "by_position",
+        "dd",
+        "drafted",
+        "drafted_by_position",
+        "max_drafted",
+        "requests",
+        "ss",
+        "steps",
+        "steps_by_drafted",
+        "trials",
+        "tt",
+    )
+
+    def __init__(self, max_position: int) -> None:
+        self.requests = 0
+        self.steps = 0
+        self.drafted = 0
+        self.accepted = 0
+        self.trials = 0
+        self.max_drafted = 0  # the largest K seen: how many positions p_i is reported for
+        self.by_position = [0] * max_position
+        self.drafted_by_position = [0] * max_position
+        self.steps_by_drafted = [0] * (max_position + 1)
+        self.accepted_by_drafted = [0] * (max_position + 1)
+        self.aa = self.at = self.tt = 0  # accepted x accepted, x trials; trials x trials
+        self.ad = self.dd = 0  # accepted x drafted, drafted x drafted
+        self.as_ = self.ss = 0  # accepted x steps, steps x steps
+
+    def add_steps(self, drafted: Sequence[int], accepted: Sequence[int]) -> None:
+        n = len(accepted)
+        if len(drafted) != n:
+            raise ValueError("per-step drafted and accepted differ in length")
+        if not n:
+            return
+        k = drafted[0]
+        if k and drafted.count(k) == n:  # one K (the usual case)
+            self._add_one_k(k, accepted)
+            return
+        by_length: dict[int, list[int]] = {}
+        for d, a in zip(drafted, accepted, strict=True):
+            by_length.setdefault(d, []).append(a)
+        for d, accepted_at_d in sorted(by_length.items()):
+            if d:
+                self._add_one_k(d, accepted_at_d)
+            else:  # nothing drafted: one token, no trial
+                if any(accepted_at_d):
+                    raise ValueError("a step accepted tokens it did not draft")
+                self.steps += len(accepted_at_d)
+                self.steps_by_drafted[0] += len(accepted_at_d)
+
+    def _add_one_k(self, k: int, accepted: Sequence[int]) -> None:
+        """Steps that all drafted k >= 1 tokens: C-level loops only."""
+        n = len(accepted)
+        most = max(accepted)
+        if most > k:
+            raise ValueError("a step accepted more tokens than it drafted")
+        total_a = sum(accepted)
+        self.steps += n
+        self.accepted += total_a
+        self.drafted += k * n
+        self.max_drafted = max(self.max_drafted, k)
+        self.trials += total_a + n - accepted.count(k)  # + 1 per step that hit a rejection
+        cap = len(self.by_position)
+        length = min(k, cap)
+        self.steps_by_drafted[length] += n
+        self.accepted_by_drafted[length] += total_a
+        reach = self.drafted_by_position
+        for i in range(length):
+            reach[i] += n
+        # by_position[i] counts steps with a > i: n less those that accepted i or fewer
+        positions = self.by_position
+        reached = n - accepted.count(0)
+        for i in range(min(most, cap)):
+            positions[i] += reached
+            reached -= accepted.count(i + 1)
+
+    def as_request(self) -> Counts:
+        """Mark these counts as one request's contribution: one request, and its moments."""
+        a, t, d, s = self.accepted, self.trials, self.drafted, self.steps
+        self.requests = 1
+        self.aa, self.at, self.tt = a * a, a * t, t * t
+        self.ad, self.dd = a * d, d * d
+        self.as_, self.ss = a * s, s * s
+        return self
+
+    @classmethod
+    def of_request(
+        cls, drafted: Sequence[int], accepted: Sequence[int], max_position: int
+    ) -> Counts:
+        counts = cls(max_position)
+        counts.add_steps(drafted, accepted)
+        return counts.as_request()
+
+    def merge(self, other: Counts) -> None:
+        self.requests += other.requests
+        self.steps += other.steps
+        self.drafted += other.drafted
+        self.accepted += other.accepted
+        self.trials += other.trials
+        self.max_drafted = max(self.max_drafted, other.max_drafted)
+        self.aa += other.aa
+        self.at += other.at
+        self.tt += other.tt
+        self.ad += other.ad
+        self.dd += other.dd
+        self.as_ += other.as_
+        self.ss += other.ss
+        for name in _LISTS:
+            setattr(self, name, _combine(getattr(self, name), getattr(other, name), operator.add))
+
+    def subtract(self, other: Counts) -> None:
+        """Take back what `merge(other)` added (all but `max_drafted`, which is a maximum)."""
+        self.requests -= other.requests
+        self.steps -= other.steps
+        self.drafted -= other.drafted
+        self.accepted -= other.accepted
+        self.trials -= other.trials
+        self.aa -= other.aa
+        self.at -= other.at
+        self.tt -= other.tt
+        self.ad -= other.ad
+        self.dd -= other.dd
+        self.as_ -= other.as_
+        self.ss -= other.ss
+        for name in _LISTS:
+            setattr(self, name, _combine(getattr(self, name), getattr(other, name), operator.sub))
+
+    def by_drafted_length(self) -> list[tuple[int, int, int]]:
+        """(drafted length, steps, accepted tokens) for every length seen, 0 included."""
+        return [
+            (d, n, self.accepted_by_drafted[d]) for d, n in enumerate(self.steps_by_drafted) if n
+        ]
+
+    def copy(self) -> Counts:
+        out = Counts(len(self.by_position))
+        out.merge(self)
+        return out
+
+    @classmethod
+    def total(cls, parts: Iterable[Counts], max_position: int) -> Counts:
+        out = cls(max_position)
+        for part in parts:
+            out.merge(part)
+        return out
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "requests": self.requests,
+            "spec_steps": self.steps,
+            "draft_tokens": self.drafted,
+            "accepted_tokens": self.accepted,
+            "trials": self.trials,
+        }
+
+    def moments(self) -> tuple[int, ...]:
+        return (self.aa, self.at, self.tt, self.ad, self.dd, self.as_, self.ss)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Counts) and (
+            self.as_dict() == other.as_dict()
+            and all(getattr(self, name) == getattr(other, name) for name in _LISTS)
+            and self.moments() == other.moments()
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
+
+    def __repr__(self) -> str:
+        return f"Counts({self.as_dict()}, by_position={self.by_position})"
+
+
+_LISTS = ("by_position", "drafted_by_position", "steps_by_drafted", "accepted_by_drafted")
+
+
+def _combine(mine: list[int], theirs: list[int], op: Callable[[int, int], int]) -> list[int]:
+    """Element-wise op; lists of different lengths (another max_position) keep mine's length."""
+    if len(mine) == len(theirs):
+        return list(map(op, mine, theirs))
+    return [*map(op, mine, theirs), *mine[len(theirs) :]]

@@ -1,0 +1,91 @@
+"""Per-request shapes other than vLLM 0.32's (tests/fixtures/shapes, constructed from the shapes
+the builds document): read where exact, refused with a reason where not, never guessed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from specwatch.analysis.counts import Counts
+from specwatch.analysis.tasks import features_of
+from specwatch.conventions import Outcome, ParseReason
+from specwatch.health import Health
+from specwatch.settings import TaskSettings
+from specwatch.sources.observation import Observation, to_record
+from specwatch.sources.stream import StreamRewriter
+from specwatch.sources.vllm_log import parse_line
+from specwatch.sources.vllm_response import ParseFailure, parse_response_body
+
+SHAPES = Path(__file__).parents[1] / "fixtures" / "shapes"
+
+
+def test_the_per_choice_summary_with_a_sparse_histogram() -> None:
+    spec = parse_response_body((SHAPES / "per_choice_summary.json").read_bytes()).spec
+    assert spec is not None
+    assert (43, 129, 10, 3) == (
+        spec.steps,
+        sum(spec.drafted),
+        sum(spec.accepted),
+        spec.num_spec_tokens,
+    )
+
+
+def test_n2_per_choice_blocks_are_not_the_requests() -> None:
+    assert parse_response_body((SHAPES / "per_choice_n2.json").read_bytes()).spec is None
+
+
+def test_the_histogram_by_draft_length_keeps_each_steps_length() -> None:
+    """Rows d = 0 (2 steps that drafted nothing), d = 2 dense, d = 4 sparse."""
+    spec = parse_response_body((SHAPES / "by_draft_length.json").read_bytes()).spec
+    assert spec is not None
+    assert (10, 22, 15) == (spec.steps, sum(spec.drafted), sum(spec.accepted))
+    counts = Counts(4)
+    counts.add_steps(spec.drafted, spec.accepted)
+    assert [(0, 2, 0), (2, 5, 7), (4, 3, 8)] == counts.by_drafted_length()
+    # per position: of the 8 steps that drafted position 1 and 2, the 3 that drafted 3 and 4
+    assert counts.drafted_by_position == [8, 8, 3, 3]
+    assert counts.by_position == [6, 5, 2, 2]
+    # trials: 15 accepted, + 1 per drafting step that hit a rejection (the d = 2 steps that
+    # accepted 0 and 1, the d = 4 step that accepted 0); the d = 0 steps tested nothing
+    assert 15 + 3 == counts.trials
+
+
+def test_a_summary_under_variable_k_is_refused_not_guessed() -> None:
+    with pytest.raises(ParseFailure) as failure:
+        parse_response_body((SHAPES / "summary_variable_k.json").read_bytes())
+    assert ParseReason.UNKNOWN_DRAFT_LENGTHS == failure.value.reason
+    assert "detailed" in str(failure.value)
+
+
+@pytest.mark.parametrize("inject", [False, True])
+def test_a_stream_with_the_block_on_its_finishing_chunk(inject: bool) -> None:
+    """The proxy's stream reader keeps the finishing chunk that carries per-choice stats; the
+    client's bytes are unchanged; the record has the block's steps."""
+    body = (SHAPES / "per_choice_stream.sse").read_bytes()
+    rewriter = StreamRewriter(inject=inject, max_event_bytes=1 << 16)
+    out = b"".join(rewriter.feed(body[i : i + 37]) for i in range(0, len(body), 37))
+    events = body.split(b"\n\n")
+    usage = next(e for e in events if b'"choices":[]' in e) + b"\n\n"
+    # specwatch's own usage request is taken out again; the client's stays
+    assert (body.replace(usage, b"") if inject else body) == out + rewriter.finish()
+    assert rewriter.choice_stats is not None
+    health = Health()
+    features = features_of("/v1/chat/completions", None, {"model": "tiny"})
+    record = to_record(
+        Observation(
+            ts=1.0, request_id="r", features=features,
+            outcome=None, stream=True, payload=rewriter.payload, e2e=0.5, first_byte=0.1,
+        ),
+        TaskSettings(),
+        health,
+    )  # fmt: skip
+    assert Outcome.OBSERVED == record.outcome
+    assert record.spec is not None
+    assert (43, 10, 54) == (record.spec.steps, sum(record.spec.accepted), record.completion_tokens)
+
+
+def test_diffusion_log_lines_are_not_speculative_decoding() -> None:
+    records = [parse_line(line) for line in (SHAPES / "diffusion.log").open()]
+    assert ["EngineLogRecord", None, None] == [
+        None if r is None else type(r).__name__ for r in records
+    ]
