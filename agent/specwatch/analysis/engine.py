@@ -52,7 +52,10 @@ def _delta_counts(
     # assumption; this is the reference, not the measurement. Without per-position counters
     # the steps that accepted all K are unknown, and so are the trials: 0, alpha-hat unknown
     # (counting every step as a rejection would bias it low: 0.598 where the truth was 0.698).
-    if k:
+    # Under variable K (a batch-size schedule: drafted tokens are not K x drafts) a step that
+    # accepted all of a shorter draft is not in the last position's counter either: the trials
+    # are unknown again, not guessed.
+    if k and counts.drafted == k * counts.steps:
         counts.trials = counts.accepted + (counts.steps - per_position[k - 1])
     return counts, reset
 

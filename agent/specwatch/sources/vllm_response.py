@@ -130,7 +130,9 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
     if not isinstance(block, dict):
         raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, "not an object")
     k = _count(block.get("num_spec_tokens"))
-    if "per_step_drafted" in block or "per_step_accepted" in block:
+    # vLLM 0.32 sends the per-step arrays as null when a request had no speculative step
+    # (e.g. all of it at a batch size its schedule gives K = 0): the histogram says the same
+    if block.get("per_step_drafted") is not None or block.get("per_step_accepted") is not None:
         drafted = _counts(block.get("per_step_drafted"), "per_step_drafted")
         accepted = _counts(block.get("per_step_accepted"), "per_step_accepted")
         if len(drafted) != len(accepted):
