@@ -151,8 +151,8 @@ def misleading(cycles: list[list[int]], i: int, length: int) -> list[int]:
     return [*prompt, cycle[-1]]
 
 
-async def send_all(served: Served, requests: list[Request]) -> None:
-    limit = asyncio.Semaphore(4)
+async def send_all(served: Served, requests: list[Request], concurrency: int = 4) -> None:
+    limit = asyncio.Semaphore(concurrency)
 
     async def one(
         session: aiohttp.ClientSession, path: str, body: Any, headers: dict[str, str]

