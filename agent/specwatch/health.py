@@ -25,6 +25,7 @@ class HealthSnapshot:
     shadow_comparisons: dict[str, int]
     shadow_divergences: dict[str, int]
     shadow_skipped: dict[str, int]
+    in_flight: dict[str, int]  # observed requests in flight through the proxy, per variant
 
 
 class Health:
@@ -37,6 +38,7 @@ class Health:
         self.passthrough: dict[str, int] = defaultdict(int)
         self.proxy_overhead = Histogram(PROXY_OVERHEAD_BUCKETS)
         self.upstream_up: bool | None = None  # None: not probed yet
+        self.in_flight: dict[str, int] = defaultdict(int)  # per A/B variant
         self.shadow_comparisons: dict[str, int] = defaultdict(int)  # per model
         self.shadow_divergences: dict[str, int] = defaultdict(int)
         self.shadow_skipped: dict[str, int] = defaultdict(int)  # per reason
@@ -61,4 +63,5 @@ class Health:
             shadow_comparisons=dict(self.shadow_comparisons),
             shadow_divergences=dict(self.shadow_divergences),
             shadow_skipped=dict(self.shadow_skipped),
+            in_flight=dict(self.in_flight),
         )

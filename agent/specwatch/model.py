@@ -87,6 +87,7 @@ class EngineSample:
     accepted_tokens: float
     accepted_per_position: tuple[float, ...]  # position 0 .. K-1
     requests: float  # finished requests (vllm:request_success_total, every reason)
+    running: float | None = None  # vllm:num_requests_running now (a gauge), summed over engines
 
 
 @dataclass(frozen=True, slots=True)

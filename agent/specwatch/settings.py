@@ -153,6 +153,9 @@ class LoadSettings(_Part):
 
     # inclusive upper bounds of the batch-size buckets: 1, 2-4, 5-8, ... 33-64, 65+
     batch_edges: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
+    # the gain per bucket behind the gauges and SpecDecodeSlowerAtLoad (A/B baseline traffic
+    # is a small share: an hour gathers the requests a measured gain needs)
+    window_seconds: float = Field(default=3600.0, gt=0)
 
     @field_validator("batch_edges")
     @classmethod

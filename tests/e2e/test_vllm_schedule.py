@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 import pytest
+from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import Interval, alpha_interval
-from specwatch.conventions import metrics as C
 
 from tests.support.http import scrape, total
 from tests.support.vllm import (

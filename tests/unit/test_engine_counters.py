@@ -31,6 +31,7 @@ def test_the_captured_metrics_page_gives_one_sample_summed_over_engines(captures
             accepted_tokens=117.0,
             accepted_per_position=(39.0, 39.0, 39.0),
             requests=5.0,
+            running=0.0,  # vllm:num_requests_running, idle after the captured requests
         )
         == parsed
     )

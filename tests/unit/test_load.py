@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,59 @@ def test_advise_gives_vllm_a_schedule_that_turns_speculation_off_where_it_is_slo
     slow = next(r for r in model["ranges"] if r["first"] == 33)
     assert "measured" == slow["method"]
     assert slow["upper"] < 1.0
+
+
+def records_of(path: Path) -> list[RequestRecord]:
+    return [from_line(line) for line in path.read_bytes().splitlines()]
+
+
+def test_the_load_window_forgets_and_metrics_carry_every_load_bucket(tmp_path: Path) -> None:
+    """Through the analyzer and the collector: per model and bucket the counters add up to
+    the records', the windowed gain is below 1 only where speculation is slower, and an hour
+    of faster traffic at high load later the window says so while since-start still mixes."""
+    from prometheus_client.core import CollectorRegistry
+    from specwatch.analysis.analyzer import Analyzer
+    from specwatch.export.collector import SpecwatchCollector
+    from specwatch.export.status import Reading
+    from specwatch.settings import load_settings
+
+    log = tmp_path / "cycles.jsonl"
+    write_log(log, 6000)
+    settings = load_settings()
+    analyzer = Analyzer(settings, started=1000.0)
+    records = records_of(log)
+    for record in records:
+        analyzer.ingest(record)
+    end = records[-1].ts
+
+    def gains(now: float) -> dict[str, float]:
+        snapshot = analyzer.snapshot(now)
+        (table,) = snapshot.load_window
+        return {r.label: r.gain for r in table.ranges if r.method == "measured" and r.gain}
+
+    before = gains(end)
+    assert before["33-64"] < 1.0 < before["1"]
+    registry = CollectorRegistry()
+    registry.register(SpecwatchCollector(lambda: Reading(analyzer.snapshot(end))))
+    value = registry.get_sample_value
+    accepted = sum(sum(r.spec.accepted) for r in records if r.spec and r.in_flight == 1)
+    assert accepted == value("specwatch_load_accepted_tokens_total", {"model": "m", "load": "1"})
+    advised = {"model": "m", "load": "33-64"}
+    assert 0 == value("specwatch_load_advised_num_speculative_tokens", advised)
+    upper = value("specwatch_load_gain_ratio", {**advised, "method": "measured", "bound": "upper"})
+    assert upper is not None
+    assert upper < 1.0
+    # an hour and more later: speculation at high load is now as fast as at low load
+    later = end + settings.load.window_seconds + 60
+    for i, record in enumerate(records):
+        tpot = record.latency.tpot
+        assert tpot is not None
+        if record.variant == C.VARIANT_SPEC and record.in_flight and record.in_flight > 16:
+            tpot = tpot * 0.8 / 1.8
+        analyzer.ingest(replace(record, ts=later - 3000 + i * 0.5, latency=Latency(tpot=tpot)))
+    after = gains(later + 3000)
+    assert after["33-64"] > 1.5
+    (since_start,) = analyzer.snapshot(later + 3000).load
+    mixed = {r.label: r.gain for r in since_start.ranges}
+    assert mixed["33-64"] is not None
+    assert mixed["33-64"] < after["33-64"]

@@ -12,7 +12,7 @@ from specwatch.analysis.advisor import Advice, advise
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector
 from specwatch.analysis.engine import EngineCounters, LogTotals
-from specwatch.analysis.load import KTable, LoadBuckets, LoadTable
+from specwatch.analysis.load import KTable, LoadBuckets, LoadTable, WindowedLoad, load_cells
 from specwatch.analysis.mix import traffic_mix
 from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, split_steps
@@ -69,7 +69,11 @@ class Analyzer:
         self._log = LogTotals()
         self._drift = DriftDetector(settings.drift)
         self._speedup = SpeedupTracker(settings)
-        self._load = LoadTable(LoadBuckets(settings.load.batch_edges), self._max_position)
+        load_buckets = LoadBuckets(settings.load.batch_edges)
+        self._load = LoadTable(load_buckets, self._max_position)
+        self._load_window = WindowedLoad(
+            load_buckets, self._max_position, settings.load.window_seconds
+        )
 
     @property
     def buckets(self) -> CtxBuckets:
@@ -125,20 +129,25 @@ class Analyzer:
     def _by_load(
         self, record: RequestRecord, model: str, baseline: bool, counts: Counts | None
     ) -> None:
-        """Since the start, per model and batch-size bucket (analysis/load.py)."""
+        """Per model and batch-size bucket, since the start and over the load window."""
         if record.in_flight is not None:
             tpot, tokens = record.latency.tpot, record.completion_tokens
             self._load.add(model, record.in_flight, counts, baseline, tpot, tokens)
+            recent = self._load_window.table_at(record.ts)
+            if recent is not None:
+                recent.add(model, record.in_flight, counts, baseline, tpot, tokens)
 
-    def k_tables(self) -> tuple[KTable, ...]:
-        """The K table by batch size of every model that ran speculation under known load."""
+    def k_tables(self, table: LoadTable | None = None) -> tuple[KTable, ...]:
+        """The K table by batch size of every model that ran speculation under known load
+        (since the start, or of `table`)."""
         cfg = self._cfg.speedup
+        source = self._load if table is None else table
         tables = (
-            self._load.k_table(
+            source.k_table(
                 model, cfg.cost_ratio.get(model, cfg.default_cost_ratio),
                 self._cfg.zones.confidence, cfg.min_baseline_requests,
             )
-            for model in self._load.models()
+            for model in source.models()
         )  # fmt: skip
         return tuple(table for table in tables if table is not None)
 
@@ -305,6 +314,7 @@ class Analyzer:
                     window=counts,
                     stats=SliceStats.of(counts, confidence),
                     coverage=seen / counts.drafted if counts.drafted else None,
+                    running=self._engine.running(model),
                 )
             )
         return Snapshot(
@@ -322,6 +332,8 @@ class Analyzer:
             counter_resets=self._engine.resets,
             mix=traffic_mix(self._drift, self._cfg.drift, now),
             load=self.k_tables(),
+            load_window=self.k_tables(self._load_window.table(now)),
+            load_cells=load_cells(self._load),
         )
 
     @staticmethod

@@ -89,6 +89,11 @@ class EngineCounters:
     def since_start(self) -> dict[str, Counts]:
         return {model: counts.copy() for model, counts in self._since_start.items()}
 
+    def running(self, model: str) -> float | None:
+        """vLLM's num_requests_running at the latest scrape (None: never scraped or absent)."""
+        last = self._last.get(model)
+        return None if last is None else last.running
+
     def window(self, now: float) -> dict[str, Counts]:
         return self._window.totals(now)
 

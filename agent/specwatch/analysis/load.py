@@ -8,7 +8,8 @@ labels (`load.batch_edges`).
 
 The K table is what vLLM's `num_speculative_tokens_per_batch_size` takes: inclusive
 [first, last, K] batch-size ranges, K = 0 where speculation does not pay. Per bucket: where
-A/B baseline traffic gives a measured gain, the K in use when speculation is measured faster
+A/B baseline traffic gives a measured gain, the K the bucket ran at (its commonest draft
+length: under a schedule not the largest) when speculation is measured faster
 and 0 when slower (the point estimate decides; the interval is reported); elsewhere the
 advisor's best K from the bucket's per-position acceptance and the cost ratio. Buckets without
 traffic take their lower neighbour's K (the upper one's at the bottom), the last range ends at
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +29,7 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import RatioSums
+from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC
 
 # one bucket's choice: K (-1: no evidence), method, gain, its lower and upper bound
 _Choice = tuple[int, str | None, float | None, float | None, float | None]
@@ -70,6 +73,7 @@ class LoadRange:
     upper: float | None
     spec_requests: int
     baseline_requests: int
+    label: str = ""  # the load bucket's label (`2-4`): the `load` label of its series
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +130,28 @@ class LoadTable:
     def models(self) -> list[str]:
         return sorted(self._largest)
 
+    def merge(self, other: LoadTable) -> None:
+        for key, theirs in other._cells.items():
+            mine = self._cells.get(key)
+            if mine is None:
+                mine = self._cells[key] = _Cell(
+                    Counts(self._max_position), RatioSums(), RatioSums()
+                )
+            mine.counts.merge(theirs.counts)
+            mine.spec.merge(theirs.spec)
+            mine.baseline.merge(theirs.baseline)
+        for model, largest in other._largest.items():
+            self._largest[model] = max(self._largest.get(model, 0), largest)
+
+    def cells(self, model: str) -> dict[int, tuple[Counts, RatioSums, RatioSums]]:
+        """Per bucket index: the model's step counts, and decode (seconds, tokens) sums of
+        speculation and of the baseline."""
+        return {
+            i: (cell.counts, cell.spec, cell.baseline)
+            for (m, i), cell in sorted(self._cells.items())
+            if m == model
+        }
+
     def measured_cost(self, model: str, min_requests: int) -> float | None:
         """c from the model's decode times over every load (speculation's and the A/B
         baseline's, each with `min_requests` or more), kept below 1; None without them."""
@@ -168,6 +194,7 @@ class LoadTable:
                     first=first, last=end, k=k, method=method, gain=gain, lower=lower,
                     upper=upper, spec_requests=cell.spec.n if cell else 0,
                     baseline_requests=cell.baseline.n if cell else 0,
+                    label=self.buckets.labels[index],
                 )
             )  # fmt: skip
         return KTable(model=model, k_in_use=k_in_use, ranges=tuple(ranges))
@@ -179,7 +206,10 @@ def _bucket_k(
     if cell.spec.n >= min_requests and cell.baseline.n >= min_requests:
         gain = measured_gain(cell.spec, cell.baseline, confidence)
         if gain is not None:
-            k = k_in_use if gain.ratio >= 1.0 else 0
+            # the K this load ran at (under a schedule, not the largest): its commonest length
+            drafting = cell.counts.steps_by_drafted[1:]
+            ran = 1 + drafting.index(max(drafting)) if any(drafting) else k_in_use
+            k = ran if gain.ratio >= 1.0 else 0
             return k, MEASURED, gain.ratio, gain.lower, gain.upper
     stats = SliceStats.of(cell.counts, confidence)
     advice = advise(stats.per_position, cell.counts.max_drafted, cost_ratio)
@@ -202,3 +232,67 @@ def _fill_gaps(
             below = [j for j in known if j < i]
             source = below[-1] if below else known[0]
             chosen[i] = (chosen[source][0], None, None, None, None)
+
+
+class WindowedLoad:
+    """The load table over the last `length` seconds, in `periods` whole periods: what the
+    per-bucket gain gauges and the slower-at-load alert read, so a fixed bucket recovers.
+    Time comes from the records. Reading merges the periods: O(periods x cells), small."""
+
+    def __init__(
+        self, buckets: LoadBuckets, max_position: int, length: float, periods: int = 6
+    ) -> None:
+        self._buckets = buckets
+        self._max_position = max_position
+        self._period = length / periods
+        self._periods = periods
+        self._tables: deque[tuple[int, LoadTable]] = deque()
+
+    def table_at(self, ts: float) -> LoadTable | None:
+        """The period's table a record at `ts` goes into (None: older than the window)."""
+        index = int(ts // self._period)
+        tables = self._tables
+        if not tables or tables[-1][0] < index:
+            tables.append((index, LoadTable(self._buckets, self._max_position)))
+            while tables[0][0] <= index - self._periods:
+                tables.popleft()
+            return tables[-1][1]
+        for held, table in reversed(tables):
+            if held == index:
+                return table
+        return None  # a late record for a period without a table: counted since the start
+
+    def table(self, now: float) -> LoadTable:
+        oldest = int(now // self._period) - self._periods + 1
+        out = LoadTable(self._buckets, self._max_position)
+        for index, table in self._tables:
+            if index >= oldest:
+                out.merge(table)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LoadCell:
+    """One (model, batch-size bucket) since the start: what /metrics exports per load."""
+
+    model: str
+    load: str  # the bucket's label, e.g. `2-4`
+    accepted: int
+    trials: int
+    decode_seconds: dict[str, float]  # per variant
+    decode_tokens: dict[str, float]
+
+
+def load_cells(table: LoadTable) -> tuple[LoadCell, ...]:
+    out = []
+    for model in table.models():
+        for index, (counts, spec, baseline) in table.cells(model).items():
+            out.append(
+                LoadCell(
+                    model=model, load=table.buckets.labels[index], accepted=counts.accepted,
+                    trials=counts.trials,
+                    decode_seconds={VARIANT_SPEC: spec.x, VARIANT_BASELINE: baseline.x},
+                    decode_tokens={VARIANT_SPEC: spec.y, VARIANT_BASELINE: baseline.y},
+                )
+            )  # fmt: skip
+    return tuple(out)

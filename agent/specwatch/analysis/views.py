@@ -10,7 +10,7 @@ from specwatch.analysis.advisor import Advice
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftView
 from specwatch.analysis.engine import LogTotals
-from specwatch.analysis.load import KTable
+from specwatch.analysis.load import KTable, LoadCell
 from specwatch.analysis.mix import MixView
 from specwatch.analysis.speedup import Gain
 from specwatch.analysis.stats import SliceStats
@@ -43,6 +43,7 @@ class EngineView:
     window: Counts
     stats: SliceStats
     coverage: float | None  # draft tokens seen by the proxy / counted by vLLM, over the window
+    running: float | None = None  # vLLM's num_requests_running at the latest scrape
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,3 +64,5 @@ class Snapshot:
     counter_resets: int = 0
     mix: dict[str, MixView] | None = None  # per model
     load: tuple[KTable, ...] = ()  # per model: the K table by batch size, since the start
+    load_window: tuple[KTable, ...] = ()  # the same over `load.window_seconds`: gains, alerts
+    load_cells: tuple[LoadCell, ...] = ()  # since the start: the per-bucket counters

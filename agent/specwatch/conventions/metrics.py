@@ -195,6 +195,60 @@ ADVISED_NUM_SPECULATIVE_TOKENS: Final = _metric(
     "acceptance over the window (0: speculation does not pay).",
     (Label.MODEL,),
 )
+# By load (analysis/load.py): model x batch-size bucket, never crossed with ctx x task.
+_LOAD = (Label.MODEL, Label.LOAD)
+LOAD_ACCEPTED_TOKENS: Final = _metric(
+    "specwatch_load_accepted_tokens",
+    _C,
+    "Draft tokens accepted, by the batch-size bucket the request started in.",
+    _LOAD,
+)
+LOAD_ACCEPTANCE_TRIALS: Final = _metric(
+    "specwatch_load_acceptance_trials",
+    _C,
+    "Acceptance trials (alpha-hat's denominator), by batch-size bucket.",
+    _LOAD,
+)
+LOAD_DECODE_SECONDS: Final = _metric(
+    "specwatch_load_decode_seconds",
+    _C,
+    "Decode seconds (time per output token x tokens after the first) by batch-size bucket "
+    "and variant: over decode tokens, the time per output token at that load.",
+    (*_LOAD, Label.VARIANT),
+)
+LOAD_DECODE_TOKENS: Final = _metric(
+    "specwatch_load_decode_tokens",
+    _C,
+    "Output tokens after the first, by batch-size bucket and variant.",
+    (*_LOAD, Label.VARIANT),
+)
+LOAD_GAIN_RATIO: Final = _metric(
+    "specwatch_load_gain_ratio",
+    _G,
+    "Speedup of speculation over none in one batch-size bucket over `load.window_seconds`: "
+    "measured against A/B baseline requests at that load, or modelled, with bounds.",
+    (*_LOAD, Label.METHOD, Label.BOUND),
+)
+LOAD_ADVISED_K: Final = _metric(
+    "specwatch_load_advised_num_speculative_tokens",
+    _G,
+    "The K table (vLLM's num_speculative_tokens_per_batch_size) by batch-size bucket, since "
+    "the start: 0 where speculation does not pay at that load.",
+    _LOAD,
+)
+UPSTREAM_IN_FLIGHT: Final = _metric(
+    "specwatch_upstream_in_flight_requests",
+    _G,
+    "Observed requests in flight through the proxy, per A/B variant: the load requests "
+    "start at (vLLM's own num_requests_running is its cross-check).",
+    (Label.VARIANT,),
+)
+VLLM_RUNNING: Final = _metric(
+    "specwatch_vllm_requests_running",
+    _G,
+    "vLLM's num_requests_running from its /metrics, per model (the cross-check of in-flight).",
+    (Label.MODEL,),
+)
 TRAFFIC_MIX_PSI: Final = _metric(
     "specwatch_traffic_mix_psi",
     _G,
@@ -324,40 +378,3 @@ REPLICA_COST_PER_HOUR: Final = _metric(
     "divided by output tokens/s it gives the cost per token.",
     (Label.VARIANT,),
 )
-
-# --- recorded series (Prometheus recording rules: level:metric:operation) --------------------
-
-# Metric parts of recorded series that are not exported metrics themselves.
-RECORDED_GOOD_WINDOW: Final = "specwatch_good_window"
-RECORDED_SLO_ERROR_RATIO: Final = "specwatch_slo_error_ratio"
-RECORDED_SLO_BURN_RATE: Final = "specwatch_slo_burn_rate"
-RECORDED_DESIGN_EFFECT: Final = "specwatch_acceptance_design_effect"
-RECORDED_EFFECTIVE_TRIALS: Final = "specwatch_acceptance_effective_trials"
-RECORDED_T_QUANTILE: Final = "specwatch_acceptance_t_quantile"
-
-
-def bound_metric(bound: str) -> str:
-    """The metric part of alpha-hat's recorded bound: specwatch_acceptance_alpha_lower."""
-    return f"{ACCEPTANCE_ALPHA}_{bound}"
-
-
-def recorded(level: str, metric: str, operation: str) -> str:
-    """`level:metric:operations`, the recording-rule naming convention."""
-    return f"{level}:{metric}:{operation}"
-
-
-# --- vLLM's own names, read by the scraper and written by the simulator ----------------------
-
-VLLM_NUM_DRAFTS: Final = "vllm:spec_decode_num_drafts"
-VLLM_NUM_DRAFT_TOKENS: Final = "vllm:spec_decode_num_draft_tokens"
-VLLM_NUM_ACCEPTED_TOKENS: Final = "vllm:spec_decode_num_accepted_tokens"
-VLLM_NUM_ACCEPTED_PER_POS: Final = "vllm:spec_decode_num_accepted_tokens_per_pos"
-VLLM_REQUEST_SUCCESS: Final = "vllm:request_success"
-VLLM_PROMPT_TOKENS: Final = "vllm:prompt_tokens"
-VLLM_GENERATION_TOKENS: Final = "vllm:generation_tokens"
-VLLM_TTFT_SECONDS: Final = "vllm:time_to_first_token_seconds"
-VLLM_E2E_SECONDS: Final = "vllm:e2e_request_latency_seconds"
-VLLM_REQUESTS_RUNNING: Final = "vllm:num_requests_running"
-
-# Paths of vLLM's OpenAI API whose responses carry per-request speculative metrics.
-OBSERVED_PATHS: Final = ("/v1/completions", "/v1/chat/completions")

@@ -27,6 +27,7 @@ class Label(StrEnum):
     LABEL = "label"  # of a folded label value
     TO = "to"  # of an A/B switch
     VERSION = "version"
+    LOAD = "load"  # batch-size bucket: requests in flight when a request started
 
 
 SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)
@@ -167,6 +168,7 @@ class AlertName(StrEnum):
     BURN_FAST = "SpecDecodeErrorBudgetBurnFast"
     BURN_SLOW = "SpecDecodeErrorBudgetBurnSlow"
     SLOWER_THAN_BASELINE = "SpecDecodeSlowerThanBaseline"
+    SLOWER_AT_LOAD = "SpecDecodeSlowerAtLoad"
     DRIFT = "SpecDecodeAcceptanceDrift"
     SIDECAR_DOWN = "SpecDecodeSidecarDown"
     VLLM_DOWN = "SpecDecodeVllmDown"

@@ -82,6 +82,7 @@ class SpecwatchCollector(Collector):
         yield from self._histograms(snapshot)
         yield from self._judgements(snapshot)
         yield from self._advice_and_mix(snapshot)
+        yield from self._by_load(snapshot)
         yield from self._vllm(snapshot)
         if reading.health is not None:
             yield from self._health(snapshot, reading.health)
@@ -188,17 +189,47 @@ class SpecwatchCollector(Collector):
         yield from (psi, change)
 
     @staticmethod
+    def _by_load(snapshot: Snapshot) -> Iterator[Metric]:
+        """Model x batch-size bucket: counters since the start, the K table, windowed gains."""
+        accepted, trials = family(C.LOAD_ACCEPTED_TOKENS), family(C.LOAD_ACCEPTANCE_TRIALS)
+        seconds, tokens = family(C.LOAD_DECODE_SECONDS), family(C.LOAD_DECODE_TOKENS)
+        for cell in snapshot.load_cells:
+            labels = [cell.model, cell.load]
+            accepted.add_metric(labels, cell.accepted)
+            trials.add_metric(labels, cell.trials)
+            for variant, value in cell.decode_seconds.items():
+                seconds.add_metric([*labels, variant], value)
+                tokens.add_metric([*labels, variant], cell.decode_tokens[variant])
+        yield from (accepted, trials, seconds, tokens)
+        advised = family(C.LOAD_ADVISED_K)
+        for table in snapshot.load:
+            for row in table.ranges:
+                advised.add_metric([table.model, row.label], row.k)
+        gains = family(C.LOAD_GAIN_RATIO)
+        for table in snapshot.load_window:
+            for row in table.ranges:
+                if row.method is not None and row.gain is not None:
+                    lower = row.gain if row.lower is None else row.lower
+                    upper = row.gain if row.upper is None else row.upper
+                    interval = Interval(row.gain, lower, upper)
+                    _bounds(gains, [table.model, row.label, row.method], interval)
+        yield from (advised, gains)
+
+    @staticmethod
     def _vllm(snapshot: Snapshot) -> Iterator[Metric]:
         coverage = family(C.COVERAGE_RATIO)
         alpha, rate = family(C.VLLM_ACCEPTANCE_ALPHA), family(C.VLLM_ACCEPTANCE_RATE)
+        running = family(C.VLLM_RUNNING)
         for view in snapshot.engine:
             if view.coverage is not None:
                 coverage.add_metric([view.model], view.coverage)
+            if view.running is not None:
+                running.add_metric([view.model], view.running)
             if view.stats.alpha is not None:
                 _bounds(alpha, [view.model], view.stats.alpha)
             if view.stats.rate is not None:
                 rate.add_metric([view.model], view.stats.rate.estimate)
-        yield from (coverage, alpha, rate)
+        yield from (coverage, alpha, rate, running)
         resets = family(C.VLLM_COUNTER_RESETS)
         resets.add_metric([], snapshot.counter_resets)
         yield resets
@@ -248,6 +279,10 @@ class SpecwatchCollector(Collector):
             target = family(name)
             target.add_metric([], value)
             yield target
+        in_flight = family(C.UPSTREAM_IN_FLIGHT)
+        for variant, n in sorted(health.in_flight.items()):
+            in_flight.add_metric([variant], n)
+        yield in_flight
         overhead = family(C.PROXY_OVERHEAD_SECONDS)
         _histogram(overhead, [], health.proxy_overhead)
         yield overhead

@@ -79,12 +79,14 @@ def engine_status(view: EngineView) -> dict[str, Any]:
         "alpha": _interval(view.stats.alpha),
         "rate": None if view.stats.rate is None else view.stats.rate.estimate,
         "coverage": view.coverage,
+        "running": view.running,
         "since_start": view.since_start.as_dict(),
     }
 
 
 def status_document(reading: Reading) -> dict[str, Any]:
     snapshot, health = reading.snapshot, reading.health
+    recent = {table.model: table.ranges for table in snapshot.load_window}
     requests: dict[str, int] = {}
     variants: dict[str, int] = {}
     for (key, outcome), n in snapshot.requests.items():
@@ -113,6 +115,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
                 "k_in_use": table.k_in_use,
                 "num_speculative_tokens_per_batch_size": table.schedule(),
                 "ranges": [asdict(row) for row in table.ranges],
+                "window_ranges": [asdict(row) for row in recent.get(table.model, ())],
             }
             for table in snapshot.load
         },
@@ -130,6 +133,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
             "dropped": health.dropped,
             "analysis_errors": health.analysis_errors,
             "parse_errors": {f"{s}/{r}": n for (s, r), n in sorted(health.parse_errors.items())},
+            "in_flight": dict(sorted(health.in_flight.items())),
         }
         if health.shadow_comparisons or health.shadow_skipped:
             document["shadow"] = {

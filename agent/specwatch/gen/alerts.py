@@ -248,11 +248,59 @@ def _slower_alert() -> Alert:
     )
 
 
+def _slower_at_load_alert() -> Alert:
+    by_load = f"{C.Label.MODEL}, {C.Label.LOAD}"
+    measured = f'{C.LOAD_GAIN_RATIO}{{method="measured",bound="%s"}}'
+    model = f'{C.ESTIMATED_GAIN_RATIO}{{ctx_bucket="all",task="all",bound="estimate"}}'
+    return Alert(
+        name=C.AlertName.SLOWER_AT_LOAD,
+        severity="warning",
+        expr=(
+            f"max by ({by_load}) ({measured % 'estimate'})\n"
+            f"and on({by_load}) max by ({by_load}) ({measured % 'upper'}) < 1\n"
+            f"and on(model) max by (model) ({model}) >= 1"
+        ),
+        for_seconds=900,
+        summary=(
+            "Speculation is slower than none for {{ $labels.model }} at batch sizes "
+            "{{ $labels.load }}"
+        ),
+        description=(
+            "Model {{ $labels.model }}: at {{ $labels.load }} requests in flight the measured "
+            'gain is {{ $value | printf "%.2f" }}, surely below 1 (the upper bound of its '
+            "interval) on every pod, while the model as a whole gains from speculation."
+        ),
+        meaning=(
+            "Drafting costs compute that is free at batch 1 and not at batch 64: the same "
+            "draft that pays at low load can be slower than no speculation at high load. "
+            "specwatch groups requests by the requests in flight at their upstream when they "
+            "started (`load.batch_edges`) and measures the gain in each group against the A/B "
+            "baseline requests at the same load, over `load.window_seconds`. The model's "
+            "overall gain hides it: its traffic is mostly at the loads where speculation pays."
+        ),
+        confirm=(
+            f"`{C.LOAD_GAIN_RATIO}` by load and bound, and `{C.LOAD_ADVISED_K}`: the K table "
+            "specwatch advises (0 where speculation does not pay)",
+            "`specwatch advise --cycle-log FILE` (or /status `load`): the table with the "
+            "requests and interval behind each range",
+            f"`{C.VLLM_RUNNING}` against `{C.UPSTREAM_IN_FLIGHT}`: does the load the proxy "
+            "sees match the batch vLLM runs?",
+        ),
+        actions=(
+            "Give vLLM the advised table: `--speculative-config` with "
+            '`"num_speculative_tokens_per_batch_size"` from `specwatch advise --json` (K = 0 '
+            "turns drafting off at those batch sizes); roll it out through a canary.",
+            "Or cap the batch (`--max-num-seqs`) where latency matters more than throughput.",
+        ),
+    )
+
+
 def alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     return [
         *_zone_alerts(settings, windows),
         *_burn_alerts(settings, windows),
         _slower_alert(),
+        _slower_at_load_alert(),
         _drift_alert(settings, windows),
         *health_alerts(settings, windows),
         *divergence_alerts(settings, windows),

@@ -17,6 +17,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import prometheus as prom_models
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
+from specwatch.gen.overview_rows import load_panels, rollout_panels
 from specwatch.gen.panels import (
     DATASOURCE,
     SLICE_SELECTOR,
@@ -111,52 +112,6 @@ def _speed_panels() -> list[Any]:
     ]
 
 
-def _rollout_panels() -> list[Any]:
-    """A/B, the shadow check and cost."""
-    return [
-        series(
-            "A/B: requests/s by variant, and rollback (1 = all to baseline)",
-            [
-                (f"sum by (variant) (rate({C.REQUESTS}_total{{{M}}}[5m]))", "{{variant}}"),
-                (f"max({C.AB_ROLLED_BACK})", "rolled back"),
-            ],
-            width=12,
-        ),
-        latency(
-            "A/B: time per output token by variant (p50, p95)",
-            C.TPOT_SECONDS,
-            "variant",
-            M,
-            width=12,
-            quantiles=(0.5, 0.95),
-        ),
-        series(
-            "Shadow check: greedy outputs differing from the baseline (share, 1h)",
-            [
-                (
-                    f"sum by (model) (increase({C.OUTPUT_DIVERGENCE}_total{{{M}}}[1h])) / "
-                    f"sum by (model) (increase({C.SHADOW_COMPARISONS}_total{{{M}}}[1h]))",
-                    "{{model}}",
-                )
-            ],
-            unit="percentunit",
-            width=12,
-        ),
-        series(
-            "Cost per million output tokens (live throughput; needs cost.* settings)",
-            [
-                (
-                    f"sum by (variant) ({C.REPLICA_COST_PER_HOUR}) / (sum by (variant) "
-                    f"(rate({C.COMPLETION_TOKENS}_total{{{M}}}[5m])) * 3600) * 1e6",
-                    "{{variant}}",
-                )
-            ],
-            unit="currencyUSD",
-            width=12,
-        ),
-    ]
-
-
 def _traffic_panels(settings: Settings, slice_by: str) -> list[Any]:
     """Volume, drift, traffic mix and the health of the sidecar."""
     return [
@@ -222,7 +177,8 @@ def overview(settings: Settings) -> builders.Dashboard:
     panels = [
         *_acceptance_panels(settings, slice_by),
         *_speed_panels(),
-        *_rollout_panels(),
+        *load_panels(settings),
+        *rollout_panels(),
         *_traffic_panels(settings, slice_by),
     ]
     for panel in panels:

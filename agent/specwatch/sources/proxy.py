@@ -227,6 +227,7 @@ class Proxy:
         base = self.router.upstream(variant)
         stream = False
         load = self._load[base] = self._load.get(base, 0) + 1  # the batch it joins, about
+        self._health.in_flight[variant] += 1
         try:  # from here on, whatever happens, the request lands in exactly one outcome
             raw = request.body
             body: Any = None
@@ -263,6 +264,7 @@ class Proxy:
             raise
         finally:
             self._load[base] -= 1
+            self._health.in_flight[variant] -= 1
             self._submit(
                 Observation(
                     ts=self._clock(), request_id=request_id, features=features,

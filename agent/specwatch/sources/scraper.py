@@ -41,6 +41,7 @@ def parse_vllm_metrics(text: str, ts: float) -> list[EngineSample]:
     """One sample per served model that has speculative counters."""
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     positions: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    running: dict[str, float] = defaultdict(float)
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -49,6 +50,8 @@ def parse_vllm_metrics(text: str, ts: float) -> list[EngineSample]:
                     sums[model][_COUNTERS[sample.name]] += sample.value
                 elif sample.name == _PER_POSITION:
                     positions[model][int(sample.labels["position"])] += sample.value
+                elif sample.name == C.VLLM_REQUESTS_RUNNING:
+                    running[model] += sample.value
     except (ValueError, KeyError, TypeError) as error:
         raise ScrapeFailure(ParseReason.BAD_FORMAT) from error
     out = []
@@ -65,6 +68,7 @@ def parse_vllm_metrics(text: str, ts: float) -> list[EngineSample]:
                 accepted_tokens=values.get("accepted_tokens", 0.0),
                 accepted_per_position=tuple(per_position[i] for i in sorted(per_position)),
                 requests=values.get("requests", 0.0),
+                running=running.get(model),
             )
         )
     return out

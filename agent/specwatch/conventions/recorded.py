@@ -1,0 +1,25 @@
+"""Names of recorded series (Prometheus recording rules: level:metric:operation)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from specwatch.conventions.metrics import ACCEPTANCE_ALPHA
+
+# Metric parts of recorded series that are not exported metrics themselves.
+RECORDED_GOOD_WINDOW: Final = "specwatch_good_window"
+RECORDED_SLO_ERROR_RATIO: Final = "specwatch_slo_error_ratio"
+RECORDED_SLO_BURN_RATE: Final = "specwatch_slo_burn_rate"
+RECORDED_DESIGN_EFFECT: Final = "specwatch_acceptance_design_effect"
+RECORDED_EFFECTIVE_TRIALS: Final = "specwatch_acceptance_effective_trials"
+RECORDED_T_QUANTILE: Final = "specwatch_acceptance_t_quantile"
+
+
+def bound_metric(bound: str) -> str:
+    """The metric part of alpha-hat's recorded bound: specwatch_acceptance_alpha_lower."""
+    return f"{ACCEPTANCE_ALPHA}_{bound}"
+
+
+def recorded(level: str, metric: str, operation: str) -> str:
+    """`level:metric:operations`, the recording-rule naming convention."""
+    return f"{level}:{metric}:{operation}"

@@ -1,0 +1,19 @@
+"""vLLM's own names: read by the scraper and the proxy, written by the simulator."""
+
+from __future__ import annotations
+
+from typing import Final
+
+VLLM_NUM_DRAFTS: Final = "vllm:spec_decode_num_drafts"
+VLLM_NUM_DRAFT_TOKENS: Final = "vllm:spec_decode_num_draft_tokens"
+VLLM_NUM_ACCEPTED_TOKENS: Final = "vllm:spec_decode_num_accepted_tokens"
+VLLM_NUM_ACCEPTED_PER_POS: Final = "vllm:spec_decode_num_accepted_tokens_per_pos"
+VLLM_REQUEST_SUCCESS: Final = "vllm:request_success"
+VLLM_PROMPT_TOKENS: Final = "vllm:prompt_tokens"
+VLLM_GENERATION_TOKENS: Final = "vllm:generation_tokens"
+VLLM_TTFT_SECONDS: Final = "vllm:time_to_first_token_seconds"
+VLLM_E2E_SECONDS: Final = "vllm:e2e_request_latency_seconds"
+VLLM_REQUESTS_RUNNING: Final = "vllm:num_requests_running"
+
+# Paths of vLLM's OpenAI API whose responses carry per-request speculative metrics.
+OBSERVED_PATHS: Final = ("/v1/completions", "/v1/chat/completions")

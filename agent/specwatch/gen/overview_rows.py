@@ -1,0 +1,135 @@
+"""Rows of the overview dashboard: speculation by batch size, and the rollout (A/B, the
+shadow check, cost). gen/dashboards.py assembles them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grafana_foundation_sdk.builders import bargauge
+from specwatch import conventions as C
+from specwatch.gen.panels import (
+    DATASOURCE,
+    M,
+    acceptance,
+    gain_thresholds,
+    latency,
+    query,
+    series,
+)
+from specwatch.settings import Settings
+
+
+def load_panels(settings: Settings) -> list[Any]:
+    """By batch size (requests in flight as a request started): gain, acceptance, K table."""
+    by_load = f"{C.Label.MODEL}, {C.Label.LOAD}"
+
+    def per_load(name: str, window: str, extra: str = "") -> str:
+        return f"sum by ({by_load}{extra}) (rate({name}_total{{{M}}}[{window}]))"
+
+    return [
+        bargauge.Panel()
+        .title("Speedup by batch size (load window; measured where A/B runs at that load)")
+        .description(
+            "Per batch-size bucket: speculation's gain over none, measured against baseline "
+            "requests at the same load, else modelled. Below 1: speculation is slower there "
+            "(SpecDecodeSlowerAtLoad)."
+        )
+        .datasource(DATASOURCE)
+        .with_target(
+            query(
+                f'max by ({by_load}, method) ({C.LOAD_GAIN_RATIO}{{{M}, bound="estimate"}})',
+                "{{model}} {{load}} ({{method}})",
+            )
+        )
+        .thresholds(gain_thresholds())
+        .unit("x")
+        .height(8)
+        .span(12),
+        bargauge.Panel()
+        .title("Advised K by batch size (num_speculative_tokens_per_batch_size)")
+        .description("`specwatch advise --json` gives the table to paste into vLLM's config.")
+        .datasource(DATASOURCE)
+        .with_target(query(f"max by ({by_load}) ({C.LOAD_ADVISED_K}{{{M}}})", "{{model}} {{load}}"))
+        .height(8)
+        .span(12),
+        acceptance(
+            "alpha-hat by batch size (1h)",
+            [
+                (
+                    f"{per_load(C.LOAD_ACCEPTED_TOKENS, '1h')}\n/ "
+                    f"{per_load(C.LOAD_ACCEPTANCE_TRIALS, '1h')}",
+                    "{{model}} {{load}}",
+                )
+            ],
+            settings,
+            description="Per-token acceptance by the requests in flight as each request "
+            "started; does not depend on K, so comparable across a batch-size schedule.",
+        ),
+        series(
+            "Time per output token by batch size and variant (1h)",
+            [
+                (
+                    f"{per_load(C.LOAD_DECODE_SECONDS, '1h', ', variant')}\n/ "
+                    f"{per_load(C.LOAD_DECODE_TOKENS, '1h', ', variant')}",
+                    "{{model}} {{load}} {{variant}}",
+                )
+            ],
+            "s",
+        ),
+        series(
+            "Load: requests in flight through specwatch, and vLLM's running batch",
+            [
+                (f"sum by (variant) ({C.UPSTREAM_IN_FLIGHT})", "in flight ({{variant}})"),
+                (f"sum by (model) ({C.VLLM_RUNNING}{{{M}}})", "vLLM running ({{model}})"),
+            ],
+            width=24,
+            description="The proxy's count is the load each request is grouped by; vLLM's "
+            "num_requests_running is the batch it runs (its cross-check).",
+        ),
+    ]
+
+
+def rollout_panels() -> list[Any]:
+    """A/B, the shadow check and cost."""
+    return [
+        series(
+            "A/B: requests/s by variant, and rollback (1 = all to baseline)",
+            [
+                (f"sum by (variant) (rate({C.REQUESTS}_total{{{M}}}[5m]))", "{{variant}}"),
+                (f"max({C.AB_ROLLED_BACK})", "rolled back"),
+            ],
+            width=12,
+        ),
+        latency(
+            "A/B: time per output token by variant (p50, p95)",
+            C.TPOT_SECONDS,
+            "variant",
+            M,
+            width=12,
+            quantiles=(0.5, 0.95),
+        ),
+        series(
+            "Shadow check: greedy outputs differing from the baseline (share, 1h)",
+            [
+                (
+                    f"sum by (model) (increase({C.OUTPUT_DIVERGENCE}_total{{{M}}}[1h])) / "
+                    f"sum by (model) (increase({C.SHADOW_COMPARISONS}_total{{{M}}}[1h]))",
+                    "{{model}}",
+                )
+            ],
+            unit="percentunit",
+            width=12,
+        ),
+        series(
+            "Cost per million output tokens (live throughput; needs cost.* settings)",
+            [
+                (
+                    f"sum by (variant) ({C.REPLICA_COST_PER_HOUR}) / (sum by (variant) "
+                    f"(rate({C.COMPLETION_TOKENS}_total{{{M}}}[5m])) * 3600) * 1e6",
+                    "{{variant}}",
+                )
+            ],
+            unit="currencyUSD",
+            width=12,
+        ),
+    ]
