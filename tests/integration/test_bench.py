@@ -280,3 +280,47 @@ async def test_one_endpoint_with_a_dataset_at_a_poisson_rate(
     assert "Poisson arrivals at 40 req/s" in results["meta"]["load_description"]
     assert [] == results["quality"]
     assert "One target, no baseline" in (out / "report.md").read_text()
+
+
+async def test_a_concurrency_sweep_gives_the_surface_its_heatmap_and_a_table(
+    tmp_path: Path,
+) -> None:
+    """--sweep-concurrency: each target at each level, every (level, target) cell in
+    results.json with a paired interval, the heatmap, and a recommended table that starts at
+    1, has no gap, ends at the largest level and follows from the cells. Which way the cells
+    go is a wall-clock outcome (the simulators' batch cost makes speculation slower at 8), so
+    the test checks the table against the cells, not against a sign."""
+    cost = CostModel(target_step_ms=6.0, batch_compute=0.1)
+    base = SimServer(SimConfig(num_spec_tokens=0, cost=cost, seed=2))
+    spec = SimServer(SimConfig(num_spec_tokens=K, cost=cost, seed=2))
+    base_runner, base_url = await serve(base.app())
+    spec_runner, spec_url = await serve(spec.app())
+    out = tmp_path / "sweep"
+    try:
+        code, text = await bench(
+            "--baseline", base_url, "--spec", spec_url, "--requests", "32", "--max-tokens", "24",
+            "--max-prompt-words", "200", "--sweep-concurrency", "8,1", "--bootstrap", "200",
+            "--out", str(out),
+        )  # fmt: skip
+    finally:
+        await base_runner.cleanup()
+        await spec_runner.cleanup()
+    assert 0 == code, text
+    results = orjson.loads((out / "results.json").read_bytes())
+    sweep = results["sweep"]
+    assert [1, 8] == sweep["concurrency"]
+    cells = {(c["concurrency"], c["target"]): c for c in sweep["surface"]}
+    assert {(1, "spec"), (8, "spec")} == set(cells)
+    for cell in cells.values():
+        e2e = cell["e2e"]
+        assert (K, 32) == (cell["k"], e2e["pairs"])
+        assert e2e["low"] <= e2e["estimate"] <= e2e["high"]
+    expected = [K if cells[(c, "spec")]["e2e"]["estimate"] >= 1 else 0 for c in (1, 8)]
+    table = sweep["recommended"]["num_speculative_tokens_per_batch_size"]
+    assert [1, 8] == [table[0][0], table[-1][1]]
+    assert expected == [row["k"] for row in sweep["recommended"]["ranges"]]
+    assert results["meta"]["requests"] == 32
+    assert matplotlib.image.imread(out / "speedup_surface.png").shape[0] > 100
+    report = (out / "report.md").read_text()
+    assert "## Speedup by concurrency and K" in report
+    assert f'"num_speculative_tokens_per_batch_size": {table}' in report

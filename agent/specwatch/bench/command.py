@@ -3,6 +3,7 @@
     specwatch bench --url URL                              one endpoint, figures only
     specwatch bench --baseline URL --spec URL [--spec NAME=URL ...]   interleaved comparison
     specwatch bench --sweep-k 3,5,7 -- VLLM_COMMAND        start baseline and each K in turn
+    ... --sweep-concurrency 1,4,16                         each target at each concurrency
 
 Ctrl-C stops sending, waits for nothing, and writes a partial report of what finished.
 """
@@ -17,7 +18,7 @@ import signal
 import sys
 import time
 from collections.abc import Coroutine
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from specwatch import __version__
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.bench import report
+from specwatch.bench.concurrency import parse_levels, recommend, surface
 from specwatch.bench.results import BASELINE, Analysis, analyse, cost, quality
 from specwatch.bench.runner import Load, Target, TargetRun, run_targets, wait_ready
 from specwatch.bench.sweep import SweepError, baseline_command, command_for_k, parse_ks
@@ -149,13 +151,33 @@ def _open_log(folder: Path, name: str) -> Any:
     return (folder / f"{name.replace('=', '')}.log").open("w")
 
 
+async def _at_levels(
+    targets: list[Target],
+    requests: list[BenchRequest],
+    warmup: list[BenchRequest],
+    load: Load,
+    runs: dict[int, list[TargetRun]],
+    tick: Any,
+    quality_for: Any,
+) -> None:
+    """The targets at each concurrency in turn (the first level also runs the quality check)."""
+    for i, level in enumerate(runs):
+        at_level = replace(load, concurrency=level)
+        quality = quality_for if i == 0 else _no_quality
+        await run_targets(targets, requests, at_level, tick, runs[level], warmup, quality)
+
+
+def _no_quality(_name: str) -> tuple[()]:
+    return ()
+
+
 async def _sweep(
     ks: list[int],
     vllm_argv: list[str],
     requests: list[BenchRequest],
     warmup: list[BenchRequest],
     load: Load,
-    runs: list[TargetRun],
+    runs: dict[int, list[TargetRun]],
     tick: Any,
     ready_timeout: float,
     log_dir: Path,
@@ -173,9 +195,8 @@ async def _sweep(
         await child.start()
         try:
             await wait_ready(command.upstream, ready_timeout, child.running)
-            await run_targets(
-                [Target(name, command.upstream)], requests, load, tick, runs, warmup, quality_for
-            )
+            target = Target(name, command.upstream)
+            await _at_levels([target], requests, warmup, load, runs, tick, quality_for)
         finally:
             await child.stop(30.0)
             server_log.close()
@@ -208,11 +229,16 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
         if args.accelerators < 1:
             raise UsageError("--accelerators must be at least 1")
         quality_for = _quality_plan(args, requests, bool(ks) or bool(args.baseline))
+        levels = (
+            parse_levels(args.sweep_concurrency) if args.sweep_concurrency else [args.concurrency]
+        )
+        if args.sweep_concurrency and args.rate:
+            raise UsageError("--sweep-concurrency sets the concurrency: not with --rate")
     except (UsageError, SweepError, DatasetError) as error:
         print(f"specwatch bench: {error}", file=sys.stderr)
         return 2
     load = Load(
-        concurrency=args.concurrency,
+        concurrency=levels[0],
         rate=args.rate,
         temperature=args.temperature,
         seed=args.sampling_seed,
@@ -232,10 +258,11 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
     )
     n_targets = len(targets) or len(ks) + 1
     extra = args.quality_prompts * args.quality_samples if args.quality_temperature else 0
-    runs: list[TargetRun] = []
+    by_level: dict[int, list[TargetRun]] = {level: [] for level in levels}
+    runs = by_level[levels[0]]  # the report's tables; the surface covers every level
     started = time.time()
     partial = False
-    total = (len(requests) + extra) * n_targets
+    total = (len(requests) * len(levels) + extra) * n_targets
     with _progress(total, not args.no_progress) as progress:
         task = progress.add_task("bench", total=total)
 
@@ -250,14 +277,14 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
                 requests,
                 warmup,
                 load,
-                runs,
+                by_level,
                 tick,
                 args.ready_timeout,
                 args.out / "servers",
                 quality_for,
             )
         else:
-            job = run_targets(targets, requests, load, tick, runs, warmup, quality_for)
+            job = _at_levels(targets, requests, warmup, load, by_level, tick, quality_for)
         main = asyncio.ensure_future(job)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError):
@@ -309,11 +336,27 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
         "quality": checks,
         "cost": cost(documents, prices, args.accelerators),
     }
+    if args.sweep_concurrency:
+        document["sweep"] = _surface(by_level, settings, analysis)
     written = [*report.write(document, args.out), report.write_samples(runs, args.out)]
     for line in [*report.plain_verdict(verdict, args.confidence), *report.quality_lines(checks)]:
         console.print(line, markup=False, highlight=False)
     console.print(f"specwatch bench: wrote {', '.join(str(p) for p in written)}", markup=False)
     return 130 if partial else 0
+
+
+def _surface(
+    by_level: dict[int, list[TargetRun]], settings: Settings, analysis: Analysis
+) -> dict[str, Any]:
+    buckets = CtxBuckets(settings.ctx_buckets)
+    verdicts = [
+        (level, report.verdict(analyse(runs, buckets, analysis)))
+        for level, runs in by_level.items()
+        if any(run.samples for run in runs)
+    ]
+    cells = surface(verdicts)
+    levels = [level for level, _ in verdicts]
+    return {"concurrency": levels, "surface": cells, "recommended": recommend(cells, levels)}
 
 
 def run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:

@@ -42,6 +42,12 @@ def add_parser(commands: Any) -> None:
     work.add_argument("--model", help="model name to request (default: what the server lists)")
     load = bench.add_argument_group("load")
     load.add_argument("--concurrency", type=int, default=8, help="requests in flight (8)")
+    load.add_argument(
+        "--sweep-concurrency",
+        metavar="1,4,16",
+        help="measure every target at each concurrency: the speedup surface K x concurrency, "
+        "a heatmap, and the num_speculative_tokens_per_batch_size table it recommends",
+    )
     load.add_argument("--rate", type=float, help="requests/s, Poisson arrivals (open loop)")
     load.add_argument("--block", type=int, default=0, help="interleaving block (4 x concurrency)")
     load.add_argument("--timeout", type=float, default=600.0, help="per request, seconds (600)")

@@ -116,6 +116,36 @@ def speedup_vs_k(targets: list[dict[str, Any]], out: Path, confidence: float) ->
     return _save(figure, out / "speedup_vs_k.png")
 
 
+def speedup_surface(sweep: dict[str, Any], out: Path, confidence: float) -> Path:
+    """Heatmap: K (rows) x concurrency (columns), end-to-end speedup, 1 = no gain (white)."""
+    levels = sweep["concurrency"]
+    rows = sorted({(c["k"], c["target"]) for c in sweep["surface"]})
+    grid = [[float("nan")] * len(levels) for _ in rows]
+    figure, ax = plt.subplots(figsize=(1.8 + 1.6 * len(levels), 1.2 + 0.8 * max(1, len(rows))))
+    for cell in sweep["surface"]:
+        if not cell["e2e"]:
+            continue
+        i = rows.index((cell["k"], cell["target"]))
+        j = levels.index(cell["concurrency"])
+        e2e = cell["e2e"]
+        grid[i][j] = e2e["estimate"]
+        text = f"{e2e['estimate']:.2f}"
+        if e2e["low"] is not None:
+            text += f"\n[{e2e['low']:.2f}, {e2e['high']:.2f}]"
+        ax.text(j, i, text, ha="center", va="center", fontsize=8)
+    finite = [v for row in grid for v in row if v == v]
+    spread = max([abs(v - 1.0) for v in finite] + [0.05])
+    image = ax.imshow(grid, cmap="RdYlGn", vmin=1.0 - spread, vmax=1.0 + spread, aspect="auto")
+    figure.colorbar(image, ax=ax, label="speedup (x)")
+    ax.set_xticks(range(len(levels)), [str(c) for c in levels])
+    ax.set_yticks(range(len(rows)), [f"{name} (K={k})" for k, name in rows])
+    ax.set(
+        title=f"End-to-end speedup by concurrency and K ({confidence:.0%} CI)",
+        xlabel="concurrency (about vLLM's batch size)",
+    )
+    return _save(figure, out / "speedup_surface.png")
+
+
 def _legend(ax: Any, **options: Any) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(**options)

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from specwatch.bench import plots
+from specwatch.bench import concurrency, plots
 from specwatch.bench.results import BASELINE
 
 ALL = "all"
@@ -265,7 +265,16 @@ def markdown(document: dict[str, Any]) -> str:
     if meta.get("partial"):
         lines += ["", "**Partial report: the run was interrupted.**"]
     lines += ["", "## Verdict", "", *plain_verdict(v, confidence)]
-    lines += [*quality_lines(document.get("quality")), "", "## Targets", ""]
+    lines += quality_lines(document.get("quality"))
+    sweep = document.get("sweep")
+    if sweep:
+        lines += concurrency.markdown(sweep, confidence)
+        lines += [
+            "",
+            f"The verdict above and the tables below are at concurrency "
+            f"{sweep['concurrency'][0]}, the first level of the sweep.",
+        ]
+    lines += ["", "## Targets", ""]
     lines += [
         "| target | model | K | ok / failed | output tok/s | req/s | e2e p50 / p95 / p99 ms "
         "| TTFT p50 ms | TPOT p50 ms | ITL p50 ms | alpha-hat | tau | speedup e2e "
@@ -321,6 +330,7 @@ def markdown(document: dict[str, Any]) -> str:
         "![acceptance vs context](acceptance_vs_context.png)",
         "![per-position acceptance](per_position.png)",
         "![speedup vs K](speedup_vs_k.png)",
+        *(["![speedup surface](speedup_surface.png)"] if sweep else []),
         "",
         "## How to read this",
         "",
@@ -368,6 +378,8 @@ def write(document: dict[str, Any], out: Path) -> list[Path]:
     results.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
     confidence = document["meta"]["analysis"]["confidence"]
     pngs = plots.render_all(document["targets"], out, confidence)
+    if document.get("sweep"):
+        pngs.append(plots.speedup_surface(document["sweep"], out, confidence))
     report = out / "report.md"
     report.write_text(markdown(document))
     return [report, results, *pngs]

@@ -70,17 +70,24 @@ class AcceptanceModel:
 
 @dataclass(frozen=True, slots=True)
 class CostModel:
-    """Step latency: a target forward pass costs `target_step_ms`; drafting K costs K*c of it."""
+    """Step latency: a target forward pass costs `target_step_ms`; drafting K costs K*c of it.
+
+    `batch_compute` (0: off) makes the step grow with the batch: each other request in flight
+    adds that share of a step per token verified (K + 1), as compute does once a GPU is no
+    longer memory-bound, so speculation that pays at batch 1 stops paying at a large batch.
+    """
 
     target_step_ms: float = 4.0
     draft_cost_ratio: float = 0.05
     prefill_ms_per_token: float = 0.005
+    batch_compute: float = 0.0
 
     def prefill_seconds(self, prompt_tokens: int) -> float:
         return (self.target_step_ms + self.prefill_ms_per_token * prompt_tokens) / 1000.0
 
-    def step_seconds(self, k: int) -> float:
-        return self.target_step_ms * (1.0 + k * self.draft_cost_ratio) / 1000.0
+    def step_seconds(self, k: int, batch: int = 1) -> float:
+        load = self.batch_compute * max(0, batch - 1) * (k + 1)
+        return self.target_step_ms * (1.0 + k * self.draft_cost_ratio + load) / 1000.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ class SimServer:
         self._started = clock()
         self.reported_steps = 0  # steps of responses whose metrics reached the client
         self.corrupted = 0  # requests whose output a simulated bug changed (corrupt_share)
+        self.in_flight = 0  # the batch a step runs in (CostModel.batch_compute)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -162,6 +163,7 @@ class SimServer:
             return web.Response(text=page, content_type="text/html")
         labels = self.metrics.labels()
         self.metrics.running.labels(**labels).inc()
+        self.in_flight += 1
         try:
             if gen.stream:
                 return await self._stream(request, gen)
@@ -171,6 +173,7 @@ class SimServer:
             raise
         finally:
             self.metrics.running.labels(**labels).dec()
+            self.in_flight -= 1
 
     # --- generation ----------------------------------------------------------------------------
 
@@ -198,7 +201,7 @@ class SimServer:
         for i, step in enumerate(gen.steps):
             if i == cut_at:
                 raise ConnectionAbortedError("X-Sim-Fail: cut")
-            await self._sleep(cost.step_seconds(step.drafted))
+            await self._sleep(cost.step_seconds(step.drafted, self.in_flight))
             metrics.step(step)
             yield gen.text(step.emitted), i == len(gen.steps) - 1
         metrics.e2e.labels(**labels).observe(time.perf_counter() - started)
