@@ -136,6 +136,14 @@ async def test_a_batch_size_schedule_reconciles_and_its_advice_is_accepted(
     lengths = [d for r in together for d in r["per_step_drafted"]]
     assert lengths.count(2) > lengths.count(4)  # K = 2 from batch 2 on
     k4, k2 = phase_alpha(alone), phase_alpha(together)
+    every = Counts(8)
+    for record in records:
+        every.merge(Counts.of_request(record["per_step_drafted"], record["per_step_accepted"], 8))
+    tested = every.drafted_by_position[:4]
+    assert tested[0] > tested[2] > 0  # positions 3 and 4 were drafted only at batch 1
+    per_step = [round(n / every.steps, 3) for n in every.by_position[:4]]
+    per_drafted = [round(n / d, 3) for n, d in zip(every.by_position[:4], tested, strict=True)]
+    print(f"\nper position over steps: {per_step}; over the steps that drafted it: {per_drafted}")
     print(f"\nalpha-hat at K = 4: {k4}; at K = 2 (batch >= 2): {k2}")
     assert k4.lower <= k2.upper
     assert k2.lower <= k4.upper  # one draft, one alpha, whatever K the batch gave it

@@ -138,7 +138,9 @@ def speedup_surface(sweep: dict[str, Any], out: Path, confidence: float) -> Path
     image = ax.imshow(grid, cmap="RdYlGn", vmin=1.0 - spread, vmax=1.0 + spread, aspect="auto")
     figure.colorbar(image, ax=ax, label="speedup (x)")
     ax.set_xticks(range(len(levels)), [str(c) for c in levels])
-    ax.set_yticks(range(len(rows)), [f"{name} (K={k})" for k, name in rows])
+    ax.set_yticks(
+        range(len(rows)), [name if name == f"K={k}" else f"{name} (K={k})" for k, name in rows]
+    )
     ax.set(
         title=f"End-to-end speedup by concurrency and K ({confidence:.0%} CI)",
         xlabel="concurrency (about vLLM's batch size)",
