@@ -3,8 +3,10 @@
 Fills the analysis with every slice the default limits allow (16 models x 6 ctx buckets x 9
 tasks, K = 7 so every per-position series exists, A/B variants and latency histograms
 included), then times what the admin endpoint does per scrape (a snapshot of the analysis and
-prometheus-client's text exposition of every family) and reads the resident set size over
-many scrapes. Target (issue #15): a scrape <= 10 ms, RSS flat.
+the text exposition of every family: specwatch's writer, export/exposition.py, and
+prometheus-client's generate_latest side by side on the same registry, outputs compared byte
+for byte) and reads the resident set size over many scrapes. Target (issue #15): a scrape
+<= 10 ms, RSS flat.
 
     .venv/bin/python benchmarks/metrics_scrape.py [--scrapes 300]
 """
@@ -21,6 +23,7 @@ import psutil
 from prometheus_client import CollectorRegistry, generate_latest
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.export.collector import SpecwatchCollector
+from specwatch.export.exposition import text_exposition
 from specwatch.export.status import Reading
 from specwatch.health import Health
 from specwatch.logs import configure
@@ -63,6 +66,7 @@ def rss_mib() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scrapes", type=int, default=300)
+    parser.add_argument("--reference-scrapes", type=int, default=20, help="generate_latest's")
     args = parser.parse_args()
     configure("warning", "console")
     settings = load_settings()
@@ -75,24 +79,36 @@ def main() -> None:
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SpecwatchCollector(read, settings.cost))
-    body = generate_latest(registry)
+    body = text_exposition(registry)
+    if body != generate_latest(registry):
+        raise SystemExit("the two expositions differ")
     series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
-    times = []
+    times: dict[str, list[float]] = {"specwatch": [], "generate_latest": []}
     gc.collect()
     rss_before = rss_mib()
-    for _ in range(args.scrapes):
-        started = time.perf_counter()
-        generate_latest(registry)
-        times.append((time.perf_counter() - started) * 1000.0)
+    for i in range(args.scrapes):
+        for name, write in (("specwatch", text_exposition), ("generate_latest", generate_latest)):
+            if name == "generate_latest" and i >= args.reference_scrapes:
+                continue
+            started = time.perf_counter()
+            write(registry)
+            times[name].append((time.perf_counter() - started) * 1000.0)
     gc.collect()
     rss_after = rss_mib()
-    times.sort()
-    p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
     print(f"slices: {MODELS} models x {len(PROMPTS)} ctx buckets x {len(TASKS)} tasks, K={K}")
-    print(f"series: {series:,}, body {len(body) / 1024:.0f} KiB")
+    print(f"series: {series:,}, body {len(body) / 1024:.0f} KiB, both outputs identical")
+    medians = {}
+    for name, values in times.items():
+        values.sort()
+        medians[name] = statistics.median(values)
+        p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+        print(
+            f"scrape with {name}: median {medians[name]:.1f} ms, p99 {p99:.1f} ms "
+            f"over {len(values)} scrapes (target <= 10 ms)"
+        )
     print(
-        f"scrape: median {statistics.median(times):.1f} ms, p99 {p99:.1f} ms "
-        f"over {args.scrapes} scrapes (target <= 10 ms)"
+        "ratio generate_latest / specwatch: "
+        f"{medians['generate_latest'] / medians['specwatch']:.2f}"
     )
     print(
         f"RSS: {rss_before:.1f} MiB before, {rss_after:.1f} MiB after "

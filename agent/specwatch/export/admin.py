@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
+from specwatch.export.exposition import text_exposition
 from specwatch.export.status import Reading, status_document
 from specwatch.httpjson import json_response
 
@@ -24,7 +25,7 @@ def admin_app(
 ) -> web.Application:
     async def metrics(_request: web.Request) -> web.Response:
         return web.Response(
-            body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+            body=text_exposition(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
 
     async def status(_request: web.Request) -> web.Response:

@@ -1,0 +1,95 @@
+"""export/exposition.py writes what prometheus-client's generate_latest writes, byte for byte."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+    StateSetMetricFamily,
+)
+from specwatch import conventions as C
+from specwatch.export.exposition import text_exposition
+
+
+class Families:
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.families
+
+
+def registry_of(*families: Metric) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Families(list(families)))
+    return registry
+
+
+def test_every_kind_escape_and_number_as_generate_latest_writes_them() -> None:
+    counter = CounterMetricFamily("x_requests", "help with \\ and\nnewline", labels=["b", "a"])
+    for value in ("plain", 'quo"te', "back\\slash", "new\nline", "ünï"):
+        counter.add_metric([value, "z"], 3)
+    gauge = GaugeMetricFamily("x_ratio", "a gauge", labels=["model"])
+    for i, number in enumerate((0.1, 1e-9, 12345678.5, 1e22, math.inf, -math.inf, math.nan, 7)):
+        gauge.add_metric([f"m{i}"], number)
+    histogram = HistogramMetricFamily("x_seconds", "a histogram", labels=["model"])
+    histogram.add_metric(["m"], buckets=[("0.1", 2), ("1.0", 5), ("+Inf", 6)], sum_value=3.5)
+    info = InfoMetricFamily("x_build", "build info")
+    info.add_metric([], {"version": "1.0"})
+    registry = registry_of(counter, gauge, histogram, info)
+    assert generate_latest(registry) == text_exposition(registry)
+
+
+def test_an_unknown_kind_goes_through_generate_latest() -> None:
+    states = StateSetMetricFamily("x_state", "a state set", labels=["model"])
+    states.add_metric(["m"], {"on": True, "off": False})
+    registry = registry_of(states)
+    assert generate_latest(registry) == text_exposition(registry)
+
+
+def test_every_label_name_of_the_metric_table_is_valid_as_written() -> None:
+    """The writer does not validate label names: the table's must need no escaping."""
+    names = {label for metric in C.METRICS.values() for label in metric.labels}
+    assert names
+    assert all(re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", name) for name in names)
+
+
+def test_the_sidecars_own_families_come_out_identical() -> None:
+    from specwatch.analysis.analyzer import Analyzer
+    from specwatch.export.collector import SpecwatchCollector
+    from specwatch.export.status import Reading
+    from specwatch.health import Health
+    from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+    from specwatch.settings import load_settings
+
+    settings = load_settings()
+    analyzer = Analyzer(settings, started=0.0)
+    for i in range(200):
+        baseline = i % 5 == 0
+        analyzer.ingest(
+            RequestRecord(
+                ts=i * 0.5, request_id=str(i), model=f"m{i % 3}", task=("code", "chat")[i % 2],
+                outcome=C.Outcome.OBSERVED, prompt_tokens=100 + 50 * i, completion_tokens=40,
+                spec=None if baseline else SpecDecodeBlock(4, (4, 4, 2, 4), (4, 1, 2, 0)),
+                latency=Latency(ttft=0.05, tpot=0.01 + i * 1e-5, e2e=0.5),
+                variant=C.VARIANT_BASELINE if baseline else C.VARIANT_SPEC, in_flight=1 + i % 40,
+            )
+        )  # fmt: skip
+    analyzer.evaluate(100.0)
+    health = Health()
+    health.parse_error("sse", "truncated_stream")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(
+        SpecwatchCollector(lambda: Reading(analyzer.snapshot(100.0), health.snapshot()))
+    )
+    body = text_exposition(registry)
+    assert b"specwatch_load_gain_ratio{" in body
+    assert generate_latest(registry) == body
