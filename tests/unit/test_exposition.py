@@ -92,4 +92,17 @@ def test_the_sidecars_own_families_come_out_identical() -> None:
     )
     body = text_exposition(registry)
     assert b"specwatch_load_gain_ratio{" in body
+
+    # variable K: each speculative request drafted 4, 4, 2, 4 and accepted 4, 1, 2, 0
+    def total(name: str, length: str) -> float:
+        values = [
+            registry.get_sample_value(name, {"model": f"m{m}", "draft_length": length})
+            for m in range(3)
+        ]
+        return sum(v for v in values if v is not None)
+
+    assert (480, 160) == (total("specwatch_draft_length_steps_total", "4"),
+                          total("specwatch_draft_length_steps_total", "2"))  # fmt: skip
+    assert (800, 320) == (total("specwatch_draft_length_accepted_tokens_total", "4"),
+                          total("specwatch_draft_length_accepted_tokens_total", "2"))  # fmt: skip
     assert generate_latest(registry) == body

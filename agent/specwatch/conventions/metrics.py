@@ -195,6 +195,22 @@ ADVISED_NUM_SPECULATIVE_TOKENS: Final = _metric(
     "acceptance over the window (0: speculation does not pay).",
     (Label.MODEL,),
 )
+# By draft length (variable K), per model since the start: rate and tau mix lengths.
+_DRAFT_LENGTH = (Label.MODEL, Label.DRAFT_LENGTH)
+DRAFT_LENGTH_STEPS: Final = _metric(
+    "specwatch_draft_length_steps",
+    _C,
+    "Steps that drafted `draft_length` tokens (the largest length: that many or more; 0: "
+    "steps that drafted nothing, where vLLM lists them).",
+    _DRAFT_LENGTH,
+)
+DRAFT_LENGTH_ACCEPTED: Final = _metric(
+    "specwatch_draft_length_accepted_tokens",
+    _C,
+    "Tokens accepted by the steps that drafted `draft_length` tokens.",
+    _DRAFT_LENGTH,
+)
+
 # By load (analysis/load.py): model x batch-size bucket, never crossed with ctx x task.
 _LOAD = (Label.MODEL, Label.LOAD)
 LOAD_ACCEPTED_TOKENS: Final = _metric(

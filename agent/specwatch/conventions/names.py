@@ -28,6 +28,7 @@ class Label(StrEnum):
     TO = "to"  # of an A/B switch
     VERSION = "version"
     LOAD = "load"  # batch-size bucket: requests in flight when a request started
+    DRAFT_LENGTH = "draft_length"  # tokens a step drafted (variable K)
 
 
 SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)

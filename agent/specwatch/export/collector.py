@@ -118,6 +118,12 @@ class SpecwatchCollector(Collector):
         yield from families.values()
         yield by_position
         yield drafted_by_position
+        steps, accepted = family(C.DRAFT_LENGTH_STEPS), family(C.DRAFT_LENGTH_ACCEPTED)
+        for view in snapshot.rollups:
+            for d, n, a in view.since_start.by_drafted_length():
+                steps.add_metric([view.key.model, str(d)], n)
+                accepted.add_metric([view.key.model, str(d)], a)
+        yield from (steps, accepted)
 
     @staticmethod
     def _requests(snapshot: Snapshot, health: HealthSnapshot | None) -> Iterator[Metric]:

@@ -77,12 +77,27 @@ def load_panels(settings: Settings) -> list[Any]:
             "s",
         ),
         series(
+            "Mean acceptance length tau by draft length (1h)",
+            [
+                (
+                    f"1 + sum by (model, {C.Label.DRAFT_LENGTH}) "
+                    f"(rate({C.DRAFT_LENGTH_ACCEPTED}_total{{{M}}}[1h]))\n"
+                    f"/ sum by (model, {C.Label.DRAFT_LENGTH}) "
+                    f"(rate({C.DRAFT_LENGTH_STEPS}_total{{{M}}}[1h]))",
+                    "{{model}} drafting {{draft_length}}",
+                )
+            ],
+            width=12,
+            description="With variable K (a batch-size schedule, adaptive drafting) the "
+            "overall tau and rate mix draft lengths; per length d, rate = (tau - 1) / d.",
+        ),
+        series(
             "Load: requests in flight through specwatch, and vLLM's running batch",
             [
                 (f"sum by (variant) ({C.UPSTREAM_IN_FLIGHT})", "in flight ({{variant}})"),
                 (f"sum by (model) ({C.VLLM_RUNNING}{{{M}}})", "vLLM running ({{model}})"),
             ],
-            width=24,
+            width=12,
             description="The proxy's count is the load each request is grouped by; vLLM's "
             "num_requests_running is the batch it runs (its cross-check).",
         ),
