@@ -68,13 +68,14 @@ def test_a_stream_with_the_block_on_its_finishing_chunk(inject: bool) -> None:
     usage = next(e for e in events if b'"choices":[]' in e) + b"\n\n"
     # specwatch's own usage request is taken out again; the client's stays
     assert (body.replace(usage, b"") if inject else body) == out + rewriter.finish()
+    assert rewriter.usage is not None
     assert rewriter.choice_stats is not None
     health = Health()
     features = features_of("/v1/chat/completions", None, {"model": "tiny"})
     record = to_record(
         Observation(
-            ts=1.0, request_id="r", features=features,
-            outcome=None, stream=True, payload=rewriter.payload, e2e=0.5, first_byte=0.1,
+            ts=1.0, request_id="r", features=features, outcome=None, stream=True,
+            payload=rewriter.usage, choice_stats=rewriter.choice_stats, e2e=0.5, first_byte=0.1,
         ),
         TaskSettings(),
         health,

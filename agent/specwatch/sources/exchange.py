@@ -34,8 +34,9 @@ _EVENT_STREAM = b"text/event-stream"
 class Exchange:
     __slots__ = (
         "_captured", "_client", "_head_sent", "_health", "_max", "_observed", "_parts",
-        "_rewriter", "_size", "_started", "_stream", "capture", "finished", "first_byte",
-        "flush", "hold", "inject", "outcome", "parse_failure", "payload", "upstream",
+        "_rewriter", "_size", "_started", "_stream", "capture", "choice_stats", "finished",
+        "first_byte", "flush", "hold", "inject", "outcome", "parse_failure", "payload",
+        "upstream",
     )  # fmt: skip
 
     def __init__(
@@ -57,6 +58,7 @@ class Exchange:
         self._head_sent = False
         self.outcome: str | None = None
         self.payload: bytes | None = None
+        self.choice_stats: bytes | None = None  # a stream's finishing chunk with per-choice stats
         self.first_byte: float | None = None
         self.parse_failure: str | None = None
         self.capture: list[bytes] | None = None  # a shadowed stream's bytes (a body is the payload)
@@ -114,7 +116,8 @@ class Exchange:
             else:
                 self.capture.append(data)
         out = rewriter.feed(data)
-        self.payload = rewriter.payload  # kept even if the client leaves now
+        self.payload = rewriter.usage  # kept even if the client leaves now
+        self.choice_stats = rewriter.choice_stats
         if out:
             self._client.write(out)
 
@@ -127,9 +130,14 @@ class Exchange:
             self.parse_failure = rewriter.parse_failure
             if rewriter.errored:
                 self.outcome = Outcome.UPSTREAM_ERROR
-            elif rewriter.payload is None and rewriter.parse_failure is not None:
+            elif (
+                rewriter.usage is None
+                and rewriter.choice_stats is None
+                and rewriter.parse_failure is not None
+            ):
                 self.outcome = Outcome.PARSE_ERROR
-            self.payload = rewriter.payload
+            self.payload = rewriter.usage
+            self.choice_stats = rewriter.choice_stats
         elif self._observed and self.outcome is None:
             if self._size > self._max:
                 self.outcome = Outcome.PARSE_ERROR

@@ -21,7 +21,6 @@ from specwatch.settings import TaskSettings
 from specwatch.sources.vllm_response import (
     ParsedResponse,
     ParseFailure,
-    SseSplitter,
     decode_json,
     event_data,
     parse_response_body,
@@ -44,35 +43,26 @@ class Observation:
     parse_failure: str | None = None  # found by the proxy itself (e.g. a truncated stream)
     variant: str = VARIANT_SPEC  # A/B: the upstream that served it
     in_flight: int | None = None  # observed requests in flight at that upstream, itself too
+    # a stream's finishing chunk whose choice carries the per-request block (per-choice shape)
+    choice_stats: bytes | None = None
 
 
 def _parse(obs: Observation) -> ParsedResponse | None:
-    if obs.payload is None:
-        return None
-    if obs.stream:
-        return _parse_events(obs.payload)
-    return parse_response_body(obs.payload)
-
-
-def _parse_events(payload: bytes) -> ParsedResponse:
-    """The usage event, and after it, when vLLM sent one, a finishing chunk whose choice
-    carries the per-request block (the per-choice shape): the block is taken from either."""
-    splitter = SseSplitter(len(payload) + 1)
-    events = splitter.feed(payload)
-    rest = splitter.flush()
-    parsed: ParsedResponse | None = None
-    for event in [*events, rest] if rest.strip() else events:
-        data = event_data(event)
-        if data is None:
-            raise ParseFailure(ParseReason.BAD_USAGE_EVENT)
-        this = parse_response_object(decode_json(data))
-        if parsed is None:
-            parsed = this
-        elif parsed.spec is None and this.spec is not None:
-            parsed = dataclasses.replace(parsed, spec=this.spec)
-    if parsed is None:
-        raise ParseFailure(ParseReason.BAD_USAGE_EVENT)
+    if not obs.stream:
+        return None if obs.payload is None else parse_response_body(obs.payload)
+    parsed = None if obs.payload is None else _parse_event(obs.payload)
+    if obs.choice_stats is not None and (parsed is None or parsed.spec is None):
+        # the per-choice shape: the block came on the finishing chunk, usage (if any) after it
+        chunk = _parse_event(obs.choice_stats)
+        parsed = chunk if parsed is None else dataclasses.replace(parsed, spec=chunk.spec)
     return parsed
+
+
+def _parse_event(event: bytes) -> ParsedResponse:
+    data = event_data(event)
+    if data is None:
+        raise ParseFailure(ParseReason.BAD_USAGE_EVENT)
+    return parse_response_object(decode_json(data))
 
 
 def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestRecord:
@@ -83,7 +73,7 @@ def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestR
     source = ParseSource.SSE if obs.stream else ParseSource.RESPONSE
     if obs.parse_failure is not None:
         health.parse_error(source, obs.parse_failure)
-    if outcome == Outcome.CLIENT_ABORTED and obs.payload is not None:
+    if outcome == Outcome.CLIENT_ABORTED and (obs.payload or obs.choice_stats) is not None:
         # The client left after the upstream's final metrics had passed: vLLM ran those steps,
         # and specwatch saw them (the outcome stays client_aborted).
         with contextlib.suppress(ParseFailure):

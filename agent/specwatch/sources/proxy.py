@@ -269,6 +269,7 @@ class Proxy:
                 Observation(
                     ts=self._clock(), request_id=request_id, features=features,
                     outcome=exchange.outcome, stream=stream, payload=exchange.payload,
+                    choice_stats=exchange.choice_stats,
                     e2e=time.perf_counter() - started, first_byte=exchange.first_byte,
                     parse_failure=exchange.parse_failure, variant=variant, in_flight=load,
                 )

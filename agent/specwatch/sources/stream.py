@@ -91,14 +91,6 @@ class StreamRewriter:
             return chunk
         return b"".join(forward)
 
-    @property
-    def payload(self) -> bytes | None:
-        """What the analysis reads: the usage event, then a finishing chunk with per-choice
-        stats (whole events both), or None when the stream had neither."""
-        if self.choice_stats is None:
-            return self.usage
-        return (self.usage or b"") + self.choice_stats
-
     def finish(self) -> bytes:
         """The upstream's body ended: what is still to send, and why it was incomplete."""
         rest = self._splitter.flush()
