@@ -51,6 +51,17 @@ async def bench(*args: str) -> tuple[int, str]:
     return process.returncode, out.decode()
 
 
+async def bench_pair(base: SimServer, spec: SimServer, *args: str) -> tuple[int, str]:
+    """`specwatch bench --baseline --spec` against the two simulators, served for the run."""
+    base_runner, base_url = await serve(base.app())
+    spec_runner, spec_url = await serve(spec.app())
+    try:
+        return await bench("--baseline", base_url, "--spec", spec_url, *args)
+    finally:
+        await base_runner.cleanup()
+        await spec_runner.cleanup()
+
+
 def true_speedups(spec_sim: SimServer) -> dict[tuple[str, str], dict[str, float]]:
     """Expected end-to-end and per-token speedup per slice, from the simulators' configuration:
     the same requests, each request's expected number of steps by Monte Carlo."""
@@ -211,19 +222,12 @@ async def test_losslessness_checks_and_cost(corrupt: float, tmp_path: Path) -> N
     cost = CostModel(target_step_ms=3.0)
     base = SimServer(SimConfig(num_spec_tokens=0, cost=cost))
     spec = SimServer(SimConfig(num_spec_tokens=K, cost=cost, corrupt_share=corrupt))
-    base_runner, base_url = await serve(base.app())
-    spec_runner, spec_url = await serve(spec.app())
     out = tmp_path / "q"
-    try:
-        code, text = await bench(
-            "--baseline", base_url, "--spec", spec_url, "--requests", "80", "--max-tokens",
-            "24", "--concurrency", "8", "--quality-temperature", "0.7", "--quality-prompts",
-            "5", "--quality-samples", "4", "--quality-permutations", "199",
-            "--price-per-hour", "2.0", "--out", str(out),
-        )  # fmt: skip
-    finally:
-        await base_runner.cleanup()
-        await spec_runner.cleanup()
+    code, text = await bench_pair(
+        base, spec, "--requests", "80", "--max-tokens", "24", "--concurrency", "8",
+        "--quality-temperature", "0.7", "--quality-prompts", "5", "--quality-samples", "4",
+        "--quality-permutations", "199", "--price-per-hour", "2.0", "--out", str(out),
+    )  # fmt: skip
     assert 0 == code, text
     results = orjson.loads((out / "results.json").read_bytes())
     (check,) = results["quality"]
@@ -293,18 +297,11 @@ async def test_a_concurrency_sweep_gives_the_surface_its_heatmap_and_a_table(
     cost = CostModel(target_step_ms=6.0, batch_compute=0.1)
     base = SimServer(SimConfig(num_spec_tokens=0, cost=cost, seed=2))
     spec = SimServer(SimConfig(num_spec_tokens=K, cost=cost, seed=2))
-    base_runner, base_url = await serve(base.app())
-    spec_runner, spec_url = await serve(spec.app())
     out = tmp_path / "sweep"
-    try:
-        code, text = await bench(
-            "--baseline", base_url, "--spec", spec_url, "--requests", "32", "--max-tokens", "24",
-            "--max-prompt-words", "200", "--sweep-concurrency", "8,1", "--bootstrap", "200",
-            "--out", str(out),
-        )  # fmt: skip
-    finally:
-        await base_runner.cleanup()
-        await spec_runner.cleanup()
+    code, text = await bench_pair(
+        base, spec, "--requests", "32", "--max-tokens", "24", "--max-prompt-words", "200",
+        "--sweep-concurrency", "8,1", "--bootstrap", "200", "--out", str(out),
+    )  # fmt: skip
     assert 0 == code, text
     results = orjson.loads((out / "results.json").read_bytes())
     sweep = results["sweep"]

@@ -337,7 +337,7 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
         "cost": cost(documents, prices, args.accelerators),
     }
     if args.sweep_concurrency:
-        document["sweep"] = _surface(by_level, settings, analysis)
+        document["sweep"] = _surface(by_level, verdict, settings, analysis)
     written = [*report.write(document, args.out), report.write_samples(runs, args.out)]
     for line in [*report.plain_verdict(verdict, args.confidence), *report.quality_lines(checks)]:
         console.print(line, markup=False, highlight=False)
@@ -346,12 +346,17 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
 
 
 def _surface(
-    by_level: dict[int, list[TargetRun]], settings: Settings, analysis: Analysis
+    by_level: dict[int, list[TargetRun]],
+    first: dict[str, Any],
+    settings: Settings,
+    analysis: Analysis,
 ) -> dict[str, Any]:
+    """The surface over every level; the first level's verdict is the report's (`first`),
+    the others are analysed here."""
     buckets = CtxBuckets(settings.ctx_buckets)
     verdicts = [
-        (level, report.verdict(analyse(runs, buckets, analysis)))
-        for level, runs in by_level.items()
+        (level, first if i == 0 else report.verdict(analyse(runs, buckets, analysis)))
+        for i, (level, runs) in enumerate(by_level.items())
         if any(run.samples for run in runs)
     ]
     cells = surface(verdicts)
