@@ -32,6 +32,7 @@ from tests.support.vllm import (
     misleading,
     send_all,
     specwatch_serve,
+    step_totals,
     until_equal,
     vllm_command,
     wait_ready,
@@ -90,16 +91,7 @@ async def test_ngram_run_reconciles_slices_and_replays(
             vllm = await scrape(served.proxy + "/metrics")  # vLLM's own page, through the proxy
             return {
                 "requests": total(ours, C.REQUESTS + "_total", outcome=C.Outcome.OBSERVED),
-                "ours": (
-                    total(ours, C.SPEC_STEPS + "_total"),
-                    total(ours, C.DRAFT_TOKENS + "_total"),
-                    total(ours, C.ACCEPTED_TOKENS + "_total"),
-                ),
-                "vllm": (
-                    total(vllm, C.VLLM_NUM_DRAFTS + "_total"),
-                    total(vllm, C.VLLM_NUM_DRAFT_TOKENS + "_total"),
-                    total(vllm, C.VLLM_NUM_ACCEPTED_TOKENS + "_total"),
-                ),
+                **step_totals(ours, vllm),
                 "log": (
                     total(ours, C.VLLM_LOG_DRAFT_TOKENS + "_total"),
                     total(ours, C.VLLM_LOG_ACCEPTED_TOKENS + "_total"),

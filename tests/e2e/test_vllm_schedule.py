@@ -19,17 +19,17 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import Interval, alpha_interval
 
-from tests.support.http import post, scrape, total
+from tests.support.http import post, scrape
 from tests.support.vllm import (
     Request,
     TinyModels,
     copyable,
     send_all,
     specwatch_serve,
+    step_totals,
     until_equal,
     vllm_command,
     vllm_direct,
@@ -85,18 +85,7 @@ async def test_a_batch_size_schedule_reconciles_and_its_advice_is_accepted(
         async def counts() -> dict[str, Any]:
             ours = await scrape(served.admin + "/metrics")
             vllm = await scrape(served.proxy + "/metrics")
-            return {
-                "ours": (
-                    total(ours, C.SPEC_STEPS + "_total"),
-                    total(ours, C.DRAFT_TOKENS + "_total"),
-                    total(ours, C.ACCEPTED_TOKENS + "_total"),
-                ),
-                "vllm": (
-                    total(vllm, C.VLLM_NUM_DRAFTS + "_total"),
-                    total(vllm, C.VLLM_NUM_DRAFT_TOKENS + "_total"),
-                    total(vllm, C.VLLM_NUM_ACCEPTED_TOKENS + "_total"),
-                ),
-            }
+            return step_totals(ours, vllm)
 
         first = await counts()
         final = await until_equal(counts, {**first, "ours": first["vllm"]})

@@ -24,10 +24,11 @@ from typing import Any
 
 import aiohttp
 import psutil
+from specwatch import conventions as C
 from specwatch.sources.supervisor import free_port
 
 from tests.support import ROOT
-from tests.support.http import post, until_ok
+from tests.support.http import Samples, post, total, until_ok
 
 VLLM_PYTHON = Path(os.environ.get("SPECWATCH_VLLM_PYTHON", ROOT / ".venv-vllm" / "bin" / "python"))
 READY_SECONDS = 240.0
@@ -163,6 +164,22 @@ async def send_all(served: Served, requests: list[Request], concurrency: int = 4
 
     async with aiohttp.ClientSession() as session:
         await asyncio.gather(*(one(session, *request) for request in requests))
+
+
+def step_totals(ours: Samples, vllm: Samples) -> dict[str, tuple[float, float, float]]:
+    """Steps, drafted and accepted tokens: specwatch's (its /metrics) and vLLM's own counters."""
+    return {
+        "ours": (
+            total(ours, C.SPEC_STEPS + "_total"),
+            total(ours, C.DRAFT_TOKENS + "_total"),
+            total(ours, C.ACCEPTED_TOKENS + "_total"),
+        ),
+        "vllm": (
+            total(vllm, C.VLLM_NUM_DRAFTS + "_total"),
+            total(vllm, C.VLLM_NUM_DRAFT_TOKENS + "_total"),
+            total(vllm, C.VLLM_NUM_ACCEPTED_TOKENS + "_total"),
+        ),
+    }
 
 
 async def until_equal(read: Any, expected: Any, seconds: float = 30.0) -> Any:

@@ -102,12 +102,10 @@ class LoadTable:
         self._cells: dict[tuple[str, int], _Cell] = {}
         self._largest: dict[str, int] = {}
 
-    def _cell(self, model: str, in_flight: int) -> _Cell:
-        key = (model, self.buckets.index(in_flight))
+    def _cell(self, key: tuple[str, int]) -> _Cell:
         cell = self._cells.get(key)
         if cell is None:
             cell = self._cells[key] = _Cell(Counts(self._max_position), RatioSums(), RatioSums())
-        self._largest[model] = max(self._largest.get(model, 0), in_flight)
         return cell
 
     def add(
@@ -120,7 +118,8 @@ class LoadTable:
         tokens: int | None,
     ) -> None:
         """One request: its step counts (speculative requests) and its decode time."""
-        cell = self._cell(model, in_flight)
+        cell = self._cell((model, self.buckets.index(in_flight)))
+        self._largest[model] = max(self._largest.get(model, 0), in_flight)
         if counts is not None:
             cell.counts.merge(counts)
         if tpot is not None and tokens is not None and tokens >= 2 and math.isfinite(tpot):
@@ -132,11 +131,7 @@ class LoadTable:
 
     def merge(self, other: LoadTable) -> None:
         for key, theirs in other._cells.items():
-            mine = self._cells.get(key)
-            if mine is None:
-                mine = self._cells[key] = _Cell(
-                    Counts(self._max_position), RatioSums(), RatioSums()
-                )
+            mine = self._cell(key)
             mine.counts.merge(theirs.counts)
             mine.spec.merge(theirs.spec)
             mine.baseline.merge(theirs.baseline)

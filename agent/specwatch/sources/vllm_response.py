@@ -171,9 +171,8 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
             )
         drafted = (k,) * len(accepted)
         ordered = False
-    steps = block.get("num_spec_steps")
-    if steps is not None and _count(steps) != len(drafted) - drafted.count(0):
-        # steps that drafted nothing: in vLLM 0.32's count; newer builds' K = 0 rows may not be
+    # steps that drafted nothing are in vLLM 0.32's count; newer builds' K = 0 rows may not be
+    if _count(block.get("num_spec_steps")) != len(drafted) - drafted.count(0):
         _check_total(block, "num_spec_steps", len(drafted))
     _check_total(block, "num_draft_tokens", sum(drafted))
     _check_total(block, "num_accepted_draft_tokens", sum(accepted))
