@@ -22,9 +22,11 @@ class Counts:
 
     `steps_by_drafted[d]` / `accepted_by_drafted[d]` count steps that drafted d tokens and the
     tokens they accepted (d = `max_position` holds that many or more), so rate and tau can be
-    read per drafted length. A step that drafted nothing (d = 0: all its draft invalidated by
-    a grammar in vLLM 0.32, which still counts it in `num_drafts`; K = 0 rows in newer builds'
-    histograms) is a step: it emits one token, so it is in `steps` and tau, and in no trial.
+    read per drafted length; `drafted_by_position` follows from them. They are kept sparse
+    (one key at one K), so merging a request costs what it did before variable K. A step that
+    drafted nothing (d = 0: all its draft invalidated by a grammar in vLLM 0.32, which still
+    counts it in `num_drafts`; K = 0 rows in newer builds' histograms) is a step: it emits one
+    token, so it is in `steps` and tau, and in no trial.
 
     The second moments (`aa` = sum a_i^2, `at` = sum a_i t_i, `tt` = sum t_i^2, and likewise
     with drafted tokens d_i and steps s_i) are what a request-level (cluster-robust) variance
@@ -33,21 +35,20 @@ class Counts:
     """
 
     __slots__ = (
+        "_accepted_at",
+        "_steps_at",
         "aa",
         "accepted",
-        "accepted_by_drafted",
         "ad",
         "as_",
         "at",
         "by_position",
         "dd",
         "drafted",
-        "drafted_by_position",
         "max_drafted",
         "requests",
         "ss",
         "steps",
-        "steps_by_drafted",
         "trials",
         "tt",
     )
@@ -60,9 +61,10 @@ class Counts:
         self.trials = 0
         self.max_drafted = 0  # the largest K seen: how many positions p_i is reported for
         self.by_position = [0] * max_position
-        self.drafted_by_position = [0] * max_position
-        self.steps_by_drafted = [0] * (max_position + 1)
-        self.accepted_by_drafted = [0] * (max_position + 1)
+        # per drafted length (capped at max_position): steps, and the tokens they accepted;
+        # the two dicts always hold the same keys
+        self._steps_at: dict[int, int] = {}
+        self._accepted_at: dict[int, int] = {}
         self.aa = self.at = self.tt = 0  # accepted x accepted, x trials; trials x trials
         self.ad = self.dd = 0  # accepted x drafted, drafted x drafted
         self.as_ = self.ss = 0  # accepted x steps, steps x steps
@@ -87,7 +89,7 @@ class Counts:
                 if any(accepted_at_d):
                     raise ValueError("a step accepted tokens it did not draft")
                 self.steps += len(accepted_at_d)
-                self.steps_by_drafted[0] += len(accepted_at_d)
+                self.add_drafted_length(0, len(accepted_at_d), 0)
 
     def _add_one_k(self, k: int, accepted: Sequence[int]) -> None:
         """Steps that all drafted k >= 1 tokens: C-level loops only."""
@@ -102,18 +104,33 @@ class Counts:
         self.max_drafted = max(self.max_drafted, k)
         self.trials += total_a + n - accepted.count(k)  # + 1 per step that hit a rejection
         cap = len(self.by_position)
-        length = min(k, cap)
-        self.steps_by_drafted[length] += n
-        self.accepted_by_drafted[length] += total_a
-        reach = self.drafted_by_position
-        for i in range(length):
-            reach[i] += n
+        self.add_drafted_length(min(k, cap), n, total_a)
         # by_position[i] counts steps with a > i: n less those that accepted i or fewer
         positions = self.by_position
         reached = n - accepted.count(0)
         for i in range(min(most, cap)):
             positions[i] += reached
             reached -= accepted.count(i + 1)
+
+    def add_drafted_length(self, length: int, steps: int, accepted: int) -> None:
+        """Steps that drafted `length` tokens (already capped), and what they accepted."""
+        self._steps_at[length] = self._steps_at.get(length, 0) + steps
+        self._accepted_at[length] = self._accepted_at.get(length, 0) + accepted
+
+    @property
+    def steps_by_drafted(self) -> list[int]:
+        return [self._steps_at.get(d, 0) for d in range(len(self.by_position) + 1)]
+
+    @property
+    def accepted_by_drafted(self) -> list[int]:
+        return [self._accepted_at.get(d, 0) for d in range(len(self.by_position) + 1)]
+
+    @property
+    def drafted_by_position(self) -> list[int]:
+        """Steps that drafted at least i + 1 tokens, per position i."""
+        return [
+            sum(n for d, n in self._steps_at.items() if d > i) for i in range(len(self.by_position))
+        ]
 
     def as_request(self) -> Counts:
         """Mark these counts as one request's contribution: one request, and its moments."""
@@ -146,8 +163,15 @@ class Counts:
         self.dd += other.dd
         self.as_ += other.as_
         self.ss += other.ss
-        for name in _LISTS:
-            setattr(self, name, _combine(getattr(self, name), getattr(other, name), operator.add))
+        mine, theirs = self.by_position, other.by_position
+        if len(mine) == len(theirs):  # inline: merge runs several times per request
+            self.by_position = list(map(operator.add, mine, theirs))
+        else:
+            self.by_position = _combine(mine, theirs, operator.add)
+        steps_at, accepted_at = self._steps_at, self._accepted_at
+        for length, steps in other._steps_at.items():
+            steps_at[length] = steps_at.get(length, 0) + steps
+            accepted_at[length] = accepted_at.get(length, 0) + other._accepted_at[length]
 
     def subtract(self, other: Counts) -> None:
         """Take back what `merge(other)` added (all but `max_drafted`, which is a maximum)."""
@@ -163,14 +187,18 @@ class Counts:
         self.dd -= other.dd
         self.as_ -= other.as_
         self.ss -= other.ss
-        for name in _LISTS:
-            setattr(self, name, _combine(getattr(self, name), getattr(other, name), operator.sub))
+        self.by_position = _combine(self.by_position, other.by_position, operator.sub)
+        for length, steps in other._steps_at.items():
+            left = self._steps_at[length] - steps
+            if left:
+                self._steps_at[length] = left
+                self._accepted_at[length] -= other._accepted_at[length]
+            else:  # none left at this length: the key goes, so equal counts compare equal
+                del self._steps_at[length], self._accepted_at[length]
 
     def by_drafted_length(self) -> list[tuple[int, int, int]]:
         """(drafted length, steps, accepted tokens) for every length seen, 0 included."""
-        return [
-            (d, n, self.accepted_by_drafted[d]) for d, n in enumerate(self.steps_by_drafted) if n
-        ]
+        return sorted((d, n, self._accepted_at[d]) for d, n in self._steps_at.items() if n)
 
     def copy(self) -> Counts:
         out = Counts(len(self.by_position))
@@ -199,7 +227,9 @@ class Counts:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Counts) and (
             self.as_dict() == other.as_dict()
-            and all(getattr(self, name) == getattr(other, name) for name in _LISTS)
+            and self.by_position == other.by_position
+            and self._steps_at == other._steps_at
+            and self._accepted_at == other._accepted_at
             and self.moments() == other.moments()
         )
 
@@ -207,9 +237,6 @@ class Counts:
 
     def __repr__(self) -> str:
         return f"Counts({self.as_dict()}, by_position={self.by_position})"
-
-
-_LISTS = ("by_position", "drafted_by_position", "steps_by_drafted", "accepted_by_drafted")
 
 
 def _combine(mine: list[int], theirs: list[int], op: Callable[[int, int], int]) -> list[int]:

@@ -43,10 +43,7 @@ def _delta_counts(
     counts.max_drafted = k
     # vLLM 0.32 exports no per-position draft counter: every step is taken to draft K (below)
     if k:
-        for i in range(min(k, max_position)):
-            counts.drafted_by_position[i] = counts.steps
-        counts.steps_by_drafted[min(k, max_position)] = counts.steps
-        counts.accepted_by_drafted[min(k, max_position)] = counts.accepted
+        counts.add_drafted_length(min(k, max_position), counts.steps, counts.accepted)
     # Taking every step to draft K tokens (true of draft models and EAGLE, and of ngram when its
     # match is long enough): steps that accepted all K ended without a rejection, every other
     # step tested one position more than it accepted. The proxy's per-step data needs no such
