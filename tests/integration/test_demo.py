@@ -6,8 +6,14 @@ import argparse
 import io
 import re
 
+import pytest
 from rich.console import Console
 from specwatch.demo import demo_settings, run_demo
+
+# The drift check needs the demo's traffic in real time: beside a test running vLLM on the
+# other core it saw too few requests after the drop to alarm (one CI run in four; reproduced
+# with two CPU-bound processes beside it). On the vLLM tests' worker it never runs beside one.
+pytestmark = pytest.mark.xdist_group("vllm")
 
 
 async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift() -> None:
