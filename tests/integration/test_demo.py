@@ -20,7 +20,7 @@ async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift()
     out = io.StringIO()
     console = Console(file=out, width=140, force_terminal=False)
     args = argparse.Namespace(
-        duration=25.0, seed=7, concurrency=16, port=0, admin_port=0, keep_running=False
+        duration=30.0, seed=7, concurrency=16, port=0, admin_port=0, keep_running=False
     )
     assert 0 == await run_demo(args, demo_settings(0, 0), console)
     text = out.getvalue()
