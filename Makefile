@@ -43,7 +43,7 @@ demo: setup
 
 # two workers: the vLLM tests in a row on one (xdist_group "vllm"), the rest on both
 test: setup vllm tools
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not e2e"

@@ -6,14 +6,13 @@ import argparse
 import io
 import re
 
-import pytest
 from rich.console import Console
 from specwatch.demo import demo_settings, run_demo
 
-# The drift check needs the demo's traffic in real time: beside a test running vLLM on the
-# other core it saw too few requests after the drop to alarm (one CI run in four; reproduced
-# with two CPU-bound processes beside it). On the vLLM tests' worker it never runs beside one.
-pytestmark = pytest.mark.xdist_group("vllm")
+# The drift check needs the demo's traffic in real time. With the demo's drift baseline ending
+# 2 s back it missed the drop beside a vLLM test (CI, twice); ending 6 s back, with a 30-s run,
+# the summarization CUSUM peaks at 16-25 under three CPU-bound processes beside it, against a
+# threshold of 11.45, so the test runs on either worker, off the vLLM tests' critical path.
 
 
 async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift() -> None:
