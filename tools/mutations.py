@@ -95,7 +95,8 @@ MUTATIONS = (
     Mutation(
         "vLLM's engine alpha with every step a rejection",
         "analysis/engine.py",
-        "    if k:\n        counts.trials = counts.accepted + (counts.steps - per_position[k - 1])",
+        "    if k and counts.drafted == k * counts.steps:\n"
+        "        counts.trials = counts.accepted + (counts.steps - per_position[k - 1])",
         "    counts.trials = counts.accepted + counts.steps",
     ),
     Mutation(
