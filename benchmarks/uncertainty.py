@@ -199,7 +199,7 @@ def main() -> None:
             turns, final = gain_replay(seed, gain)
             print(f"  true gain {gain:.2f}, seed {seed}: red turns per model "
                   f"{[turns.get(m, 0) for m in sorted(final)]}, final zones "
-                  f"{[final[m] for m in sorted(final)]}")  # fmt: skip
+                  f"{[str(final[m]) for m in sorted(final)]}")  # fmt: skip
 
 
 if __name__ == "__main__":
