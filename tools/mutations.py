@@ -100,6 +100,12 @@ MUTATIONS = (
         "    counts.trials = counts.accepted + counts.steps",
     ),
     Mutation(
+        "per-position acceptance over every step, not the steps that drafted that far",
+        "analysis/stats.py",
+        "            tested = c.drafted_by_position\n",
+        "            tested = [c.steps] * len(c.by_position)\n",
+    ),
+    Mutation(
         "drift without the wander model",
         "analysis/drift.py",
         "    if long_enough and square > 0 and",
