@@ -48,6 +48,24 @@ def test_histogram_is_cumulative_with_inf_last() -> None:
     assert 12.0 == histogram.sum
 
 
+@given(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=30),
+    st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=8, unique=True),
+)
+def test_histogram_buckets_are_prometheus_le_buckets(
+    values: list[float], bounds: list[float]
+) -> None:
+    """Each value in the first bucket whose bound it does not exceed; past every bound, or
+    NaN, in +Inf: the definition, counted by hand."""
+    histogram = Histogram(sorted(bounds))
+    expected = [0] * (len(bounds) + 1)
+    for value in values:
+        histogram.observe(value)
+        fits = [i for i, bound in enumerate(sorted(bounds)) if value <= bound]
+        expected[fits[0] if fits else len(bounds)] += 1
+    assert expected == histogram.buckets
+
+
 def _request(drafted: int, accepted: list[int]) -> Counts:
     counts = Counts(3)
     counts.add_steps([drafted] * len(accepted), [min(a, drafted) for a in accepted])

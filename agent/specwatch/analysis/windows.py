@@ -5,6 +5,7 @@ Memory is bounded by slices x buckets per window, never by the number of request
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
@@ -115,11 +116,9 @@ class Histogram:
         self.sum = 0.0
 
     def observe(self, value: float) -> None:
-        index = len(self.bounds)
-        for i, bound in enumerate(self.bounds):
-            if value <= bound:
-                index = i
-                break
+        # the first bound the value does not exceed (le is inclusive), else +Inf (NaN too,
+        # as Prometheus files it): a C search, not a Python loop over the bounds
+        index = bisect_left(self.bounds, value) if value == value else len(self.bounds)
         self.buckets[index] += 1
         self.count += 1
         self.sum += value
