@@ -36,15 +36,12 @@ def demo_settings(port: int, admin_port: int) -> Settings:
         zones={"min_dwell_seconds": 5.0, "evaluation_interval_seconds": 1.0},
         # drift on 1-second buckets: a baseline of 12 s ending 6 s back, in place of 6 h / 30 min
         # (a shorter gap let the drop into the baseline within seconds, and under a busy CPU
-        # the summarization alarm then came too late for a 25-s run); a 1-s bucket is judged
-        # from 100 trials (a few requests): below that it is one request's luck, and a sparse
-        # slice's CUSUM, on a baseline this short, could pass the threshold on it
+        # the summarization alarm then came too late for a 25-s run)
         drift={
             "bucket_seconds": 1.0,
             "baseline_buckets": 12,
             "gap_buckets": 6,
             "min_baseline_buckets": 8,
-            "min_bucket_trials": 100,
             "recent_buckets": 10,
         },
     )

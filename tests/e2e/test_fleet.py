@@ -61,23 +61,30 @@ async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
             # the recorded fleet value (5m at time scale 60 is 5s) and when the rule recorded it,
             # once a rule evaluation came a scrape after the load
             recorded = Q.alpha("model", "5m")
-            load_end = time.time()
-
-            def evaluated_after_the_load() -> bool:
-                result = api(prom, "/api/v1/query", query=f"timestamp({recorded})")
-                samples = result["data"]["result"]
-                return bool(samples) and float(samples[0]["value"][1]) > load_end + 1.0
-
-            await eventually(evaluated_after_the_load, seconds=15, every=0.2)
-            now = time.time()  # both queries see the same latest sample at or before `now`
-            _, fleet = value(api(prom, "/api/v1/query", query=recorded, time=now))
-            _, ts = value(api(prom, "/api/v1/query", query=f"timestamp({recorded})", time=now))
             window = "5s"
             accepted = f"rate(specwatch_accepted_tokens_total[{window}])"
             trials = f"rate(specwatch_acceptance_trials_total[{window}])"
-            _, pooled = value(
-                api(prom, "/api/v1/query", query=f"sum({accepted}) / sum({trials})", time=ts)
-            )
+            after = time.time() + 1.0
+            # A scrape that began before an evaluation but was stored after it is seen by a
+            # query at that time and not by the rule (once in CI, on a busy worker: 0.567 vs
+            # 0.575): then the next evaluation is compared, up to three.
+            for _ in range(3):
+
+                def evaluated_after(after: float = after) -> bool:
+                    result = api(prom, "/api/v1/query", query=f"timestamp({recorded})")
+                    samples = result["data"]["result"]
+                    return bool(samples) and float(samples[0]["value"][1]) > after
+
+                await eventually(evaluated_after, seconds=15, every=0.2)
+                now = time.time()  # both queries see the same latest sample at or before `now`
+                _, fleet = value(api(prom, "/api/v1/query", query=recorded, time=now))
+                _, ts = value(api(prom, "/api/v1/query", query=f"timestamp({recorded})", time=now))
+                _, pooled = value(
+                    api(prom, "/api/v1/query", query=f"sum({accepted}) / sum({trials})", time=ts)
+                )
+                if pytest.approx(pooled, rel=1e-9) == fleet:
+                    break
+                after = ts
             _, mean_of_ratios = value(
                 api(
                     prom, "/api/v1/query", time=ts,
