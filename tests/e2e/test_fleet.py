@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -68,14 +69,14 @@ async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
             # A scrape that began before an evaluation but was stored after it is seen by a
             # query at that time and not by the rule (once in CI, on a busy worker: 0.567 vs
             # 0.575): then the next evaluation is compared, up to three.
+
+            def evaluated_after(after: float) -> bool:
+                result = api(prom, "/api/v1/query", query=f"timestamp({recorded})")
+                samples = result["data"]["result"]
+                return bool(samples) and float(samples[0]["value"][1]) > after
+
             for _ in range(3):
-
-                def evaluated_after(after: float = after) -> bool:
-                    result = api(prom, "/api/v1/query", query=f"timestamp({recorded})")
-                    samples = result["data"]["result"]
-                    return bool(samples) and float(samples[0]["value"][1]) > after
-
-                await eventually(evaluated_after, seconds=15, every=0.2)
+                await eventually(partial(evaluated_after, after), seconds=15, every=0.2)
                 now = time.time()  # both queries see the same latest sample at or before `now`
                 _, fleet = value(api(prom, "/api/v1/query", query=recorded, time=now))
                 _, ts = value(api(prom, "/api/v1/query", query=f"timestamp({recorded})", time=now))
