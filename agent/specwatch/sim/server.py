@@ -56,6 +56,9 @@ class SimServer:
         self.metrics = SimMetrics(config.model, config.num_spec_tokens)
         self._clock = clock
         self._started = clock()
+        # the model card's creation time is fixed at start: a card whose `created` moves with
+        # the second could not be compared byte for byte, direct against proxied
+        self._created = int(time.time())
         self.reported_steps = 0  # steps of responses whose metrics reached the client
         self.corrupted = 0  # requests whose output a simulated bug changed (corrupt_share)
         self.in_flight = 0  # the batch a step runs in (CostModel.batch_compute)
@@ -95,7 +98,7 @@ class SimServer:
         card = {
             "id": self.config.model,
             "object": "model",
-            "created": int(time.time()),
+            "created": self._created,
             "owned_by": "vllm",
             "root": self.config.model,
             "parent": None,
