@@ -6,7 +6,10 @@ of ten a burst of correlated requests shares an extra offset. Two backgrounds:
 
 - stationary: the slice mean is constant;
 - wander: the slice's minute-level mean wanders slowly, AR(1) with rho 0.95 per minute and
-  stationary sd 0.015 (what a slice's traffic does as its prompts drift over the day).
+  stationary sd 0.015 (what a slice's traffic does as its prompts drift over the day);
+- sparse: a quiet slice, stationary, with 3 requests a minute (Poisson) of lengths that vary
+  like real completions (log-normal, median 15 steps, sigma 1): a bucket may hold one long
+  request, or none.
 
 Every detector gets the same input: the slice's 1-minute buckets. specwatch's detector gets
 each bucket's (accepted, trials); river's ADWIN and PageHinkley get each bucket's alpha-hat
@@ -44,14 +47,16 @@ WANDER_RHO, WANDER_SD = 0.95, 0.015
 DROP_AT, AFTER = 7 * 60, 120
 DROPS = (0.03, 0.05, 0.10)
 
-Buckets = list[tuple[int, int]]  # (accepted, trials) per minute
+Buckets = list[tuple[int, int, int, int]]  # (accepted, trials, sum of steps^2, steps) a minute
+SPARSE_REQUESTS = 3.0  # a minute, in the sparse background
 
 
 def stream(seed: int, minutes: int, alpha: float, steps_per_minute: int, wander: bool,
-           drop: float = 0.0) -> Buckets:  # fmt: skip
-    """Per minute, the slice's (accepted, trials); a drop of `drop` from minute DROP_AT on."""
+           drop: float = 0.0, sparse: bool = False) -> Buckets:  # fmt: skip
+    """Per minute, the slice's (accepted, trials, squares, steps); a drop of `drop` from
+    minute DROP_AT on."""
     rng = np.random.default_rng(seed)
-    requests = max(1, steps_per_minute // STEPS_PER_REQUEST)
+    dense = max(1, steps_per_minute // STEPS_PER_REQUEST)
     level = 0.0
     innovation = WANDER_SD * math.sqrt(1.0 - WANDER_RHO**2)
     out = []
@@ -59,16 +64,23 @@ def stream(seed: int, minutes: int, alpha: float, steps_per_minute: int, wander:
         if wander:
             level = WANDER_RHO * level + rng.normal(0.0, innovation)
         mean = alpha + level - (drop if minute >= DROP_AT else 0.0)
+        requests = rng.poisson(SPARSE_REQUESTS) if sparse else dense
+        lengths = (
+            np.maximum(1, rng.lognormal(math.log(STEPS_PER_REQUEST), 1.0, requests).astype(int))
+            if sparse
+            else np.full(requests, STEPS_PER_REQUEST)
+        )
         alphas = mean + rng.normal(0.0, 0.08, requests)
         if rng.random() < 0.1:  # a burst: correlated requests share an offset
             burst = rng.random(requests) < 0.3
             alphas[burst] += rng.normal(0.0, 0.08)
         alphas = np.clip(alphas, 0.02, 0.98)
-        per_step = np.repeat(alphas, STEPS_PER_REQUEST)
+        per_step = np.repeat(alphas, lengths)
         draws = rng.random((per_step.size, K)) < per_step[:, None]
         accepted = np.cumprod(draws, axis=1).sum(axis=1)
         trials = accepted + (accepted < K)
-        out.append((int(accepted.sum()), int(trials.sum())))
+        squares = int((lengths.astype(np.int64) ** 2).sum())  # the requests' steps squared
+        out.append((int(accepted.sum()), int(trials.sum()), squares, int(per_step.size)))
     return out
 
 
@@ -78,8 +90,9 @@ Detector = Callable[[Buckets], list[int]]  # the minutes at which alarms started
 def specwatch(buckets: Buckets) -> list[int]:
     detector = DriftDetector(DriftSettings())
     alarms, raised = [], 0
-    for minute, (accepted, trials) in enumerate(buckets):
-        detector.add(KEY, minute * 60.0 + 1.0, accepted, trials)
+    for minute, (accepted, trials, squares, steps) in enumerate(buckets):
+        if trials:
+            detector.add(KEY, minute * 60.0 + 1.0, accepted, trials, steps, squares)
         detector.evaluate((minute + 1) * 60.0 + 1.0)
         view = detector.view(KEY)
         if view is not None and view.alarms_raised > raised:
@@ -92,7 +105,9 @@ def adwin(delta: float) -> Detector:
     def run(buckets: Buckets) -> list[int]:
         detector = river_drift.ADWIN(delta=delta, clock=1)  # check at every bucket
         alarms = []
-        for minute, (accepted, trials) in enumerate(buckets):
+        for minute, (accepted, trials, _, _) in enumerate(buckets):
+            if not trials:
+                continue  # an empty minute has no alpha-hat
             before = detector.estimation
             detector.update(accepted / trials)
             if detector.drift_detected and detector.estimation < before:  # downward only
@@ -106,7 +121,9 @@ def page_hinkley(threshold: float) -> Detector:
     def run(buckets: Buckets) -> list[int]:
         detector = river_drift.PageHinkley(threshold=threshold, mode="down")
         alarms = []
-        for minute, (accepted, trials) in enumerate(buckets):
+        for minute, (accepted, trials, _, _) in enumerate(buckets):
+            if not trials:
+                continue
             detector.update(accepted / trials)
             if detector.drift_detected:
                 alarms.append(minute)
@@ -120,8 +137,9 @@ class Streams:
     alpha: float
     steps_per_minute: int
 
-    def week(self, seed: int, wander: bool) -> Buckets:
-        return stream(seed, WEEK_MINUTES, self.alpha, self.steps_per_minute, wander)
+    def week(self, seed: int, wander: bool, sparse: bool = False) -> Buckets:
+        return stream(seed, WEEK_MINUTES, self.alpha, self.steps_per_minute, wander,
+                      sparse=sparse)  # fmt: skip
 
     def dropped(self, seed: int, wander: bool, drop: float) -> Buckets:
         return stream(seed, DROP_AT + AFTER, self.alpha, self.steps_per_minute, wander, drop)
@@ -155,7 +173,8 @@ def main() -> None:
     configure("error", "console")
     streams = Streams(args.alpha, args.steps_per_second * 60)
     print(f"streams: alpha {args.alpha}, {args.steps_per_second} steps/s, K={K}, per-request sd"
-          f" 0.08 with bursts; wander: AR(1) rho {WANDER_RHO}, sd {WANDER_SD}")  # fmt: skip
+          f" 0.08 with bursts; wander: AR(1) rho {WANDER_RHO}, sd {WANDER_SD}; sparse:"
+          f" {SPARSE_REQUESTS:g} requests a minute, log-normal lengths")  # fmt: skip
 
     calibration = [streams.week(10_000 + i, wander=False) for i in range(args.calibration_weeks)]
     # ADWIN: fewer alarms at a smaller delta; PageHinkley: fewer at a larger threshold (here
@@ -172,14 +191,18 @@ def main() -> None:
           f"{args.calibration_weeks} weeks of other seeds; specwatch at its defaults")  # fmt: skip
 
     print(f"\nfalse alarms per slice-week ({args.seeds} seeds, mean (per seed)):")
-    print("| detector | stationary | wander |\n|---|---|---|")
-    weeks = {w: [streams.week(s, wander=w) for s in range(args.seeds)] for w in (False, True)}
+    print("| detector | stationary | wander | sparse |\n|---|---|---|---|")
+    backgrounds = {"stationary": (False, False), "wander": (True, False), "sparse": (False, True)}
+    weeks = {
+        name: [streams.week(s, wander=w, sparse=sp) for s in range(args.seeds)]
+        for name, (w, sp) in backgrounds.items()
+    }
     for name, detector in detectors.items():
         cells = []
-        for wander in (False, True):
-            counts = [len(detector(week)) for week in weeks[wander]]
+        for background in backgrounds:
+            counts = [len(detector(week)) for week in weeks[background]]
             cells.append(f"{statistics.mean(counts):.1f} ({', '.join(map(str, counts))})")
-        print(f"| {name} | {cells[0]} | {cells[1]} |")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
     print(f"\ndetection delay, minutes after the drop ({args.seeds} seeds; '-' = missed in "
           f"{AFTER} min; an alarm before the drop counts as missed):")  # fmt: skip

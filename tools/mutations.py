@@ -107,9 +107,27 @@ MUTATIONS = (
     ),
     Mutation(
         "drift without the wander model",
-        "analysis/drift.py",
+        "analysis/baseline.py",
         "    if long_enough and square > 0 and",
         "    if False and square > 0 and",
+    ),
+    Mutation(
+        "drift without the requests' design effect (a constant overdispersion)",
+        "analysis/drift.py",
+        "baseline.icc * design)",
+        "0.0 * design)",
+    ),
+    Mutation(
+        "drift on a bucket's ratio, not its deviation per expected trial of its steps",
+        "analysis/drift.py",
+        "        deviation = (accepted - p0 * trials) / expected",
+        "        deviation = accepted / trials - p0",
+    ),
+    Mutation(
+        "drift without the short baseline's predictive variance",
+        "analysis/drift.py",
+        "    return (1.0 + 1.0 / buckets) * nu / (nu - 2)",
+        "    return 1.0",
     ),
 )
 

@@ -34,15 +34,18 @@ def demo_settings(port: int, admin_port: int) -> Settings:
         log_level="warning",
         window={"length_seconds": 60.0, "bucket_seconds": 2.0},
         zones={"min_dwell_seconds": 5.0, "evaluation_interval_seconds": 1.0},
-        # drift on 1-second buckets: a baseline of 12 s ending 6 s back, in place of 6 h / 30 min
-        # (a shorter gap let the drop into the baseline within seconds, and under a busy CPU
-        # the summarization alarm then came too late for a 25-s run)
+        # drift on 1-second buckets, a second standing for a minute: a baseline of 12 s ending
+        # 6 s back in place of 6 h / 30 min, and the target of one false alarm a slice-week
+        # on that scale (10,080 buckets, h = 7.4, as production's). A shorter gap let the drop
+        # into the baseline within seconds; a week of real seconds (h = 11.45) missed the
+        # drop under a busy CPU, once the noise of a bucket of a few requests was honest
         drift={
             "bucket_seconds": 1.0,
             "baseline_buckets": 12,
             "gap_buckets": 6,
             "min_baseline_buckets": 8,
             "recent_buckets": 10,
+            "false_alarms_per_week": 60.0,
         },
     )
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from specwatch.analysis.drift import DriftDetector
 from specwatch.model import SliceKey
 from specwatch.runtime import Sidecar
@@ -67,3 +68,21 @@ def test_a_saved_sidecar_state_is_restored_on_start(tmp_path: Path) -> None:
         car.restore_state()
     assert ["state_restored"] == [entry["event"] for entry in logs]
     assert detector.to_state() == car.analyzer.drift_state()
+
+
+def test_a_state_saved_before_buckets_kept_request_sizes_loads_without_them() -> None:
+    """Version 2 saved [index, accepted, trials] per bucket; it loads as if every trial were
+    its own request and step, and a bucket of any other length is refused."""
+    state = fed_detector(90).to_state()
+    old = {**state, "version": 2}
+    old["slices"] = [
+        {**item, "buckets": [bucket[:3] for bucket in item["buckets"]]} for item in state["slices"]
+    ]
+    again = DriftDetector(DriftSettings())
+    again.load_state(old)
+    (item,) = again.to_state()["slices"]
+    assert [[i, a, n, n, n] for i, a, n in old["slices"][0]["buckets"]] == item["buckets"]
+    for bad in ([1, 2, 3, 4], [1, 2, 3, 9, 0], [1, -2, 3]):
+        broken = {**state, "slices": [{**state["slices"][0], "buckets": [bad]}]}
+        with pytest.raises(ValueError, match="malformed drift state"):
+            again.load_state(broken)

@@ -90,7 +90,7 @@ class Analyzer:
             total = self._total[key] = Counts(self._max_position)
         total.merge(counts)
         self._window.add(key, ts, counts)
-        self._drift.add(key, ts, counts.accepted, counts.trials)
+        self._drift.add(key, ts, counts.accepted, counts.trials, counts.steps)
 
     def ingest(self, record: RequestRecord) -> None:
         request_key = self._series.add(record)

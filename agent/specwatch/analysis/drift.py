@@ -1,55 +1,71 @@
 """Drift in a slice: a one-sided CUSUM on per-bucket acceptance, standardised against a baseline.
 
 Per-event detectors (ADWIN, Page-Hinkley) raise hundreds of false alarms a week on real,
-overdispersed streams (REFERENCE.md). Here each slice's (accepted, trials) are summed into time
-buckets (1 minute by default), and each bucket's alpha-hat y is modelled as
+overdispersed streams (REFERENCE.md). Here each slice's requests are summed into time buckets
+(1 minute by default): accepted tokens a, trials n, steps N and the requests' steps squared s.
+A bucket's deviation from the baseline mean p0 is
 
-    y_t = p0 + w_t + e_t,   w_t = phi w_{t-1} + eta_t,   Var(e_t) = D p0 (1 - p0) / n_t:
+    d_t = (a_t - p0 n_t) / (N_t tau) = w_t + e_t,   w_t = rho w_{t-1} + eta_t,
 
-the baseline mean p0; the slice's slow wander w (an AR(1): prompts drift over the day, and a
-slice's acceptance with them), of stationary variance s2; and the bucket's own noise, binomial
-times the overdispersion D >= 1 (requests differ). For the bucket under test, a trailing
-baseline that ends a gap before it gives p0, D, phi and s2 by the method of moments: the mean
-square of y - p0 is s2 + D v (v = p0 (1 - p0) / n), the lag-k autoproducts are phi^k s2. Wander
-counts only where the lag-1 autocorrelation is significant (beyond two standard errors); a
-stationary slice has none and its model is plain overdispersed noise. A Kalman filter tracks
-w, and the bucket's standardised innovation e = (y - p0 - phi w_prev) / sqrt(S) feeds the lower
-CUSUM S = max(0, S - e - k). Under the model the innovations are independent N(0, 1), so the
-CUSUM's threshold h from the target false-alarm rate (Siegmund's approximation) holds whether
-the slice wanders or not; a slow wander is predicted, not alarmed on, and a real drop shows as
-a run of negative innovations. The alarm starts when S passes h and the drop since the run
-began is at least `min_delta`. It ends, with S reset, when S has stayed at 0 for `end_buckets`
-buckets or when the last `end_buckets` buckets pooled are back within `min_delta / 2` of the
-baseline: after a deep drop S would otherwise take hours to drain at k per bucket. Slices
-without enough baseline have no verdict. benchmarks/drift_evaluation.py measures it.
+with tau the baseline's trials per step: the slice's slow wander w (an AR(1): prompts drift
+over the day, and a slice's acceptance with them), of stationary variance s2, and the bucket's
+own noise e. Not a / n - p0: with vLLM's prefix acceptance a step's trials end at its first
+rejection, so a bucket's trials move with its acceptance and a / n of a few short requests is
+biased low; a - p0 n has mean 0 over the steps whatever the bucket holds. Requests differ (each
+has its own alpha), so the noise is binomial times the requests' design effect (Kish), written
+with the steps alone:
+
+    Var(e_t) = p0 (1 - p0) (phi / (N_t tau) + r (s_t - N_t) / N_t^2),
+
+r the requests' intra-request correlation: a bucket that holds one long request is nearly as
+noisy as that request, one of many short requests nearly binomial. A constant overdispersion
+on realised trials, as an earlier version had, holds only where every bucket holds many
+requests; on a quiet slice (3 requests a minute) it raised 15 false alarms a week against the
+target of 1 (benchmarks/drift_evaluation.py, sparse). For the bucket under test, a trailing
+baseline that ends a gap before it gives p0, tau, r, rho and s2 by the method of moments
+(analysis/baseline.py: `moments_of`, kept sliding): the mean square of d is
+s2 + E[binomial] + r E[design], the lag-k autoproducts are rho^k s2; r is at most 1, and what
+is left beyond it (or all of it, where buckets carry no request sizes: a state saved before
+they were kept) is a constant factor phi. Wander counts only where the lag-1 autocorrelation
+is significant (beyond two standard errors); a stationary slice has none and its model is
+plain overdispersed noise. A Kalman filter tracks w, and the bucket's innovation
+e = (d - rho w_prev) / sqrt(S), S widened by `predictive` for a short baseline's own error,
+feeds the lower CUSUM S = max(0, S - e - k). Under the model the innovations are independent
+N(0, 1), so the CUSUM's threshold h from the target false-alarm rate (Siegmund's
+approximation) holds whether the slice wanders or not; a slow wander is predicted, not alarmed
+on, and a real drop shows as a run of negative innovations. The alarm starts when S passes h
+and the drop since the run began is at least `min_delta`. It ends, with S reset, when S has
+stayed at 0 for `end_buckets` buckets or when the last `end_buckets` buckets pooled are back
+within `min_delta / 2` of the baseline: after a deep drop S would otherwise take hours to
+drain at k per bucket. Slices without enough baseline have no verdict.
+benchmarks/drift_evaluation.py measures it.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
-from specwatch.analysis.baseline import BaselineWindow
+from specwatch.analysis.baseline import WANDER_LAGS, Baseline, BaselineWindow, baseline_of
 from specwatch.model import SliceKey
 from specwatch.settings import DriftSettings
 
 log = structlog.get_logger("specwatch.drift")
 
 WEEK_SECONDS = 7 * 24 * 3600
-# The wander's AR(1) coefficient comes from the decay of the autoproducts over this many lags.
-WANDER_LAGS = 10
 # Six hours hold only ~18 time constants of a wander like rho 0.95: its estimated innovation
 # variance is often too small, and a filter that adapts too slowly turns wander into alarms
 # (one that adapts too fast costs only some delay). The filter assumes this multiple of it:
 # measured in benchmarks/drift_evaluation.py, 1 left 4 false alarms per week in the wander
 # case, 2 brought it to about 1 with the stationary delays unchanged.
 WANDER_INFLATION = 2.0
-STATE_VERSION = 2  # 2 added the wander's Kalman state; a version-1 state loads with none
+# 2 added the wander's Kalman state, 3 the buckets' sum of squared request trials and steps;
+# an older state loads without them (see `full`)
+STATE_VERSION = 3
 
 
 def siegmund_arl(h: float, k: float) -> float:
@@ -70,69 +86,26 @@ def cusum_threshold(arl0: float, k: float) -> float:
     return (low + high) / 2.0
 
 
+def predictive(buckets: int) -> float:
+    """How much the plug-in variance of a bucket's innovation understates its predictive one
+    when p0 and the noise scale come from `buckets` baseline buckets: (1 + 1/m) for p0's own
+    error, and nu / (nu - 2), the variance of Student's t with nu = m - 1 degrees of freedom,
+    for the scale's (nu at least 3). 1.004 for six hours of minutes; 1.32 for the demo's
+    12-bucket baselines, where it brings a quiet slice's false alarms from 2.3 to 1.5 per
+    10,080 buckets (tests/unit/test_drift.py's `sparse`, 6 seeds, the demo's threshold)."""
+    nu = max(3, buckets - 1)
+    return (1.0 + 1.0 / buckets) * nu / (nu - 2)
+
+
 def cusum_step(statistic: float, residual: float, k: float) -> float:
     """One lower-CUSUM update: a negative residual (acceptance below baseline) adds up."""
     return max(0.0, statistic - residual - k)
 
 
-@dataclass(frozen=True, slots=True)
-class Baseline:
-    alpha: float  # p0
-    phi: float  # overdispersion D of a bucket's noise (>= 1)
-    rho: float  # the wander's AR(1) coefficient per bucket (0: no wander)
-    wander: float  # the wander's stationary variance s2, in alpha units (0: none)
-    buckets: int
-
-
-def estimate_baseline(buckets: list[tuple[int, int]], min_buckets: int) -> Baseline | None:
-    """p0, overdispersion and the wander's AR(1) from (accepted, trials) buckets in order."""
-    if len(buckets) < min_buckets:
-        return None
-    moments = moments_of(buckets)
-    return None if moments is None else baseline_of(*moments)
-
-
-def moments_of(
-    buckets: list[tuple[int, int]],
-) -> tuple[int, float, float, float, list[float]] | None:
-    """(count, p0, mean binomial variance, mean square, [lag-k autoproducts, k = 1..]) of the
-    buckets' deviations from p0: the definition; the detector keeps the same moments as its
-    baseline slides (analysis/baseline.py)."""
-    count = len(buckets)
-    trials = sum(n for _, n in buckets)
-    if count < 2 or trials <= 0:
-        return None
-    p0 = sum(a for a, _ in buckets) / trials
-    if not 0.0 < p0 < 1.0:
-        return None
-    binomial = p0 * (1.0 - p0)
-    deviations = [a / n - p0 for a, n in buckets]
-    noise = sum(binomial / n for _, n in buckets) / count  # mean binomial variance, E[v]
-    square = sum(map(operator.mul, deviations, deviations)) / (count - 1)
-    lags = [
-        sum(map(operator.mul, deviations, deviations[k:])) / (count - k)
-        for k in range(1, min(WANDER_LAGS, count - 2) + 1)
-    ]
-    return count, p0, noise, square, lags
-
-
-def baseline_of(count: int, p0: float, noise: float, square: float, lags: list[float]) -> Baseline:
-    """The model's parameters from the moments of the deviations from p0."""
-    wander, rho = 0.0, 0.0
-    # a wander shows as lag-1 autocorrelation beyond two standard errors, decaying with lag
-    # (a baseline shorter than the lags it needs has none to show)
-    long_enough = len(lags) == WANDER_LAGS
-    if long_enough and square > 0 and lags[0] / square > 2.0 / math.sqrt(count) and lags[1] > 0:
-        rho = min(0.99, max(0.2, sum(lags[1:]) / sum(lags[:-1])))
-        wander = min(lags[0] / rho, max(0.0, square - noise))
-    phi = max(1.0, (square - wander) / noise) if noise > 0 else 1.0
-    return Baseline(alpha=p0, phi=phi, rho=rho if wander > 0 else 0.0, wander=wander,
-                    buckets=count)  # fmt: skip
-
-
 @dataclass(slots=True)
 class _SliceDrift:
-    buckets: dict[int, list[int]] = field(default_factory=dict)  # index -> [accepted, trials]
+    # index -> [accepted, trials, sum over the requests of their steps squared, steps]
+    buckets: dict[int, list[int]] = field(default_factory=dict)
     processed: int | None = None  # the last bucket index fed to the CUSUM
     statistic: float | None = None  # None: no verdict yet
     level: float = 0.0  # the Kalman filter's estimate of the wander w, alpha units
@@ -168,16 +141,32 @@ class DriftDetector:
         self._slices: dict[SliceKey, _SliceDrift] = {}
         self._pruned_at: int | None = None
 
-    def add(self, key: SliceKey, ts: float, accepted: int, trials: int) -> None:
+    def add(
+        self,
+        key: SliceKey,
+        ts: float,
+        accepted: int,
+        trials: int,
+        steps: int | None = None,
+        squares: int | None = None,
+    ) -> None:
+        """One request's (accepted, trials, steps) in the slice; or several requests' sums,
+        with `squares` the sum of their steps squared (a benchmark's whole bucket at once).
+        Without steps, as if every trial were a step (the deviation is then a / n - p0)."""
         state = self._slices.setdefault(key, _SliceDrift())
         index = int(ts // self._cfg.bucket_seconds)
         if state.processed is not None and index <= state.processed:
             return  # too late for a bucket already judged: counted elsewhere, not here
-        bucket = state.buckets.setdefault(index, [0, 0])
-        if state.newest is None or index > state.newest:
-            state.newest = index
+        bucket = state.buckets.get(index)
+        if bucket is None:
+            bucket = state.buckets[index] = [0, 0, 0, 0]
+            if state.newest is None or index > state.newest:
+                state.newest = index
         bucket[0] += accepted
         bucket[1] += trials
+        steps = trials if steps is None else steps
+        bucket[2] += steps * steps if squares is None else squares
+        bucket[3] += steps
 
     def evaluate(self, now: float) -> None:
         """Feed every completed bucket of every slice to its CUSUM."""
@@ -217,9 +206,9 @@ class DriftDetector:
             window = state.window = BaselineWindow(WANDER_LAGS)
         window.slide(state.buckets, end - cfg.baseline_buckets, end, cfg.min_bucket_trials)
         moments = window.moments() if len(window.items) >= cfg.min_baseline_buckets else None
-        baseline = None if moments is None else baseline_of(*moments)
+        baseline = None if moments is None else baseline_of(moments)
         state.baseline = baseline
-        accepted, trials = state.buckets[index]
+        accepted, trials, squares, steps = state.buckets[index]
         if baseline is None:
             state.statistic = None
             return
@@ -228,7 +217,7 @@ class DriftDetector:
         if trials < cfg.min_bucket_trials:
             return
         p0 = baseline.alpha
-        residual = self._innovation(state, baseline, accepted / trials, trials)
+        residual = self._innovation(state, baseline, accepted, trials, squares, steps)
         before = state.statistic
         state.statistic = cusum_step(before, residual, cfg.k)
         if before == 0.0:
@@ -264,24 +253,35 @@ class DriftDetector:
             log.info("drift_alarm_ended", model=key.model, ctx_bucket=key.ctx_bucket, task=key.task)
 
     @staticmethod
-    def _innovation(state: _SliceDrift, baseline: Baseline, alpha: float, trials: int) -> float:
+    def _innovation(
+        state: _SliceDrift,
+        baseline: Baseline,
+        accepted: int,
+        trials: int,
+        squares: int,
+        steps: int,
+    ) -> float:
         """The bucket's standardised innovation, and the Kalman filter's step on the wander."""
         p0, rho = baseline.alpha, baseline.rho
-        noise = baseline.phi * p0 * (1.0 - p0) / trials
+        expected = steps * baseline.per_step  # the trials its steps hold on average
+        deviation = (accepted - p0 * trials) / expected  # moments_of: d
+        # from the steps alone: a bucket's realised trials move with its acceptance
+        design = (squares - steps) / (steps * steps)
+        noise = p0 * (1.0 - p0) * (baseline.phi / expected + baseline.icc * design)
         if baseline.wander <= 0.0:  # no wander: plain overdispersed noise around p0
             state.level = state.level_variance = 0.0
-            return (alpha - p0) / math.sqrt(noise)
+            return deviation / math.sqrt(noise * predictive(baseline.buckets))
         predicted = rho * state.level
         step = WANDER_INFLATION * baseline.wander * (1.0 - rho * rho)
         variance = rho * rho * state.level_variance + step
         if state.level_variance <= 0.0:  # the filter's first step: the wander's own spread
             variance = baseline.wander
         spread = variance + noise
-        innovation = alpha - p0 - predicted
+        innovation = deviation - predicted
         gain = variance / spread
         state.level = predicted + gain * innovation
         state.level_variance = (1.0 - gain) * variance
-        return innovation / math.sqrt(spread)
+        return innovation / math.sqrt(spread * predictive(baseline.buckets))
 
     # --- state that survives a restart ----------------------------------------------------
 
@@ -293,7 +293,7 @@ class DriftDetector:
             "slices": [
                 {
                     "key": [key.model, key.ctx_bucket, key.task],
-                    "buckets": [[i, a, n] for i, (a, n) in sorted(state.buckets.items())],
+                    "buckets": [[i, *bucket] for i, bucket in sorted(state.buckets.items())],
                     "processed": state.processed,
                     "statistic": state.statistic,
                     "level": state.level,
@@ -311,7 +311,7 @@ class DriftDetector:
 
     def load_state(self, data: Any) -> None:
         """Replace the detector's state; raises ValueError when `data` is not a valid state."""
-        if not isinstance(data, dict) or data.get("version") not in (1, STATE_VERSION):
+        if not isinstance(data, dict) or data.get("version") not in (1, 2, STATE_VERSION):
             raise ValueError("not a drift state of this version")
         if data.get("bucket_seconds") != self._cfg.bucket_seconds:
             raise ValueError("saved with another bucket length")
@@ -320,7 +320,7 @@ class DriftDetector:
             for item in data["slices"]:
                 model, ctx_bucket, task = (str(part) for part in item["key"])
                 state = _SliceDrift(
-                    buckets={int(i): [int(a), int(n)] for i, a, n in item["buckets"]},
+                    buckets=dict(map(_bucket_of, item["buckets"])),
                     processed=None if item["processed"] is None else int(item["processed"]),
                     statistic=None if item["statistic"] is None else float(item["statistic"]),
                     level=float(item.get("level", 0.0)),
@@ -344,7 +344,7 @@ class DriftDetector:
         out = {}
         for key, state in self._slices.items():
             accepted = trials = 0
-            for index, (a, n) in state.buckets.items():
+            for index, (a, n, _, _) in state.buckets.items():
                 if first <= index < last:
                     accepted, trials = accepted + a, trials + n
             if trials:
@@ -364,3 +364,15 @@ class DriftDetector:
             threshold=self.threshold,
             alarms_raised=state.alarms_raised,
         )
+
+
+def _bucket_of(item: Any) -> tuple[int, list[int]]:
+    """A saved bucket: [index, accepted, trials, squares, steps]; a state of version 2 or
+    older has neither squares nor steps (as if every trial were its own request and step)."""
+    index, accepted, trials, *rest = (int(number) for number in item)
+    if len(rest) not in (0, 2):
+        raise ValueError("a bucket has three or five numbers")
+    squares, steps = rest if rest else (trials, trials)
+    if min(accepted, trials, squares, steps) < 0 or (trials > 0 and steps < 1):
+        raise ValueError("a bucket's counts are not negative, and its trials come from steps")
+    return index, [accepted, trials, squares, steps]
