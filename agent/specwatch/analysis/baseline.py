@@ -57,6 +57,12 @@ class _Item(NamedTuple):
     design: float  # (s - N) / N^2
 
 
+def design(steps: int, squares: int) -> float:
+    """(s - N) / N^2 of a bucket of N steps whose requests' steps square-sum to s: its
+    requests' design-effect variance per unit of r, over p0 (1 - p0) (drift.py)."""
+    return (squares - steps) / (steps * steps)
+
+
 def _products(left: list[float], right: list[float], k: int) -> float:
     return math.fsum(x * y for x, y in zip(left, right[k:], strict=False))
 
@@ -120,7 +126,7 @@ class BaselineWindow:
 
     def _enter(self, index: int, a: int, n: int, squares: int, steps: int) -> None:
         u, v = a / steps, n / steps
-        item = _Item(index, a, n, steps, u, v, 1.0 / steps, (squares - steps) / (steps * steps))
+        item = _Item(index, a, n, steps, u, v, 1.0 / steps, design(steps, squares))
         items = self.items
         uu, uv, vu, vv = self._uu, self._uv, self._vu, self._vv
         uu[0] += u * u
@@ -185,7 +191,7 @@ class BaselineWindow:
         return Moments(
             buckets=m,
             p0=p0,
-            per_step=self._n / self._steps,
+            per_step=tau,
             noise=binomial * self._binomial / tau / m,
             square=square / tau2 / (m - 1),
             lags=lags,
@@ -242,7 +248,7 @@ def moments_of(buckets: Sequence[Bucket]) -> Moments | None:
     binomial = p0 * (1.0 - p0)
     deviations = [(a - p0 * n) / (big_n * tau) for a, n, _, big_n in rows]
     noise = binomial * sum(1.0 / (big_n * tau) for *_, big_n in rows) / count
-    cluster = binomial * sum((sq - big_n) / (big_n * big_n) for _, _, sq, big_n in rows) / count
+    cluster = binomial * sum(design(big_n, sq) for _, _, sq, big_n in rows) / count
     square = sum(map(operator.mul, deviations, deviations)) / (count - 1)
     lags = [
         sum(map(operator.mul, deviations, deviations[k:])) / (count - k)

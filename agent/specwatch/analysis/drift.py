@@ -50,7 +50,13 @@ from typing import Any
 
 import structlog
 
-from specwatch.analysis.baseline import WANDER_LAGS, Baseline, BaselineWindow, baseline_of
+from specwatch.analysis.baseline import (
+    WANDER_LAGS,
+    Baseline,
+    BaselineWindow,
+    baseline_of,
+    design,
+)
 from specwatch.model import SliceKey
 from specwatch.settings import DriftSettings
 
@@ -266,8 +272,7 @@ class DriftDetector:
         expected = steps * baseline.per_step  # the trials its steps hold on average
         deviation = (accepted - p0 * trials) / expected  # moments_of: d
         # from the steps alone: a bucket's realised trials move with its acceptance
-        design = (squares - steps) / (steps * steps)
-        noise = p0 * (1.0 - p0) * (baseline.phi / expected + baseline.icc * design)
+        noise = p0 * (1.0 - p0) * (baseline.phi / expected + baseline.icc * design(steps, squares))
         if baseline.wander <= 0.0:  # no wander: plain overdispersed noise around p0
             state.level = state.level_variance = 0.0
             return deviation / math.sqrt(noise * predictive(baseline.buckets))
@@ -372,7 +377,7 @@ def _bucket_of(item: Any) -> tuple[int, list[int]]:
     index, accepted, trials, *rest = (int(number) for number in item)
     if len(rest) not in (0, 2):
         raise ValueError("a bucket has three or five numbers")
-    squares, steps = rest if rest else (trials, trials)
+    squares, steps = rest if rest else (trials, trials)  # as `full` fills them in
     if min(accepted, trials, squares, steps) < 0 or (trials > 0 and steps < 1):
         raise ValueError("a bucket's counts are not negative, and its trials come from steps")
     return index, [accepted, trials, squares, steps]
