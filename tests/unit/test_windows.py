@@ -38,6 +38,15 @@ def test_a_late_record_lands_in_its_own_bucket() -> None:
     window.add("s", 12.0, one_step(1))
     assert 2 == window.totals(40.0)["s"].steps
     assert 1 == window.totals(75.0)["s"].steps
+    assert 2 == window.since_start("s").steps
+
+
+def test_a_record_older_than_the_window_counts_since_start_only() -> None:
+    window: SlidingWindow[str] = SlidingWindow(length=60, bucket=10, max_position=4)
+    window.add("s", 100.0, one_step(1))
+    window.add("s", 10.0, one_step(2))  # 90 s before the newest: outside the window
+    assert (1, 2) == (window.totals(100.0)["s"].steps, window.since_start("s").steps)
+    assert 3 == window.since_start("s").accepted
 
 
 def test_histogram_is_cumulative_with_inf_last() -> None:
@@ -76,7 +85,7 @@ records = st.lists(
     st.tuples(
         st.sampled_from("ab"),
         st.floats(0, 20, allow_nan=False),  # seconds after the previous record
-        st.booleans(),  # late: stamped up to 40 s before the newest
+        st.sampled_from([0.0, 40.0, 90.0]),  # late: stamped this long before the newest
         st.integers(1, 6),
         st.lists(st.integers(0, 6), min_size=1, max_size=5),
     ),
@@ -87,22 +96,25 @@ records = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(records)
 def test_running_totals_equal_the_window_summed_afresh(rows: list) -> None:  # type: ignore[type-arg]
-    """The running total (add on arrival, subtract on leaving) is the sum of the records whose
-    bucket is inside the window, late ones included, and `max_drafted` is theirs."""
+    """The window's total (settled buckets plus the newest) is the sum of the records whose
+    bucket is inside the window, late ones included, and `max_drafted` is theirs; since-start
+    is the sum of every record, however late."""
     length, bucket = 60.0, 10.0
     window: SlidingWindow[str] = SlidingWindow(length, bucket, max_position=3)
     kept: list[tuple[str, int, Counts]] = []
+    every: list[tuple[str, Counts]] = []
     newest: dict[str, int] = {}
     now = 0.0
     for key, step, late, drafted, accepted in rows:
         now += step
-        ts = max(0.0, now - 40.0) if late else now
+        ts = max(0.0, now - late)  # 90 s: older than the window, counted since start only
         counts = _request(drafted, accepted)
         index = int(ts // bucket)
         top = newest.get(key, index)
         if index > top - 6:  # inside the window of its key's newest bucket: counted
             kept.append((key, index, counts))
         newest[key] = max(top, index)
+        every.append((key, counts))
         window.add(key, ts, counts)
         got = window.current(now)
         for name in got:
@@ -110,6 +122,9 @@ def test_running_totals_equal_the_window_summed_afresh(rows: list) -> None:  # t
             expected = Counts.total((c for k, i, c in kept if k == name and i >= first), 3)
             assert expected == got[name]
             assert expected.max_drafted == got[name].max_drafted
+            since_start = Counts.total((c for k, c in every if k == name), 3)
+            assert since_start == window.since_start(name)
+            assert since_start.max_drafted == window.since_start(name).max_drafted
 
 
 def test_the_version_moves_when_the_total_does() -> None:

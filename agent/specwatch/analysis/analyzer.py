@@ -53,7 +53,6 @@ class Analyzer:
         self._buckets = CtxBuckets(settings.ctx_buckets)
         self._max_position = settings.limits.max_position
         self._started = started
-        self._total: dict[SliceKey, Counts] = {}
         self._window: SlidingWindow[SliceKey] = SlidingWindow(
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
@@ -85,11 +84,7 @@ class Analyzer:
         return self._load
 
     def _add(self, key: SliceKey, ts: float, counts: Counts) -> None:
-        total = self._total.get(key)
-        if total is None:
-            total = self._total[key] = Counts(self._max_position)
-        total.merge(counts)
-        self._window.add(key, ts, counts)
+        self._window.add(key, ts, counts)  # since start too (SlidingWindow.since_start)
         self._drift.add(key, ts, counts.accepted, counts.trials, counts.steps)
 
     def ingest(self, record: RequestRecord) -> None:
@@ -184,8 +179,7 @@ class Analyzer:
         window = self._window.current(now) if live else self._window.totals(now)
         engine = self._engine.window(now)
         out: dict[SliceKey, tuple[Counts, str]] = {
-            key: (window.get(key) or Counts(self._max_position), C.SliceSource.PROXY)
-            for key in self._total
+            key: (counts, C.SliceSource.PROXY) for key, counts in window.items()
         }
         for model, counts in engine.items():
             key = SliceKey(model, C.ALL, C.ALL)
@@ -287,8 +281,10 @@ class Analyzer:
             cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
             state = self._zones.get(key) or ZoneState()
             total = (
-                self._total[key] if source == C.SliceSource.PROXY else engine_total[key.model]
-            ).copy()
+                self._window.since_start(key)
+                if source == C.SliceSource.PROXY
+                else engine_total[key.model].copy()
+            )
             stats = SliceStats.of(counts, confidence)
             view = SliceView(
                 key=key,

@@ -16,26 +16,40 @@ K = TypeVar("K")
 
 
 class _Ring:
-    """One key's buckets, oldest first, and their running total."""
+    """One key's buckets, oldest first; the sum of all but the newest (`settled`), of those
+    that left the window (`expired`), and the window's total, summed when read."""
 
-    __slots__ = ("buckets", "total", "version")
+    __slots__ = ("buckets", "expired", "settled", "total", "version")
 
     def __init__(self, max_position: int) -> None:
         self.buckets: deque[tuple[int, Counts]] = deque()
-        self.total = Counts(max_position)
+        self.settled = Counts(max_position)
+        self.expired = Counts(max_position)
+        self.total: Counts | None = None  # settled + the newest bucket; None: to be summed
         self.version = 0  # bumped whenever the total changes
+
+    def window(self) -> Counts:
+        total = self.total
+        if total is None:
+            total = self.total = self.settled.copy()
+            if self.buckets:
+                total.merge(self.buckets[-1][1])
+        return total
 
 
 class SlidingWindow(Generic[K]):
-    """Counts per key over the last `length` seconds, in buckets of `bucket` seconds.
+    """Counts per key over the last `length` seconds, in buckets of `bucket` seconds, and
+    since the first record.
 
     Time comes from the records (so a replayed log is windowed by its own timestamps); the
     caller passes `now` when reading. A window covers whole buckets: the one holding `now`
     and enough before it to span `length`.
 
-    Each key keeps a running total: a record is added to its bucket and to the total, and a
-    bucket that leaves the window is subtracted from it. Reading a window costs O(keys), not
-    O(keys x buckets); the counts are integers, so the total is exact.
+    A record is merged into its bucket only: one merge per record. A bucket joins the key's
+    running sum of settled buckets when a newer one starts, leaves it (into the sum of
+    expired ones) when it leaves the window; the window's total is the settled sum plus the
+    newest bucket, summed when read, and since-start is that plus the expired sum. Reading
+    costs O(keys), not O(keys x buckets); the counts are integers, so every total is exact.
     """
 
     def __init__(self, length: float, bucket: float, max_position: int) -> None:
@@ -56,19 +70,23 @@ class SlidingWindow(Generic[K]):
         if buckets and buckets[-1][0] == index:
             buckets[-1][1].merge(counts)
         elif not buckets or buckets[-1][0] < index:
+            if buckets:
+                ring.settled.merge(buckets[-1][1])  # once per bucket, as it settles
             buckets.append((index, counts.copy()))
             self._prune(ring, index)
-        else:  # a late record (finished out of order): find its bucket
+        else:  # a late record (finished out of order): find its bucket, an older one
             for bucket_index, bucket_counts in buckets:
                 if bucket_index == index:
                     bucket_counts.merge(counts)
                     break
             else:
                 if index <= buckets[-1][0] - self.n_buckets:
-                    return  # older than the window: counted since start, not here
+                    ring.expired.merge(counts)  # older than the window: since start only
+                    return
                 buckets.append((index, counts.copy()))
                 ring.buckets = deque(sorted(buckets, key=lambda item: item[0]))
-        ring.total.merge(counts)
+            ring.settled.merge(counts)
+        ring.total = None
         ring.version += 1
 
     def _prune(self, ring: _Ring, newest: int) -> None:
@@ -77,23 +95,34 @@ class SlidingWindow(Generic[K]):
         if not buckets or buckets[0][0] >= oldest_kept:
             return
         while buckets and buckets[0][0] < oldest_kept:
-            ring.total.subtract(buckets.popleft()[1])
-        ring.total.max_drafted = max((c.max_drafted for _, c in buckets), default=0)
+            _, counts = buckets.popleft()
+            ring.expired.merge(counts)
+            if buckets:  # not the newest: it was settled
+                ring.settled.subtract(counts)
+        ring.settled.max_drafted = max((c.max_drafted for _, c in list(buckets)[:-1]), default=0)
+        ring.total = None
         ring.version += 1
 
     def current(self, now: float) -> dict[K, Counts]:
-        """The running totals of the window ending at `now`, every key included: live objects
-        owned by the window, to read before the next `add` (`totals` for copies)."""
+        """The totals of the window ending at `now`, every key included: live objects owned
+        by the window, to read before the next `add` (`totals` for copies)."""
         newest = self._index(now)
         out = {}
         for key, ring in self._rings.items():
             self._prune(ring, newest)
-            out[key] = ring.total
+            out[key] = ring.window()
         return out
 
     def totals(self, now: float) -> dict[K, Counts]:
         """Counts per key within the window ending at `now`; keys with nothing in it included."""
         return {key: counts.copy() for key, counts in self.current(now).items()}
+
+    def since_start(self, key: K) -> Counts:
+        """Everything the key was given, in the window or not: a new object."""
+        ring = self._rings[key]
+        out = ring.window().copy()
+        out.merge(ring.expired)
+        return out
 
     def version(self, key: K) -> int:
         """Changes whenever the key's window total does: what a cache of its statistics keys on."""
