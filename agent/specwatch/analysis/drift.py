@@ -183,13 +183,30 @@ class DriftDetector:
         for key, state in self._slices.items():
             buckets = state.buckets
             if buckets and self._due(state, current):
-                for index in sorted(buckets):
-                    if index < current and (state.processed is None or index > state.processed):
-                        self._judge(key, state, index, now)
-                        state.processed = index
+                for index in self._unjudged(state, current):
+                    self._judge(key, state, index, now)
+                    state.processed = index
             if prune and buckets:
-                for index in [i for i in buckets if i < keep]:
+                # oldest first: buckets are made in time order, but for a late record's
+                # (newer than the last judged bucket), which then goes a little later
+                stale = []
+                for index in buckets:
+                    if index >= keep:
+                        break
+                    stale.append(index)
+                for index in stale:
                     del buckets[index]
+
+    @staticmethod
+    def _unjudged(state: _SliceDrift, current: int) -> list[int]:
+        """The buckets after the last judged one and before `current`, in order: looked up
+        by index when that span is shorter than the slice's buckets (the usual case, one
+        bucket since the last evaluation), not sorted out of the whole baseline."""
+        buckets, processed = state.buckets, state.processed
+        if processed is not None and current - processed - 1 <= len(buckets):
+            return [index for index in range(processed + 1, current) if index in buckets]
+        after = -1 if processed is None else processed
+        return sorted(index for index in buckets if after < index < current)
 
     @staticmethod
     def _due(state: _SliceDrift, current: int) -> bool:
