@@ -114,8 +114,8 @@ MUTATIONS = (
     Mutation(
         "drift without the requests' design effect (a constant overdispersion)",
         "analysis/drift.py",
-        "baseline.icc * design)",
-        "0.0 * design)",
+        "baseline.icc * design(steps, squares))",
+        "0.0 * design(steps, squares))",
     ),
     Mutation(
         "drift on a bucket's ratio, not its deviation per expected trial of its steps",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,19 @@ def test_every_metric_name_is_spelled_in_the_conventions() -> None:
         if re.search(r"specwatch_[a-z]", path.read_text())
     }
     assert {"conventions/metrics.py", "conventions/recorded.py"} == spelled
+
+
+def test_every_guarded_line_of_the_mutation_list_is_still_in_the_source() -> None:
+    """tools/mutations.py replaces exact lines: one that moved would make `make mutations`
+    stop on it, so the list follows the source (a drift refactor once left one behind)."""
+    spec = importlib.util.spec_from_file_location("mutations", ROOT / "tools" / "mutations.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mutations"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    assert len(module.MUTATIONS) >= 16
+    for mutation in module.MUTATIONS:
+        source = (PACKAGE / mutation.path).read_text()
+        assert source.count(mutation.old) == 1, mutation.name
+        assert mutation.new != mutation.old, mutation.name
