@@ -205,6 +205,25 @@ def test_the_traffic_mix_shows_a_task_shift_in_psi_and_splits_the_change() -> No
     assert view.decomposition.mix > 0  # more code, which accepts more: the mix part rises
 
 
+def test_the_traffic_mix_is_read_once_per_bucket_but_sees_a_late_record() -> None:
+    """The mix is kept while the clock stays in one drift bucket; a record that lands in a
+    bucket already read (finished late) changes it at once, a record in the current one
+    (not in either period) does not."""
+    car = short_drift_analyzer()
+    for t in range(30):
+        for j in range(4):
+            car.ingest(record(t + j / 4, (1, 0, 2, 1), task="chat"))
+        car.evaluate(t + 1.0)
+    before = car.snapshot(30.2).mix
+    assert before is not None
+    car.ingest(record(30.1, (3, 3, 3, 3), task="code"))  # the current bucket: not read yet
+    assert car.snapshot(30.4).mix is before
+    car.ingest(record(27.5, (3, 3, 3, 3), task="code"))  # late, into the recent period
+    after = car.snapshot(30.6).mix
+    assert after is not None
+    assert after["m"].psi_task > before["m"].psi_task
+
+
 def test_status_shows_each_slices_drift_once_it_has_a_baseline() -> None:
     from specwatch.export.status import Reading, status_document
 

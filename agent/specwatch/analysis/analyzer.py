@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -13,7 +13,7 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector
 from specwatch.analysis.engine import EngineCounters, LogTotals
 from specwatch.analysis.load import KTable, LoadBuckets, LoadTable, WindowedLoad, load_cells
-from specwatch.analysis.mix import traffic_mix
+from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, split_steps
 from specwatch.analysis.speedup import Gain, SpeedupTracker
@@ -41,6 +41,17 @@ log = structlog.get_logger("specwatch.analysis")
 __all__ = ["Analyzer", "EngineView", "SliceView", "Snapshot"]
 
 
+class _KeptView(NamedTuple):
+    """What a snapshot reads of a proxy slice, kept while its counts do not change."""
+
+    version: int
+    window: Counts
+    since_start: Counts
+    stats: SliceStats
+    cost: float
+    advice: Advice | None
+
+
 class Analyzer:
     """Counts per slice since start and over the window; zones per slice and per model rollup.
 
@@ -58,6 +69,7 @@ class Analyzer:
         )
         self._zones: dict[SliceKey, ZoneState] = {}
         self._verdict_cache: dict[SliceKey, tuple[int, Interval | None, Interval | None]] = {}
+        self._view_cache: dict[SliceKey, _KeptView] = {}
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
         self._engine = EngineCounters(
             settings.window.length_seconds,
@@ -67,6 +79,7 @@ class Analyzer:
         )
         self._log = LogTotals()
         self._drift = DriftDetector(settings.drift)
+        self._mix = TrafficMix(self._drift, settings.drift)
         self._speedup = SpeedupTracker(settings)
         load_buckets = LoadBuckets(settings.load.batch_edges)
         self._load = LoadTable(load_buckets, self._max_position)
@@ -86,6 +99,7 @@ class Analyzer:
     def _add(self, key: SliceKey, ts: float, counts: Counts) -> None:
         self._window.add(key, ts, counts)  # since start too (SlidingWindow.since_start)
         self._drift.add(key, ts, counts.accepted, counts.trials, counts.steps)
+        self._mix.touched(ts)
 
     def ingest(self, record: RequestRecord) -> None:
         request_key = self._series.add(record)
@@ -152,6 +166,7 @@ class Analyzer:
     def restore_drift(self, data: Any) -> None:
         """Raises ValueError when `data` is not a usable drift state."""
         self._drift.load_state(data)
+        self._mix = TrafficMix(self._drift, self._cfg.drift)
 
     def ingest_engine(self, sample: EngineSample) -> None:
         self._engine.observe(sample)
@@ -258,6 +273,26 @@ class Analyzer:
             self._verdict_cache[key] = (version, interval, tau)
         return interval, tau
 
+    def _slice_counts(
+        self, key: SliceKey, live: Counts, confidence: float, cost: float
+    ) -> tuple[Counts, Counts, SliceStats, Advice | None]:
+        """A proxy slice's window and since-start counts (copies, shared by the snapshots
+        taken while the slice does not change), their statistics and the advice at `cost`:
+        computed again only when the slice's counts (or the cost) changed, so a scrape costs
+        little for quiet slices."""
+        version = self._window.version(key)
+        kept = self._view_cache.get(key)
+        if kept is None or kept.version != version:
+            counts = live.copy()
+            stats = SliceStats.of(counts, confidence)
+            kept = _KeptView(version, counts, self._window.since_start(key), stats, cost,
+                             self._advice(counts, stats, cost))  # fmt: skip
+            self._view_cache[key] = kept
+        elif kept.cost != cost:
+            kept = kept._replace(cost=cost, advice=self._advice(kept.window, kept.stats, cost))
+            self._view_cache[key] = kept
+        return kept.window, kept.since_start, kept.stats, kept.advice
+
     def red_models(self) -> set[str]:
         """Models whose overall (`all`) zone is red now."""
         return {
@@ -268,7 +303,7 @@ class Analyzer:
 
     def snapshot(self, now: float) -> Snapshot:
         confidence = self._cfg.zones.confidence
-        windows, engine_window = self._windows(now)
+        windows, engine_window = self._windows(now, live=True)
         costs = self._costs(windows, now)
         engine_total = self._engine.since_start()
         slices: list[SliceView] = []
@@ -280,12 +315,12 @@ class Analyzer:
             counts, source = windows[key]
             cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
             state = self._zones.get(key) or ZoneState()
-            total = (
-                self._window.since_start(key)
-                if source == C.SliceSource.PROXY
-                else engine_total[key.model].copy()
-            )
-            stats = SliceStats.of(counts, confidence)
+            if source == C.SliceSource.PROXY:
+                counts, total, stats, advice = self._slice_counts(key, counts, confidence, cost)
+            else:
+                counts, total = counts.copy(), engine_total[key.model].copy()
+                stats = SliceStats.of(counts, confidence)
+                advice = self._advice(counts, stats, cost)
             view = SliceView(
                 key=key,
                 since_start=total,
@@ -296,7 +331,7 @@ class Analyzer:
                 source=source,
                 gain=self._gain(key, counts, stats.tau, now, cost),
                 drift=self._drift.view(key),
-                advice=self._advice(counts, stats, cost),
+                advice=advice,
             )
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
         engine_views = []
@@ -326,7 +361,7 @@ class Analyzer:
             engine=tuple(engine_views),
             vllm_log=replace(self._log),
             counter_resets=self._engine.resets,
-            mix=traffic_mix(self._drift, self._cfg.drift, now),
+            mix=self._mix(now),
             load=self.k_tables(),
             load_window=self.k_tables(self._load_window.table(now)),
             load_cells=load_cells(self._load),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Sequence
+from itertools import accumulate
 
 
 class Counts:
@@ -128,9 +129,13 @@ class Counts:
     @property
     def drafted_by_position(self) -> list[int]:
         """Steps that drafted at least i + 1 tokens, per position i."""
-        return [
-            sum(n for d, n in self._steps_at.items() if d > i) for i in range(len(self.by_position))
-        ]
+        cap = len(self.by_position)
+        at = [0] * (cap + 1)
+        for d, n in self._steps_at.items():
+            at[min(d, cap)] += n  # (lengths are capped when counted)
+        at_least = list(accumulate(reversed(at)))  # [j]: drafted at least cap - j
+        at_least.reverse()
+        return at_least[1:]
 
     def as_request(self) -> Counts:
         """Mark these counts as one request's contribution: one request, and its moments."""

@@ -115,3 +115,26 @@ def traffic_mix(drift: DriftDetector, cfg: DriftSettings, now: float) -> dict[st
                 decomposition=decomposition,
             )
     return out
+
+
+class TrafficMix:
+    """`traffic_mix`, computed once per drift bucket. Its two periods hold completed buckets
+    only, so it changes when the clock enters a new bucket, or when a late record lands in
+    one of the buckets read (`touched`): at full cardinality the periods are slices x hours
+    of buckets, too many to sum again at every scrape."""
+
+    def __init__(self, drift: DriftDetector, cfg: DriftSettings) -> None:
+        self._drift, self._cfg = drift, cfg
+        self._at: int | None = None  # the bucket `now` was in when last computed
+        self._value: dict[str, MixView] = {}
+
+    def touched(self, ts: float) -> None:
+        """A record at `ts` went to the drift buckets."""
+        if self._at is not None and ts // self._cfg.bucket_seconds < self._at:
+            self._at = None
+
+    def __call__(self, now: float) -> dict[str, MixView]:
+        current = int(now // self._cfg.bucket_seconds)
+        if current != self._at:
+            self._value, self._at = traffic_mix(self._drift, self._cfg, now), current
+        return self._value

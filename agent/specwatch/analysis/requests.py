@@ -36,6 +36,7 @@ class RequestSeries:
         self.requests: dict[tuple[RequestKey, str], int] = defaultdict(int)
         self._tokens: dict[RequestKey, list[int]] = {}
         self._histograms: dict[str, dict[RequestKey, Histogram]] = {n: {} for n in HISTOGRAMS}
+        self._copies: dict[str, dict[RequestKey, Histogram]] = {}
 
     def model_label(self, model: str, outcome: str) -> str:
         if model in self._models:
@@ -74,7 +75,15 @@ class RequestSeries:
         return {key: (v[0], v[1]) for key, v in self._tokens.items()}
 
     def histograms(self) -> dict[str, dict[RequestKey, Histogram]]:
-        return {
-            name: {key: h.copy() for key, h in per_key.items()}
-            for name, per_key in self._histograms.items()
-        }
+        """Copies, kept while a histogram sees no new value (snapshots share them)."""
+        out = {}
+        for name, per_key in self._histograms.items():
+            kept = self._copies.setdefault(name, {})
+            copies = {}
+            for key, histogram in per_key.items():
+                copy = kept.get(key)
+                if copy is None or copy.count != histogram.count:
+                    copy = kept[key] = histogram.copy()
+                copies[key] = copy
+            out[name] = copies
+        return out

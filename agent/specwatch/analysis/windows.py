@@ -26,7 +26,7 @@ class _Ring:
         self.settled = Counts(max_position)
         self.expired = Counts(max_position)
         self.total: Counts | None = None  # settled + the newest bucket; None: to be summed
-        self.version = 0  # bumped whenever the total changes
+        self.version = 0  # bumped whenever the window's or the since-start total changes
 
     def window(self) -> Counts:
         total = self.total
@@ -82,6 +82,7 @@ class SlidingWindow(Generic[K]):
             else:
                 if index <= buckets[-1][0] - self.n_buckets:
                     ring.expired.merge(counts)  # older than the window: since start only
+                    ring.version += 1
                     return
                 buckets.append((index, counts.copy()))
                 ring.buckets = deque(sorted(buckets, key=lambda item: item[0]))
@@ -125,7 +126,8 @@ class SlidingWindow(Generic[K]):
         return out
 
     def version(self, key: K) -> int:
-        """Changes whenever the key's window total does: what a cache of its statistics keys on."""
+        """Changes whenever the key's window or since-start total does: what a cache of its
+        counts and statistics keys on."""
         ring = self._rings.get(key)
         return -1 if ring is None else ring.version
 
