@@ -47,6 +47,9 @@ def test_a_record_older_than_the_window_counts_since_start_only() -> None:
     window.add("s", 10.0, one_step(2))  # 90 s before the newest: outside the window
     assert (1, 2) == (window.totals(100.0)["s"].steps, window.since_start("s").steps)
     assert 3 == window.since_start("s").accepted
+    before = window.version("s")
+    window.add("s", 5.0, one_step(1))  # since start changed: what a snapshot keys its copy on
+    assert window.version("s") != before
 
 
 def test_histogram_is_cumulative_with_inf_last() -> None:
