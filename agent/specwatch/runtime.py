@@ -21,6 +21,7 @@ from specwatch.analysis.analyzer import Analyzer
 from specwatch.conventions import ParseSource
 from specwatch.export.admin import admin_app
 from specwatch.export.collector import SpecwatchCollector
+from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading
 from specwatch.health import Health
 from specwatch.settings import Settings
@@ -66,9 +67,10 @@ class Sidecar:
             else None
         )
         self.router = ABRouter(settings.ab, settings.upstream, clock)
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(SpecwatchCollector(self.read, settings.cost))
-        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, open fds...
+        collector = SpecwatchCollector(self.read, settings.cost)
+        process = CollectorRegistry(auto_describe=False)
+        ProcessCollector(registry=process)  # process_resident_memory_bytes, open fds...
+        self.exposition = Exposition(collector, process)
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
         self.proxy = Proxy(settings, self.health, self.submit, clock, self.router)
         self._runners: list[web.AppRunner] = []
@@ -221,7 +223,7 @@ class Sidecar:
         admin_host = self.settings.admin_host or self.settings.host
         loopback = admin_host in LOOPBACK_HOSTS
         routes = admin_routes(self.router, token, loopback) if self.router.enabled else []
-        admin = admin_app(self.registry, self.read, self.ready, routes)
+        admin = admin_app(self.exposition.render, self.read, self.ready, routes)
         admin_port = await self._serve(admin, admin_host, self.settings.admin_port)
         proxy_port = await self.proxy.start(self.settings.host, self.settings.port)
         self.ports = Ports(proxy=proxy_port, admin=admin_port)

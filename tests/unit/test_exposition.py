@@ -16,7 +16,13 @@ from prometheus_client.core import (
     StateSetMetricFamily,
 )
 from specwatch import conventions as C
-from specwatch.export.exposition import text_exposition
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.export.collector import SpecwatchCollector
+from specwatch.export.exposition import Exposition, text_exposition
+from specwatch.export.status import Reading
+from specwatch.health import Health
+from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.settings import load_settings
 
 
 class Families:
@@ -62,27 +68,26 @@ def test_every_label_name_of_the_metric_table_is_valid_as_written() -> None:
     assert all(re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", name) for name in names)
 
 
-def test_the_sidecars_own_families_come_out_identical() -> None:
-    from specwatch.analysis.analyzer import Analyzer
-    from specwatch.export.collector import SpecwatchCollector
-    from specwatch.export.status import Reading
-    from specwatch.health import Health
-    from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-    from specwatch.settings import load_settings
-
-    settings = load_settings()
-    analyzer = Analyzer(settings, started=0.0)
-    for i in range(200):
+def feed(analyzer: Analyzer, first: int, last: int, models: int = 3) -> None:
+    """Requests first..last-1, half a second apart: speculative and (every 5th) baseline."""
+    for i in range(first, last):
         baseline = i % 5 == 0
         analyzer.ingest(
             RequestRecord(
-                ts=i * 0.5, request_id=str(i), model=f"m{i % 3}", task=("code", "chat")[i % 2],
-                outcome=C.Outcome.OBSERVED, prompt_tokens=100 + 50 * i, completion_tokens=40,
+                ts=i * 0.5, request_id=str(i), model=f"m{i % models}",
+                task=("code", "chat")[i % 2], outcome=C.Outcome.OBSERVED,
+                prompt_tokens=100 + 50 * (i % 200), completion_tokens=40,
                 spec=None if baseline else SpecDecodeBlock(4, (4, 4, 2, 4), (4, 1, 2, 0)),
                 latency=Latency(ttft=0.05, tpot=0.01 + i * 1e-5, e2e=0.5),
                 variant=C.VARIANT_BASELINE if baseline else C.VARIANT_SPEC, in_flight=1 + i % 40,
             )
         )  # fmt: skip
+
+
+def test_the_sidecars_own_families_come_out_identical() -> None:
+    settings = load_settings()
+    analyzer = Analyzer(settings, started=0.0)
+    feed(analyzer, 0, 200)
     analyzer.evaluate(100.0)
     health = Health()
     health.parse_error("sse", "truncated_stream")
@@ -106,3 +111,29 @@ def test_the_sidecars_own_families_come_out_identical() -> None:
     assert (800, 320) == (total("specwatch_draft_length_accepted_tokens_total", "4"),
                           total("specwatch_draft_length_accepted_tokens_total", "2"))  # fmt: skip
     assert generate_latest(registry) == body
+
+
+def test_the_kept_writer_rewrites_what_changed_and_only_that() -> None:
+    """Scrape after scrape, with traffic, quiet spells and windows sliding in between, the
+    writer that keeps unchanged groups' text writes what generate_latest writes."""
+    analyzer = Analyzer(load_settings(), started=0.0)
+    health = Health()
+    clock = {"now": 0.0}
+    collector = SpecwatchCollector(
+        lambda: Reading(analyzer.snapshot(clock["now"]), health.snapshot())
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    exposition = Exposition(collector)
+    bodies = []
+    for first, last, now in ((0, 200, 100.0), (200, 260, 130.0), (260, 260, 130.0),
+                             (260, 263, 131.5), (263, 263, 900.0)):  # fmt: skip
+        feed(analyzer, first, last, models=4 if first else 3)  # a model appears midway
+        health.parse_error("sse", f"reason-{first % 3}")
+        health.proxy_overhead.observe(first * 1e-5)
+        analyzer.evaluate(now)
+        clock["now"] = now
+        body = exposition.render()
+        assert generate_latest(registry) == body, (first, last, now)
+        bodies.append(body)
+    assert len(set(bodies)) == len(bodies)  # every round changed something

@@ -10,23 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from prometheus_client import CONTENT_TYPE_LATEST
 
-from specwatch.export.exposition import text_exposition
 from specwatch.export.status import Reading, status_document
 from specwatch.httpjson import json_response
 
 
 def admin_app(
-    registry: CollectorRegistry,
+    exposition: Callable[[], bytes],
     read: Callable[[], Reading],
     ready: Callable[[], tuple[bool, str]],
     routes: Iterable[web.RouteDef] = (),
 ) -> web.Application:
     async def metrics(_request: web.Request) -> web.Response:
-        return web.Response(
-            body=text_exposition(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
-        )
+        return web.Response(body=exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def status(_request: web.Request) -> web.Response:
         return json_response(status_document(read()))

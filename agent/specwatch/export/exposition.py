@@ -8,13 +8,31 @@ values are escaped only when they hold a character that needs it. The output is
 byte-identical to `generate_latest`'s for what specwatch exports (the test compares them);
 a family of a kind this writer does not know, or an OpenMetrics-only sample, sends the whole
 scrape through `generate_latest` instead.
+
+specwatch's own families come as groups of samples (export/families.py), and `Exposition`
+keeps each group's rendered lines from one scrape to the next: a group whose values did not
+change (a quiet slice, a settled histogram) is not written again. Each scrape keeps only the
+groups it wrote, so the kept text is bounded by the cardinality limits, like the series.
+Groups are compared as values (with the group at the same place last time), so a value that
+turned from 0.0 into -0.0 keeps its text "0.0" (generate_latest would write "-0.0": the same
+number to Prometheus).
 """
 
 from __future__ import annotations
 
+import gc
+from bisect import bisect_left
+from collections.abc import Iterable
+from itertools import chain, compress, count, repeat
+from operator import ne
+from typing import Protocol
+
 from prometheus_client import generate_latest
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
+
+from specwatch import conventions as C
+from specwatch.export.families import Family, Group
 
 _KINDS = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "info": "gauge"}
 _SUFFIX = {"counter": "_total", "info": "_info"}
@@ -78,3 +96,131 @@ def text_exposition(registry: Collector) -> bytes:
         return _write(registry).encode("utf-8")
     except _Unusual:
         return bytes(generate_latest(registry))
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", r"\\").replace("\n", r"\n")
+
+
+class _Head:
+    """How one family's groups are written: its header, sample names and label order."""
+
+    __slots__ = ("bucket", "count", "header", "names", "order", "run", "run_at", "run_order")
+
+    def __init__(self, family: Family) -> None:
+        spec = family.spec
+        name = spec.name
+        kind = spec.kind
+        sample = name + ("_total" if kind == C.Kind.COUNTER else "")
+        header = sample if kind != C.Kind.HISTOGRAM else name
+        type_ = "gauge" if kind == C.Kind.INFO else kind.value
+        help_ = _escape_help(spec.help)
+        self.header = f"# HELP {header} {help_}\n# TYPE {header} {type_}\n".encode()
+        self.names = spec.labels
+        self.order = sorted(range(len(spec.labels)), key=spec.labels.__getitem__)
+        self.bucket = sample + "_bucket" if kind == C.Kind.HISTOGRAM else sample
+        self.count = sample  # a scalar's name; a histogram's _count and _sum follow from it
+        # a run varies the family's last label (a histogram's `le`): the others, sorted, and
+        # where the run's label falls among them
+        base, run = (spec.labels, "le") if kind == C.Kind.HISTOGRAM else (spec.labels[:-1], "")
+        if not run and spec.labels:
+            run = spec.labels[-1]
+        self.run = run
+        self.run_order = sorted(range(len(base)), key=base.__getitem__)
+        self.run_at = bisect_left(sorted(base), run)
+
+    def scalar(self, labels: tuple[str, ...], value: float, escaped: _Escaped) -> str:
+        if not labels:
+            return f"{self.count} {_number(value)}\n"
+        names = self.names
+        pairs = ",".join([f'{names[j]}="{escaped[labels[j]]}"' for j in self.order])
+        return f"{self.count}{{{pairs}}} {_number(value)}\n"
+
+    def run_of(
+        self,
+        labels: tuple[str, ...],
+        last: tuple[str, ...],
+        values: tuple[float, ...],
+        escaped: _Escaped,
+    ) -> str:
+        names = self.names
+        pairs = [f'{names[j]}="{escaped[labels[j]]}"' for j in self.run_order]
+        head, tail = ",".join(pairs[: self.run_at]), ",".join(pairs[self.run_at :])
+        pre = f'{self.bucket}{{{head}{"," if head else ""}{self.run}="'
+        post = f'"{"," if tail else ""}{tail}}} '
+        lines = [
+            f"{pre}{escaped[t]}{post}{_number(v)}\n" for t, v in zip(last, values, strict=False)
+        ]
+        if self.bucket != self.count:  # a histogram: then its count and sum
+            every = ",".join(pairs)
+            braces = f"{{{every}}}" if every else ""
+            lines.append(f"{self.count}_count{braces} {_number(values[-2])}\n")
+            lines.append(f"{self.count}_sum{braces} {_number(values[-1])}\n")
+        return "".join(lines)
+
+
+class FamilySource(Protocol):
+    def families(self) -> list[Family]: ...
+
+
+class Exposition:
+    """The /metrics body: specwatch's families, each group written again only when it
+    changed, then any other collector's (the process metrics) as `text_exposition` writes
+    them."""
+
+    def __init__(self, source: FamilySource, others: Collector | None = None) -> None:
+        self._source = source
+        self._others = others
+        self._heads: dict[str, _Head] = {}
+        self._kept: dict[str, tuple[list[Group], list[bytes]]] = {}
+
+    def render(self) -> bytes:
+        # A scrape makes ~10^5 short-lived tuples and strings, none in a cycle: left on, the
+        # collector runs every 700 allocations and now and then walks the whole heap (the
+        # analysis' counts), which cost about as much as the writing itself.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            body = self.write(self._source.families())
+            if self._others is not None:
+                body += text_exposition(self._others)
+        finally:
+            if collecting:
+                gc.enable()
+        return body
+
+    def write(self, families: Iterable[Family]) -> bytes:
+        """The text of `families`. A group equal to the last scrape's at the same place (same
+        labels and values: tuples compared in C) takes its text from then; only the others
+        are formatted. Slices keep their order from one scrape to the next, so a new one
+        shifts the groups after it once."""
+        out: list[bytes] = []
+        escaped = _Escaped()
+        kept, keep = self._kept, {}
+        for family in families:
+            name = family.spec.name
+            head = self._heads.get(name)
+            if head is None:
+                head = self._heads[name] = _Head(family)
+            out.append(head.header)
+            groups = family.groups
+            before, texts = kept.get(name, ([], []))
+            n, m = len(groups), len(before)
+            if n > m:
+                texts = [*texts, *repeat(b"", n - m)]
+            elif n < m:
+                texts = texts[:n]
+            else:
+                texts = list(texts)
+            changed = compress(count(), map(ne, groups, before))
+            for i in chain(changed, range(m, n)):
+                labels, last, values = groups[i]
+                if last is None:
+                    text = head.scalar(labels, values[0], escaped)
+                else:
+                    text = head.run_of(labels, last, values, escaped)
+                texts[i] = text.encode("utf-8")
+            keep[name] = (groups, texts)
+            out += texts
+        self._kept = keep
+        return b"".join(out)
