@@ -156,7 +156,11 @@ class UpstreamConnection(asyncio.Protocol):
 
 
 class UpstreamPool:
-    """Idle keep-alive connections to one upstream, closed after `keepalive` seconds idle."""
+    """Idle keep-alive connections to one upstream, closed after `keepalive` seconds idle.
+
+    Idle connections wait in release order with the time they went idle; one sweep timer
+    per pool (armed while any wait) closes those past `keepalive`, so a request costs no
+    timer of its own to keep its connection."""
 
     def __init__(
         self, base: str, keepalive: float, read_timeout: float, connect_timeout: float = 10.0
@@ -170,17 +174,20 @@ class UpstreamPool:
         self.keepalive = keepalive
         self.read_timeout = read_timeout
         self.connect_timeout = connect_timeout
-        self._idle: deque[tuple[UpstreamConnection, asyncio.TimerHandle]] = deque()
+        self._idle: deque[tuple[UpstreamConnection, float]] = deque()  # oldest first
         self._open: set[UpstreamConnection] = set()
+        self._sweep: asyncio.TimerHandle | None = None
 
     async def acquire(self) -> UpstreamConnection:
-        while self._idle:
-            connection, timer = self._idle.pop()  # the most recently used: the warmest
-            timer.cancel()
-            transport = connection.transport
-            if transport is not None and not transport.is_closing():
-                return connection
         loop = asyncio.get_running_loop()
+        while self._idle:
+            connection, since = self._idle.pop()  # the most recently used: the warmest
+            transport = connection.transport
+            if transport is None or transport.is_closing():
+                continue
+            if loop.time() - since < self.keepalive:
+                return connection
+            transport.close()  # past its keep-alive (the sweep had not come yet)
         async with asyncio.timeout(self.connect_timeout):
             _, protocol = await loop.create_connection(
                 lambda: UpstreamConnection(self), self.host, self.port
@@ -189,28 +196,35 @@ class UpstreamPool:
         return protocol
 
     def release(self, connection: UpstreamConnection) -> None:
-        timer = asyncio.get_running_loop().call_later(self.keepalive, self._expire, connection)
-        self._idle.append((connection, timer))
+        loop = asyncio.get_running_loop()
+        self._idle.append((connection, loop.time()))
+        if self._sweep is None:
+            self._sweep = loop.call_later(self.keepalive, self._expire)
 
-    def _expire(self, connection: UpstreamConnection) -> None:
+    def _expire(self) -> None:
+        """Close what has been idle `keepalive` seconds; come back for the next one."""
+        self._sweep = None
+        now = asyncio.get_running_loop().time()
+        idle = self._idle
+        while idle and now - idle[0][1] >= self.keepalive:
+            connection, _ = idle.popleft()
+            if connection.transport is not None:
+                connection.transport.close()
+        if idle:
+            wait = self.keepalive - (now - idle[0][1])
+            self._sweep = asyncio.get_running_loop().call_later(wait, self._expire)
+
+    def forget(self, connection: UpstreamConnection) -> None:
+        self._open.discard(connection)
         for i, (idle, _) in enumerate(self._idle):
             if idle is connection:
                 del self._idle[i]
                 break
-        if connection.transport is not None:
-            connection.transport.close()
-
-    def forget(self, connection: UpstreamConnection) -> None:
-        self._open.discard(connection)
-        for i, (idle, timer) in enumerate(self._idle):
-            if idle is connection:
-                timer.cancel()
-                del self._idle[i]
-                break
 
     def close(self) -> None:
-        for _, timer in self._idle:
-            timer.cancel()
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
         self._idle.clear()
         for connection in list(self._open):
             with contextlib.suppress(Exception):
