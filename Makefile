@@ -60,6 +60,7 @@ generate: setup
 bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/uncertainty.py
+	$(BIN)/python benchmarks/replay_verdicts.py
 	$(BIN)/python benchmarks/drift_evaluation.py --seeds 5
 	$(BIN)/python benchmarks/analysis_throughput.py
 	$(BIN)/python benchmarks/metrics_scrape.py
