@@ -8,6 +8,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from typing import Generic, TypeVar
 
 from specwatch.analysis.counts import Counts
@@ -135,6 +136,9 @@ class SlidingWindow(Generic[K]):
         return self._rings.keys()
 
 
+_LE: dict[tuple[float, ...], tuple[str, ...]] = {}  # bounds -> their `le` names
+
+
 class Histogram:
     """Fixed-bound histogram counts (non-cumulative per bucket; +Inf last)."""
 
@@ -154,13 +158,16 @@ class Histogram:
         self.count += 1
         self.sum += value
 
+    def le(self) -> tuple[str, ...]:
+        """The buckets' `le` label values, ending with +Inf (one tuple per set of bounds)."""
+        names = _LE.get(self.bounds)
+        if names is None:
+            names = _LE[self.bounds] = (*map(str, self.bounds), "+Inf")
+        return names
+
     def cumulative(self) -> list[tuple[str, int]]:
         """Prometheus' form: (le, cumulative count), ending with +Inf."""
-        out, running = [], 0
-        for bound, n in zip((*map(str, self.bounds), "+Inf"), self.buckets, strict=True):
-            running += n
-            out.append((bound, running))
-        return out
+        return list(zip(self.le(), accumulate(self.buckets), strict=True))
 
     def copy(self) -> Histogram:
         out = Histogram(self.bounds)

@@ -26,8 +26,14 @@ from specwatch.health import HealthSnapshot
 from specwatch.model import ABState
 from specwatch.settings import CostSettings
 
-# the since-start counters of a slice, in the order of _slice_counters' families
-_SINCE_START = attrgetter("steps", "drafted", "accepted", "trials", "requests", "aa", "at", "tt")
+# a slice's since-start counters: the family and the Counts attribute it reads
+_SLICE_COUNTERS = (
+    (C.SPEC_STEPS, "steps"), (C.DRAFT_TOKENS, "drafted"), (C.ACCEPTED_TOKENS, "accepted"),
+    (C.ACCEPTANCE_TRIALS, "trials"), (C.SLICE_REQUESTS, "requests"),
+    (C.REQUEST_ACCEPTED_SQUARED, "aa"), (C.REQUEST_ACCEPTED_X_TRIALS, "at"),
+    (C.REQUEST_TRIALS_SQUARED, "tt"),
+)  # fmt: skip
+_SINCE_START = attrgetter(*(attribute for _, attribute in _SLICE_COUNTERS))
 _BOUNDS = (C.Bound.ESTIMATE.value, C.Bound.LOWER.value, C.Bound.UPPER.value)
 _ZONES = tuple(zone.value for zone in C.Zone)
 _ONE_HOT: dict[str, tuple[float, ...]] = {
@@ -83,11 +89,10 @@ class SpecwatchCollector(Collector):
 
     @staticmethod
     def _slice_counters(snapshot: Snapshot) -> Iterator[Family]:
-        names = (C.SPEC_STEPS, C.DRAFT_TOKENS, C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS,
-                 C.SLICE_REQUESTS, C.REQUEST_ACCEPTED_SQUARED, C.REQUEST_ACCEPTED_X_TRIALS,
-                 C.REQUEST_TRIALS_SQUARED)  # fmt: skip
         rows = [(view.key, _SINCE_START(view.since_start)) for view in snapshot.slices]
-        for i, name in enumerate(names):  # a comprehension per family: the scrape's hot loop
+        for i, (name, _) in enumerate(
+            _SLICE_COUNTERS
+        ):  # a comprehension per family: the scrape's hot loop
             target = Family(name)
             target.groups = [(key, None, (values[i],)) for key, values in rows]
             yield target

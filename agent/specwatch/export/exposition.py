@@ -71,8 +71,7 @@ def _write(registry: Collector) -> str:
         if kind is None:
             raise _Unusual(metric.type)
         name = metric.name + _SUFFIX.get(metric.type, "")
-        doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
-        add(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
+        add(f"# HELP {name} {_escape_help(metric.documentation)}\n# TYPE {name} {kind}\n")
         for sample in metric.samples:
             if sample.timestamp is not None or sample.exemplar is not None:
                 raise _Unusual(sample.name)
@@ -105,36 +104,34 @@ def _escape_help(text: str) -> str:
 class _Head:
     """How one family's groups are written: its header, sample names and label order."""
 
-    __slots__ = ("bucket", "count", "header", "names", "order", "run", "run_at", "run_order")
+    __slots__ = ("bucket", "header", "names", "order", "run", "run_at", "run_order", "sample")
 
     def __init__(self, family: Family) -> None:
         spec = family.spec
-        name = spec.name
-        kind = spec.kind
-        sample = name + ("_total" if kind == C.Kind.COUNTER else "")
-        header = sample if kind != C.Kind.HISTOGRAM else name
-        type_ = "gauge" if kind == C.Kind.INFO else kind.value
+        histogram = spec.kind == C.Kind.HISTOGRAM
+        # the table names an info family with its _info; a counter's samples add _total
+        self.sample = spec.name + ("_total" if spec.kind == C.Kind.COUNTER else "")
+        self.bucket = self.sample + "_bucket" if histogram else self.sample
+        header = self.sample
         help_ = _escape_help(spec.help)
-        self.header = f"# HELP {header} {help_}\n# TYPE {header} {type_}\n".encode()
+        self.header = f"# HELP {header} {help_}\n# TYPE {header} {_KINDS[spec.kind]}\n".encode()
         self.names = spec.labels
         self.order = sorted(range(len(spec.labels)), key=spec.labels.__getitem__)
-        self.bucket = sample + "_bucket" if kind == C.Kind.HISTOGRAM else sample
-        self.count = sample  # a scalar's name; a histogram's _count and _sum follow from it
         # a run varies the family's last label (a histogram's `le`): the others, sorted, and
         # where the run's label falls among them
-        base, run = (spec.labels, "le") if kind == C.Kind.HISTOGRAM else (spec.labels[:-1], "")
-        if not run and spec.labels:
-            run = spec.labels[-1]
-        self.run = run
+        if histogram:
+            base, self.run = spec.labels, "le"
+        else:
+            base, self.run = spec.labels[:-1], spec.labels[-1] if spec.labels else ""
         self.run_order = sorted(range(len(base)), key=base.__getitem__)
-        self.run_at = bisect_left(sorted(base), run)
+        self.run_at = bisect_left(sorted(base), self.run)
 
     def scalar(self, labels: tuple[str, ...], value: float, escaped: _Escaped) -> str:
         if not labels:
-            return f"{self.count} {_number(value)}\n"
+            return f"{self.sample} {_number(value)}\n"
         names = self.names
         pairs = ",".join([f'{names[j]}="{escaped[labels[j]]}"' for j in self.order])
-        return f"{self.count}{{{pairs}}} {_number(value)}\n"
+        return f"{self.sample}{{{pairs}}} {_number(value)}\n"
 
     def run_of(
         self,
@@ -151,11 +148,11 @@ class _Head:
         lines = [
             f"{pre}{escaped[t]}{post}{_number(v)}\n" for t, v in zip(last, values, strict=False)
         ]
-        if self.bucket != self.count:  # a histogram: then its count and sum
+        if self.bucket != self.sample:  # a histogram: then its count and sum
             every = ",".join(pairs)
             braces = f"{{{every}}}" if every else ""
-            lines.append(f"{self.count}_count{braces} {_number(values[-2])}\n")
-            lines.append(f"{self.count}_sum{braces} {_number(values[-1])}\n")
+            lines.append(f"{self.sample}_count{braces} {_number(values[-2])}\n")
+            lines.append(f"{self.sample}_sum{braces} {_number(values[-1])}\n")
         return "".join(lines)
 
 

@@ -28,16 +28,6 @@ from specwatch.analysis.windows import Histogram
 # (label values but the last, values of the last label, sample values); a scalar: None, (v,)
 Group = tuple[tuple[str, ...], tuple[str, ...] | None, tuple[float, ...]]
 
-_LE = "le"
-_BUCKET_NAMES: dict[tuple[float, ...], tuple[str, ...]] = {}
-
-
-def _le(bounds: tuple[float, ...]) -> tuple[str, ...]:
-    names = _BUCKET_NAMES.get(bounds)
-    if names is None:
-        names = _BUCKET_NAMES[bounds] = (*map(str, bounds), "+Inf")
-    return names
-
 
 class Family:
     """One family of the metric table and its groups, in the order added."""
@@ -61,13 +51,7 @@ class Family:
     def add_histogram(self, labels: tuple[str, ...], histogram: Histogram) -> None:
         """Cumulative buckets (`le`), then the count and the sum, as Prometheus writes them."""
         values = (*accumulate(histogram.buckets), histogram.sum)
-        self.groups.append((labels, _le(histogram.bounds), values))
-
-    def label_names(self) -> tuple[str, ...]:
-        """The names of a group's labels, then of its run's (`le` for a histogram)."""
-        if self.spec.kind == C.Kind.HISTOGRAM:
-            return (*self.spec.labels, _LE)
-        return self.spec.labels
+        self.groups.append((labels, histogram.le(), values))
 
     def to_metric(self) -> Metric:
         """The same samples as prometheus-client's family."""
