@@ -94,6 +94,10 @@ def true_speedups(spec_sim: SimServer) -> dict[tuple[str, str], dict[str, float]
     return {key: {"e2e": v[0] / v[1], "tpot": v[2] / v[3]} for key, v in sums.items()}
 
 
+# The end-to-end times are the machine's wall clock: beside a vLLM test on the other core one
+# slice's whole interval fell below its true speedup (2.24 [1.87, 2.73] against 2.77, CI on
+# 04b0c13). On the vLLM tests' worker it never runs beside one.
+@pytest.mark.xdist_group("vllm")
 async def test_bench_intervals_contain_the_true_speedup_of_every_slice(
     pair: tuple[SimServer, str, SimServer, str], tmp_path: Path
 ) -> None:
