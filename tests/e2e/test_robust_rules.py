@@ -30,7 +30,7 @@ from specwatch.sim.acceptance import AcceptanceModel
 from specwatch.sim.server import SimConfig, SimServer
 
 from tests.support.http import serve, sidecar_settings
-from tests.support.servers import api, prometheus
+from tests.support.servers import INTERVAL_SECONDS, api, prometheus
 
 pytestmark = pytest.mark.e2e
 
@@ -80,6 +80,9 @@ async def test_recorded_bounds_are_the_sidecars_request_level_bounds(tmp_path: P
             await asyncio.sleep(second + SECOND_TO_QUERY - time.time())
             at = time.time()
             status = car.analyzer.snapshot(at)
+            # Prometheus commits a group's rules one by one: read only once the evaluation
+            # stamped at or before `at` has finished, so every series comes from that one
+            await asyncio.sleep(3 * INTERVAL_SECONDS)
             window = "1h"  # 60 s at this time scale
             got = {
                 name: series(prom, query, at)
@@ -95,6 +98,13 @@ async def test_recorded_bounds_are_the_sidecars_request_level_bounds(tmp_path: P
                     "tt": Q.increase("slice", C.REQUEST_TRIALS_SQUARED, window),
                 }.items()
             }
+            stamps = {
+                name: series(prom, f"timestamp({query})", at)
+                for name, query in {
+                    "lower": Q.alpha_bound("slice", "lower", window),
+                    "trials": Q.increase("slice", C.ACCEPTANCE_TRIALS, window),
+                }.items()
+            }
     finally:
         await car.stop()
         await runner.cleanup()
@@ -107,6 +117,7 @@ async def test_recorded_bounds_are_the_sidecars_request_level_bounds(tmp_path: P
         assert alpha is not None
         assert alpha.design_effect is not None
         assert 40 == counts.requests  # the window holds the second wave only
+        assert stamps["lower"][task] == stamps["trials"][task]  # one rule evaluation
         f = got["trials"][task] / counts.trials  # Prometheus' extrapolation to its range
         for name, exact in (("requests", counts.requests), ("aa", counts.aa),
                             ("at", counts.at), ("tt", counts.tt)):  # fmt: skip

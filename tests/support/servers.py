@@ -28,6 +28,9 @@ def started(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
         process.wait(timeout=20)
 
 
+INTERVAL_SECONDS = 1  # Prometheus' scrape and rule-evaluation interval in the tests
+
+
 @contextlib.contextmanager
 def prometheus(
     workdir: Path, rule_files: list[str], targets: list[str], alertmanager: str | None = None
@@ -35,7 +38,10 @@ def prometheus(
     """Prometheus scraping `targets` as job `specwatch` every second; yields its base URL."""
     port = free_port()
     config: dict[str, Any] = {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "global": {
+            "scrape_interval": f"{INTERVAL_SECONDS}s",
+            "evaluation_interval": f"{INTERVAL_SECONDS}s",
+        },
         "rule_files": rule_files,
         "scrape_configs": [{"job_name": "specwatch", "static_configs": [{"targets": targets}]}],
     }
