@@ -171,8 +171,15 @@ class ClientConnection(asyncio.Protocol):
         self._send(wire.response_head(status, reason, headers, length, self._keep_alive, bodiless))
 
     def write(self, data: bytes) -> None:
-        if data:
-            self._send(wire.chunk(data) if self._chunked else data)
+        if not data:
+            return
+        if self._chunked:
+            data = wire.chunk(data)
+        held = self._held  # _send, inline: this runs once per streamed event
+        if held is not None:
+            held.append(data)
+        elif self.transport is not None and not self.closed:
+            self.transport.write(data)
 
     def end(self) -> None:
         if self._chunked:

@@ -53,13 +53,15 @@ class StreamRewriter:
         if (
             self.fast
             and self._splitter.idle
-            # one whole event (`\n\n` at its end only, no `\r`) with a choice that has not
-            # finished: a choice in it means neither the usage chunk (`"choices": []`),
-            # [DONE] nor an error event. Inline: this runs once per streamed event.
+            # one whole one-line event (a line feed only in the `\n\n` at its end, no `\r`)
+            # with a choice that has not finished: a choice in it means neither the usage
+            # chunk (`"choices": []`), [DONE] nor an error event. Inline: this runs once per
+            # streamed event; searches bounded or from the end, where `finish_reason` sits
+            # in vLLM's chunks (half the cost of `in` and a search for `\n\n`).
             and chunk.endswith(b"\n\n")
-            and chunk.find(b"\n\n") == len(chunk) - 2
-            and b'"finish_reason":null' in chunk
-            and b"\r" not in chunk
+            and chunk.find(b"\n", 0, len(chunk) - 2) < 0
+            and chunk.rfind(b'"finish_reason":null') >= 0
+            and chunk.find(b"\r") < 0
         ):
             # The common case, decided with a few C-level byte tests: the chunk is one whole
             # content event, neither usage, [DONE], an error nor a finishing chunk.
