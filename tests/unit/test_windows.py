@@ -99,9 +99,9 @@ records = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(records)
 def test_running_totals_equal_the_window_summed_afresh(rows: list) -> None:  # type: ignore[type-arg]
-    """The window's total (settled buckets plus the newest) is the sum of the records whose
-    bucket is inside the window, late ones included, and `max_drafted` is theirs; since-start
-    is the sum of every record, however late."""
+    """The window's running total (kept as records come and buckets leave) is the sum of the
+    records whose bucket is inside the window, late ones included, and `max_drafted` is
+    theirs; since-start is the sum of every record, however late."""
     length, bucket = 60.0, 10.0
     window: SlidingWindow[str] = SlidingWindow(length, bucket, max_position=3)
     kept: list[tuple[str, int, Counts]] = []

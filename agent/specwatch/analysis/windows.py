@@ -17,24 +17,23 @@ K = TypeVar("K")
 
 
 class _Ring:
-    """One key's buckets, oldest first; the sum of all but the newest (`settled`), of those
-    that left the window (`expired`), and the window's total, summed when read."""
+    """One key's buckets, oldest first; the sum of those that left the window (`expired`),
+    and the window's total: summed from the buckets when first read, then kept up to date."""
 
-    __slots__ = ("buckets", "expired", "settled", "total", "version")
+    __slots__ = ("buckets", "expired", "total", "version")
 
     def __init__(self, max_position: int) -> None:
         self.buckets: deque[tuple[int, Counts]] = deque()
-        self.settled = Counts(max_position)
         self.expired = Counts(max_position)
-        self.total: Counts | None = None  # settled + the newest bucket; None: to be summed
+        self.total: Counts | None = None  # None until read: then every change goes into it
         self.version = 0  # bumped whenever the window's or the since-start total changes
 
-    def window(self) -> Counts:
+    def window(self, max_position: int) -> Counts:
         total = self.total
         if total is None:
-            total = self.total = self.settled.copy()
-            if self.buckets:
-                total.merge(self.buckets[-1][1])
+            total = self.total = Counts(max_position)
+            for _, counts in self.buckets:
+                total.merge(counts)
         return total
 
 
@@ -46,11 +45,11 @@ class SlidingWindow(Generic[K]):
     caller passes `now` when reading. A window covers whole buckets: the one holding `now`
     and enough before it to span `length`.
 
-    A record is merged into its bucket only: one merge per record. A bucket joins the key's
-    running sum of settled buckets when a newer one starts, leaves it (into the sum of
-    expired ones) when it leaves the window; the window's total is the settled sum plus the
-    newest bucket, summed when read, and since-start is that plus the expired sum. Reading
-    costs O(keys), not O(keys x buckets); the counts are integers, so every total is exact.
+    A record is merged into its bucket, and into the key's window total once that has been
+    read; a bucket that leaves the window is taken out of the total and added to the sum of
+    expired ones. Reading costs O(keys), not O(keys x buckets), and nothing is summed again
+    for a read: a key that changed between two evaluations costs the merges of what changed.
+    The counts are integers, so every total is exact.
     """
 
     def __init__(self, length: float, bucket: float, max_position: int) -> None:
@@ -68,11 +67,10 @@ class SlidingWindow(Generic[K]):
         if ring is None:
             ring = self._rings[key] = _Ring(self.max_position)
         buckets = ring.buckets
+        ring.version += 1
         if buckets and buckets[-1][0] == index:
             buckets[-1][1].merge(counts)
         elif not buckets or buckets[-1][0] < index:
-            if buckets:
-                ring.settled.merge(buckets[-1][1])  # once per bucket, as it settles
             buckets.append((index, counts.copy()))
             self._prune(ring, index)
         else:  # a late record (finished out of order): find its bucket, an older one
@@ -83,26 +81,30 @@ class SlidingWindow(Generic[K]):
             else:
                 if index <= buckets[-1][0] - self.n_buckets:
                     ring.expired.merge(counts)  # older than the window: since start only
-                    ring.version += 1
                     return
                 buckets.append((index, counts.copy()))
                 ring.buckets = deque(sorted(buckets, key=lambda item: item[0]))
-            ring.settled.merge(counts)
-        ring.total = None
-        ring.version += 1
+        if ring.total is not None:
+            ring.total.merge(counts)
 
     def _prune(self, ring: _Ring, newest: int) -> None:
         oldest_kept = newest - self.n_buckets + 1
         buckets = ring.buckets
         if not buckets or buckets[0][0] >= oldest_kept:
             return
+        total = ring.total
+        top = 0  # the largest K among the buckets that left
         while buckets and buckets[0][0] < oldest_kept:
             _, counts = buckets.popleft()
             ring.expired.merge(counts)
-            if buckets:  # not the newest: it was settled
-                ring.settled.subtract(counts)
-        ring.settled.max_drafted = max((c.max_drafted for _, c in list(buckets)[:-1]), default=0)
-        ring.total = None
+            if total is not None:
+                total.subtract(counts)
+                top = max(top, counts.max_drafted)
+        if total is not None and top >= total.max_drafted:
+            # the window's K may have been one that left (a maximum cannot be subtracted):
+            # kept if a bucket still has it (the newest, at one K), else taken again
+            if not any(c.max_drafted >= top for _, c in reversed(buckets)):
+                total.max_drafted = max((c.max_drafted for _, c in buckets), default=0)
         ring.version += 1
 
     def current(self, now: float) -> dict[K, Counts]:
@@ -112,7 +114,7 @@ class SlidingWindow(Generic[K]):
         out = {}
         for key, ring in self._rings.items():
             self._prune(ring, newest)
-            out[key] = ring.window()
+            out[key] = ring.window(self.max_position)
         return out
 
     def totals(self, now: float) -> dict[K, Counts]:
@@ -122,7 +124,7 @@ class SlidingWindow(Generic[K]):
     def since_start(self, key: K) -> Counts:
         """Everything the key was given, in the window or not: a new object."""
         ring = self._rings[key]
-        out = ring.window().copy()
+        out = ring.window(self.max_position).copy()
         out.merge(ring.expired)
         return out
 
