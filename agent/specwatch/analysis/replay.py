@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 
 from specwatch.analysis.analyzer import Analyzer
@@ -15,7 +16,17 @@ def replay(records: Iterable[RequestRecord], settings: Settings) -> tuple[Analyz
     Records are taken in time order; zones are evaluated at the same interval as live, on the
     records' timestamps, so the verdicts follow the same path they did.
     """
-    ordered = sorted(records, key=lambda record: record.ts)
+    # The records are read whole (to put them in time order) and live to the end, none in
+    # a cycle: the collector would walk them again and again as they pile up. It is off
+    # while they are read, and they are frozen out of its view for the analysis.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        ordered = sorted(records, key=lambda record: record.ts)
+    finally:
+        if collecting:
+            gc.freeze()
+            gc.enable()
     interval = settings.zones.evaluation_interval_seconds
     start = ordered[0].ts if ordered else 0.0
     analyzer = Analyzer(settings, started=start)
