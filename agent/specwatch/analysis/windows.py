@@ -100,11 +100,14 @@ class SlidingWindow(Generic[K]):
             if total is not None:
                 total.subtract(counts)
                 top = max(top, counts.max_drafted)
-        if total is not None and top >= total.max_drafted:
-            # the window's K may have been one that left (a maximum cannot be subtracted):
-            # kept if a bucket still has it (the newest, at one K), else taken again
-            if not any(c.max_drafted >= top for _, c in reversed(buckets)):
-                total.max_drafted = max((c.max_drafted for _, c in buckets), default=0)
+        # the window's K may have been one that left (a maximum cannot be subtracted): kept
+        # if a bucket still has it (the newest, at one K), else taken again
+        if (
+            total is not None
+            and top >= total.max_drafted
+            and not any(c.max_drafted >= top for _, c in reversed(buckets))
+        ):
+            total.max_drafted = max((c.max_drafted for _, c in buckets), default=0)
         ring.version += 1
 
     def current(self, now: float) -> dict[K, Counts]:
