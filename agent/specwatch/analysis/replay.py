@@ -18,7 +18,8 @@ def replay(records: Iterable[RequestRecord], settings: Settings) -> tuple[Analyz
     """
     # The records are read whole (to put them in time order) and live to the end, none in
     # a cycle: the collector would walk them again and again as they pile up. It is off
-    # while they are read, and they are frozen out of its view for the analysis.
+    # while they are read, and they are frozen out of its view for the analysis (given back
+    # to it after, so a caller that lives on collects them as usual).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -27,6 +28,14 @@ def replay(records: Iterable[RequestRecord], settings: Settings) -> tuple[Analyz
         if collecting:
             gc.freeze()
             gc.enable()
+    try:
+        return _analysed(ordered, settings)
+    finally:
+        if collecting:
+            gc.unfreeze()
+
+
+def _analysed(ordered: list[RequestRecord], settings: Settings) -> tuple[Analyzer, float]:
     interval = settings.zones.evaluation_interval_seconds
     start = ordered[0].ts if ordered else 0.0
     analyzer = Analyzer(settings, started=start)
