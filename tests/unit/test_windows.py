@@ -91,6 +91,9 @@ records = st.lists(
         st.sampled_from([0.0, 40.0, 90.0]),  # late: stamped this long before the newest
         st.integers(1, 6),
         st.lists(st.integers(0, 6), min_size=1, max_size=5),
+        # 0: read the window after this record; runs of records without a read, longer
+        # than the window's buckets, make a read total be dropped and summed again
+        st.integers(0, 7),
     ),
     max_size=60,
 )
@@ -99,16 +102,17 @@ records = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(records)
 def test_running_totals_equal_the_window_summed_afresh(rows: list) -> None:  # type: ignore[type-arg]
-    """The window's running total (kept as records come and buckets leave) is the sum of the
-    records whose bucket is inside the window, late ones included, and `max_drafted` is
-    theirs; since-start is the sum of every record, however late."""
+    """The window's total (summed when read, then kept as records come and buckets leave,
+    dropped after as many records as buckets without a read) is the sum of the records whose
+    bucket is inside the window, late ones included, and `max_drafted` is theirs;
+    since-start is the sum of every record, however late."""
     length, bucket = 60.0, 10.0
     window: SlidingWindow[str] = SlidingWindow(length, bucket, max_position=3)
     kept: list[tuple[str, int, Counts]] = []
     every: list[tuple[str, Counts]] = []
     newest: dict[str, int] = {}
     now = 0.0
-    for key, step, late, drafted, accepted in rows:
+    for key, step, late, drafted, accepted, unread in rows:
         now += step
         ts = max(0.0, now - late)  # 90 s: older than the window, counted since start only
         counts = _request(drafted, accepted)
@@ -119,6 +123,8 @@ def test_running_totals_equal_the_window_summed_afresh(rows: list) -> None:  # t
         newest[key] = max(top, index)
         every.append((key, counts))
         window.add(key, ts, counts)
+        if unread:
+            continue
         got = window.current(now)
         for name in got:
             first = max(int(now // bucket), newest[name]) - 6 + 1

@@ -18,14 +18,21 @@ K = TypeVar("K")
 
 class _Ring:
     """One key's buckets, oldest first; the sum of those that left the window (`expired`),
-    and the window's total: summed from the buckets when first read, then kept up to date."""
+    and the window's total once read.
 
-    __slots__ = ("buckets", "expired", "total", "version")
+    A read total is kept up to date as records come, for as many records as the window has
+    buckets; a key that gets more before its next read drops it and has it summed from its
+    buckets then. A quiet key is read for free; a busy one pays one merge per record and, per
+    read, at most two per bucket: never more than summing at every read would.
+    """
+
+    __slots__ = ("buckets", "expired", "total", "unread", "version")
 
     def __init__(self, max_position: int) -> None:
         self.buckets: deque[tuple[int, Counts]] = deque()
         self.expired = Counts(max_position)
-        self.total: Counts | None = None  # None until read: then every change goes into it
+        self.total: Counts | None = None  # the window's total; None: to be summed when read
+        self.unread = 0  # records merged into `total` since it was last read
         self.version = 0  # bumped whenever the window's or the since-start total changes
 
     def window(self, max_position: int) -> Counts:
@@ -34,7 +41,18 @@ class _Ring:
             total = self.total = Counts(max_position)
             for _, counts in self.buckets:
                 total.merge(counts)
+        self.unread = 0
         return total
+
+    def added(self, counts: Counts, keep: int) -> None:
+        """A record joined a bucket of the window: into the read total, or the total goes."""
+        total = self.total
+        if total is not None:
+            if self.unread < keep:
+                total.merge(counts)
+                self.unread += 1
+            else:
+                self.total = None
 
 
 class SlidingWindow(Generic[K]):
@@ -45,11 +63,10 @@ class SlidingWindow(Generic[K]):
     caller passes `now` when reading. A window covers whole buckets: the one holding `now`
     and enough before it to span `length`.
 
-    A record is merged into its bucket, and into the key's window total once that has been
-    read; a bucket that leaves the window is taken out of the total and added to the sum of
-    expired ones. Reading costs O(keys), not O(keys x buckets), and nothing is summed again
-    for a read: a key that changed between two evaluations costs the merges of what changed.
-    The counts are integers, so every total is exact.
+    A record is merged into its bucket, and into the key's read total (`_Ring`); a bucket
+    that leaves the window is taken out of the total and added to the sum of expired ones.
+    Reading a key that changed little since its last read costs the merges of what changed,
+    not a sum over its buckets. The counts are integers, so every total is exact.
     """
 
     def __init__(self, length: float, bucket: float, max_position: int) -> None:
@@ -84,8 +101,7 @@ class SlidingWindow(Generic[K]):
                     return
                 buckets.append((index, counts.copy()))
                 ring.buckets = deque(sorted(buckets, key=lambda item: item[0]))
-        if ring.total is not None:
-            ring.total.merge(counts)
+        ring.added(counts, self.n_buckets)
 
     def _prune(self, ring: _Ring, newest: int) -> None:
         oldest_kept = newest - self.n_buckets + 1
