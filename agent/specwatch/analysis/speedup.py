@@ -151,12 +151,13 @@ class SpeedupTracker:
         spec = self._window_sums(model, False, now) if rollup else None
         if spec is not None and spec.n < self._cfg.min_baseline_requests:
             spec = None  # as little evidence on speculation's side is no measurement either
-        live = self._live_baseline(model, now)
-        configured = None if live is not None else self._configured(model)
-        if spec is not None and (live is not None or configured):
-            measured = measured_gain(spec, live, self._confidence, configured)
-            if measured is not None:
-                return measured
+        if spec is not None:  # (a finer slice is never measured: no baseline to look up)
+            live = self._live_baseline(model, now)
+            configured = None if live is not None else self._configured(model)
+            if live is not None or configured:
+                measured = measured_gain(spec, live, self._confidence, configured)
+                if measured is not None:
+                    return measured
         if tau is None or k <= 0:
             return None
         return modelled_gain(tau, k, cost)
