@@ -44,7 +44,10 @@ def test_every_kind_escape_and_number_as_generate_latest_writes_them() -> None:
     for value in ("plain", 'quo"te', "back\\slash", "new\nline", "ünï"):
         counter.add_metric([value, "z"], 3)
     gauge = GaugeMetricFamily("x_ratio", "a gauge", labels=["model"])
-    for i, number in enumerate((0.1, 1e-9, 12345678.5, 1e22, math.inf, -math.inf, math.nan, 7)):
+    numbers = (0.1, 1e-9, 12345678.5, 1e22, math.inf, -math.inf, math.nan, 7, 0.0, -0.0,
+               # counts as ints, around where Go's form starts (a count's fast path)
+               0, 1, 999_999, 1_000_000, 1_234_567, 2**53 + 1, -5, -999_999)  # fmt: skip
+    for i, number in enumerate(numbers):
         gauge.add_metric([f"m{i}"], number)
     histogram = HistogramMetricFamily("x_seconds", "a histogram", labels=["model"])
     histogram.add_metric(["m"], buckets=[("0.1", 2), ("1.0", 5), ("+Inf", 6)], sum_value=3.5)

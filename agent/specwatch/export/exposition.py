@@ -55,6 +55,8 @@ class _Escaped(dict[str, str]):
 
 
 def _number(value: float) -> str:
+    if type(value) is int and 0 <= value < 1_000_000:  # a count (a histogram bucket): "7.0"
+        return f"{value}.0"
     text = repr(float(value))
     if "e" in text or "n" in text or text.find(".") > 6:  # inf, nan, exponents, big: Go's form
         return str(floatToGoString(value))  # type: ignore[no-untyped-call]
