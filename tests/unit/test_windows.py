@@ -91,8 +91,8 @@ records = st.lists(
         st.sampled_from([0.0, 40.0, 90.0]),  # late: stamped this long before the newest
         st.integers(1, 6),
         st.lists(st.integers(0, 6), min_size=1, max_size=5),
-        # 0: read the window after this record; runs of records without a read, longer
-        # than the window's buckets, make a read total be dropped and summed again
+        # 0: read the window after this record; others pile up unread, as between two
+        # evaluations of a live sidecar
         st.integers(0, 7),
     ),
     max_size=60,
@@ -102,8 +102,8 @@ records = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(records)
 def test_running_totals_equal_the_window_summed_afresh(rows: list) -> None:  # type: ignore[type-arg]
-    """The window's total (summed when read, then kept as records come and buckets leave,
-    dropped after as many records as buckets without a read) is the sum of the records whose
+    """The window's total (settled buckets plus the newest, summed when read; reads come
+    after some records only) is the sum of the records whose
     bucket is inside the window, late ones included, and `max_drafted` is theirs;
     since-start is the sum of every record, however late."""
     length, bucket = 60.0, 10.0

@@ -17,42 +17,25 @@ K = TypeVar("K")
 
 
 class _Ring:
-    """One key's buckets, oldest first; the sum of those that left the window (`expired`),
-    and the window's total once read.
+    """One key's buckets, oldest first; the sum of all but the newest (`settled`), of those
+    that left the window (`expired`), and the window's total, summed when read."""
 
-    A read total is kept up to date as records come, for as many records as the window has
-    buckets; a key that gets more before its next read drops it and has it summed from its
-    buckets then. A quiet key is read for free; a busy one pays one merge per record and, per
-    read, at most two per bucket: never more than summing at every read would.
-    """
-
-    __slots__ = ("buckets", "expired", "total", "unread", "version")
+    __slots__ = ("buckets", "expired", "settled", "total", "version")
 
     def __init__(self, max_position: int) -> None:
         self.buckets: deque[tuple[int, Counts]] = deque()
+        self.settled = Counts(max_position)
         self.expired = Counts(max_position)
-        self.total: Counts | None = None  # the window's total; None: to be summed when read
-        self.unread = 0  # records merged into `total` since it was last read
+        self.total: Counts | None = None  # settled + the newest bucket; None: to be summed
         self.version = 0  # bumped whenever the window's or the since-start total changes
 
-    def window(self, max_position: int) -> Counts:
+    def window(self) -> Counts:
         total = self.total
         if total is None:
-            total = self.total = Counts(max_position)
-            for _, counts in self.buckets:
-                total.merge(counts)
-        self.unread = 0
+            total = self.total = self.settled.copy()
+            if self.buckets:
+                total.merge(self.buckets[-1][1])
         return total
-
-    def added(self, counts: Counts, keep: int) -> None:
-        """A record joined a bucket of the window: into the read total, or the total goes."""
-        total = self.total
-        if total is not None:
-            if self.unread < keep:
-                total.merge(counts)
-                self.unread += 1
-            else:
-                self.total = None
 
 
 class SlidingWindow(Generic[K]):
@@ -63,10 +46,11 @@ class SlidingWindow(Generic[K]):
     caller passes `now` when reading. A window covers whole buckets: the one holding `now`
     and enough before it to span `length`.
 
-    A record is merged into its bucket, and into the key's read total (`_Ring`); a bucket
-    that leaves the window is taken out of the total and added to the sum of expired ones.
-    Reading a key that changed little since its last read costs the merges of what changed,
-    not a sum over its buckets. The counts are integers, so every total is exact.
+    A record is merged into its bucket only: one merge per record. A bucket joins the key's
+    running sum of settled buckets when a newer one starts, leaves it (into the sum of
+    expired ones) when it leaves the window; the window's total is the settled sum plus the
+    newest bucket, summed when read, and since-start is that plus the expired sum. Reading
+    costs O(keys), not O(keys x buckets); the counts are integers, so every total is exact.
     """
 
     def __init__(self, length: float, bucket: float, max_position: int) -> None:
@@ -84,10 +68,11 @@ class SlidingWindow(Generic[K]):
         if ring is None:
             ring = self._rings[key] = _Ring(self.max_position)
         buckets = ring.buckets
-        ring.version += 1
         if buckets and buckets[-1][0] == index:
             buckets[-1][1].merge(counts)
         elif not buckets or buckets[-1][0] < index:
+            if buckets:
+                ring.settled.merge(buckets[-1][1])  # once per bucket, as it settles
             buckets.append((index, counts.copy()))
             self._prune(ring, index)
         else:  # a late record (finished out of order): find its bucket, an older one
@@ -98,32 +83,26 @@ class SlidingWindow(Generic[K]):
             else:
                 if index <= buckets[-1][0] - self.n_buckets:
                     ring.expired.merge(counts)  # older than the window: since start only
+                    ring.version += 1
                     return
                 buckets.append((index, counts.copy()))
                 ring.buckets = deque(sorted(buckets, key=lambda item: item[0]))
-        ring.added(counts, self.n_buckets)
+            ring.settled.merge(counts)
+        ring.total = None
+        ring.version += 1
 
     def _prune(self, ring: _Ring, newest: int) -> None:
         oldest_kept = newest - self.n_buckets + 1
         buckets = ring.buckets
         if not buckets or buckets[0][0] >= oldest_kept:
             return
-        total = ring.total
-        top = 0  # the largest K among the buckets that left
         while buckets and buckets[0][0] < oldest_kept:
             _, counts = buckets.popleft()
             ring.expired.merge(counts)
-            if total is not None:
-                total.subtract(counts)
-                top = max(top, counts.max_drafted)
-        # the window's K may have been one that left (a maximum cannot be subtracted): kept
-        # if a bucket still has it (the newest, at one K), else taken again
-        if (
-            total is not None
-            and top >= total.max_drafted
-            and not any(c.max_drafted >= top for _, c in reversed(buckets))
-        ):
-            total.max_drafted = max((c.max_drafted for _, c in buckets), default=0)
+            if buckets:  # not the newest: it was settled
+                ring.settled.subtract(counts)
+        ring.settled.max_drafted = max((c.max_drafted for _, c in list(buckets)[:-1]), default=0)
+        ring.total = None
         ring.version += 1
 
     def current(self, now: float) -> dict[K, Counts]:
@@ -133,7 +112,7 @@ class SlidingWindow(Generic[K]):
         out = {}
         for key, ring in self._rings.items():
             self._prune(ring, newest)
-            out[key] = ring.window(self.max_position)
+            out[key] = ring.window()
         return out
 
     def totals(self, now: float) -> dict[K, Counts]:
@@ -143,7 +122,7 @@ class SlidingWindow(Generic[K]):
     def since_start(self, key: K) -> Counts:
         """Everything the key was given, in the window or not: a new object."""
         ring = self._rings[key]
-        out = ring.window(self.max_position).copy()
+        out = ring.window().copy()
         out.merge(ring.expired)
         return out
 
