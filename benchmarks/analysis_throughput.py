@@ -2,9 +2,11 @@
 
 Feeds 1M requests (about 10 speculative steps each) into the Analyzer in batches, timing only
 the ingestion, and reads the resident set size after 100k and after 1M requests: memory must
-be bounded by slices, not by requests served.
+be bounded by slices, not by requests served. `--read-every N` times, with the ingestion, an
+evaluation and a snapshot after every N requests (1000 requests/s: N = 3000 is an evaluation
+and a scrape every 3 s), as a live sidecar reads its windows.
 
-    .venv/bin/python benchmarks/analysis_throughput.py [--requests 1000000]
+    .venv/bin/python benchmarks/analysis_throughput.py [--requests 1000000] [--read-every 3000]
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--read-every", type=int, default=0, help="requests; 0: no reads timed")
     args = parser.parse_args()
     configure("warning", "console")
     rng = random.Random(1)
@@ -65,8 +68,15 @@ def main() -> None:
     while served < args.requests:
         batch = make_batch(rng, served, min(args.batch, args.requests - served))
         started = time.perf_counter()
-        for record in batch:
-            analyzer.ingest(record)
+        if args.read_every:
+            for i, record in enumerate(batch, start=served + 1):
+                analyzer.ingest(record)
+                if i % args.read_every == 0:
+                    analyzer.evaluate(record.ts)
+                    analyzer.snapshot(record.ts)
+        else:
+            for record in batch:
+                analyzer.ingest(record)
         busy += time.perf_counter() - started
         steps += sum(r.spec.steps for r in batch if r.spec)
         served += len(batch)
