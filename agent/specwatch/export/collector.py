@@ -90,9 +90,8 @@ class SpecwatchCollector(Collector):
     @staticmethod
     def _slice_counters(snapshot: Snapshot) -> Iterator[Family]:
         rows = [(view.key, _SINCE_START(view.since_start)) for view in snapshot.slices]
-        for i, (name, _) in enumerate(
-            _SLICE_COUNTERS
-        ):  # a comprehension per family: the scrape's hot loop
+        # a comprehension per family: the scrape's hot loop
+        for i, (name, _) in enumerate(_SLICE_COUNTERS):
             target = Family(name)
             target.groups = [(key, None, (values[i],)) for key, values in rows]
             yield target

@@ -114,9 +114,8 @@ class _Head:
         # the table names an info family with its _info; a counter's samples add _total
         self.sample = spec.name + ("_total" if spec.kind == C.Kind.COUNTER else "")
         self.bucket = self.sample + "_bucket" if histogram else self.sample
-        header = self.sample
-        help_ = _escape_help(spec.help)
-        self.header = f"# HELP {header} {help_}\n# TYPE {header} {_KINDS[spec.kind]}\n".encode()
+        help_, kind = _escape_help(spec.help), _KINDS[spec.kind]
+        self.header = f"# HELP {self.sample} {help_}\n# TYPE {self.sample} {kind}\n".encode()
         self.names = spec.labels
         self.order = sorted(range(len(spec.labels)), key=spec.labels.__getitem__)
         # a run varies the family's last label (a histogram's `le`): the others, sorted, and

@@ -204,15 +204,15 @@ class UpstreamPool:
     def _expire(self) -> None:
         """Close what has been idle `keepalive` seconds; come back for the next one."""
         self._sweep = None
-        now = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         idle = self._idle
         while idle and now - idle[0][1] >= self.keepalive:
             connection, _ = idle.popleft()
             if connection.transport is not None:
                 connection.transport.close()
         if idle:
-            wait = self.keepalive - (now - idle[0][1])
-            self._sweep = asyncio.get_running_loop().call_later(wait, self._expire)
+            self._sweep = loop.call_later(self.keepalive - (now - idle[0][1]), self._expire)
 
     def forget(self, connection: UpstreamConnection) -> None:
         self._open.discard(connection)
