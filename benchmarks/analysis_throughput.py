@@ -68,15 +68,11 @@ def main() -> None:
     while served < args.requests:
         batch = make_batch(rng, served, min(args.batch, args.requests - served))
         started = time.perf_counter()
-        if args.read_every:
-            for i, record in enumerate(batch, start=served + 1):
-                analyzer.ingest(record)
-                if i % args.read_every == 0:
-                    analyzer.evaluate(record.ts)
-                    analyzer.snapshot(record.ts)
-        else:
-            for record in batch:
-                analyzer.ingest(record)
+        for i, record in enumerate(batch, start=served + 1):
+            analyzer.ingest(record)
+            if args.read_every and i % args.read_every == 0:
+                analyzer.evaluate(record.ts)
+                analyzer.snapshot(record.ts)
         busy += time.perf_counter() - started
         steps += sum(r.spec.steps for r in batch if r.spec)
         served += len(batch)

@@ -84,26 +84,21 @@ async def test_recorded_bounds_are_the_sidecars_request_level_bounds(tmp_path: P
             # stamped at or before `at` has finished, so every series comes from that one
             await asyncio.sleep(3 * INTERVAL_SECONDS)
             window = "1h"  # 60 s at this time scale
-            got = {
-                name: series(prom, query, at)
-                for name, query in {
-                    "estimate": Q.alpha("slice", window),
-                    "lower": Q.alpha_bound("slice", "lower", window),
-                    "upper": Q.alpha_bound("slice", "upper", window),
-                    "design_effect": Q.design_effect("slice", window),
-                    "trials": Q.increase("slice", C.ACCEPTANCE_TRIALS, window),
-                    "requests": Q.increase("slice", C.SLICE_REQUESTS, window),
-                    "aa": Q.increase("slice", C.REQUEST_ACCEPTED_SQUARED, window),
-                    "at": Q.increase("slice", C.REQUEST_ACCEPTED_X_TRIALS, window),
-                    "tt": Q.increase("slice", C.REQUEST_TRIALS_SQUARED, window),
-                }.items()
+            queries = {
+                "estimate": Q.alpha("slice", window),
+                "lower": Q.alpha_bound("slice", "lower", window),
+                "upper": Q.alpha_bound("slice", "upper", window),
+                "design_effect": Q.design_effect("slice", window),
+                "trials": Q.increase("slice", C.ACCEPTANCE_TRIALS, window),
+                "requests": Q.increase("slice", C.SLICE_REQUESTS, window),
+                "aa": Q.increase("slice", C.REQUEST_ACCEPTED_SQUARED, window),
+                "at": Q.increase("slice", C.REQUEST_ACCEPTED_X_TRIALS, window),
+                "tt": Q.increase("slice", C.REQUEST_TRIALS_SQUARED, window),
             }
+            got = {name: series(prom, query, at) for name, query in queries.items()}
             stamps = {
-                name: series(prom, f"timestamp({query})", at)
-                for name, query in {
-                    "lower": Q.alpha_bound("slice", "lower", window),
-                    "trials": Q.increase("slice", C.ACCEPTANCE_TRIALS, window),
-                }.items()
+                name: series(prom, f"timestamp({queries[name]})", at)
+                for name in ("lower", "trials")
             }
     finally:
         await car.stop()
