@@ -96,12 +96,14 @@ class SlidingWindow(Generic[K]):
         buckets = ring.buckets
         if not buckets or buckets[0][0] >= oldest_kept:
             return
+        settled = ring.settled
         while buckets and buckets[0][0] < oldest_kept:
             _, counts = buckets.popleft()
             ring.expired.merge(counts)
             if buckets:  # not the newest: it was settled
-                ring.settled.subtract(counts)
-        ring.settled.max_drafted = max((c.max_drafted for _, c in list(buckets)[:-1]), default=0)
+                settled.subtract(counts)
+                if counts.max_drafted >= settled.max_drafted:  # it held the maximum
+                    settled.max_drafted = _settled_max(buckets, counts.max_drafted)
         ring.total = None
         ring.version += 1
 
@@ -134,6 +136,17 @@ class SlidingWindow(Generic[K]):
 
     def keys(self) -> Iterable[K]:
         return self._rings.keys()
+
+
+def _settled_max(buckets: deque[tuple[int, Counts]], left: int) -> int:
+    """The largest K of the settled buckets (all but the newest) after one that reached
+    `left` went: `left` again as soon as one bucket has it (at one K, the first looked at),
+    so a bucket leaving costs O(1) in the usual case, not O(buckets)."""
+    settled = len(buckets) - 1
+    for i in range(settled):
+        if buckets[i][1].max_drafted == left:
+            return left
+    return max((buckets[i][1].max_drafted for i in range(settled)), default=0)
 
 
 _LE: dict[tuple[float, ...], tuple[str, ...]] = {}  # bounds -> their `le` names
