@@ -198,3 +198,21 @@ def test_per_position_acceptance_counts_only_steps_that_drafted_that_far() -> No
     stats = SliceStats.of(counts.as_request(), 0.95)
     assert stats.per_position == (1.0, 1.0, 1.0, 1.0)
     assert [(2, 10, 20), (4, 10, 40)] == counts.by_drafted_length()
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps, steps)
+def test_a_copy_is_equal_and_independent(
+    first: list[tuple[int, int]], more: list[tuple[int, int]]
+) -> None:
+    """copy() takes every field (equal, moments included) and shares no list or dict: adding
+    to the copy, steps in place or a merge, leaves the original as it was."""
+    original = Counts(4)
+    original.add_steps([d for d, _ in first], [a for _, a in first])
+    original.as_request()
+    before = repr(original), original.moments(), original.by_drafted_length()
+    copy = original.copy()
+    assert copy == original and copy.max_drafted == original.max_drafted
+    copy.add_steps([d for d, _ in more], [a for _, a in more])  # in place
+    copy.merge(original)
+    assert before == (repr(original), original.moments(), original.by_drafted_length())

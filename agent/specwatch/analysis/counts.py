@@ -206,8 +206,15 @@ class Counts:
         return sorted((d, n, self._accepted_at[d]) for d, n in self._steps_at.items() if n)
 
     def copy(self) -> Counts:
-        out = Counts(len(self.by_position))
-        out.merge(self)
+        """An equal, independent Counts (field by field: a window is copied at every read)."""
+        out = Counts.__new__(Counts)
+        out.requests, out.steps, out.drafted = self.requests, self.steps, self.drafted
+        out.accepted, out.trials, out.max_drafted = self.accepted, self.trials, self.max_drafted
+        out.aa, out.at, out.tt = self.aa, self.at, self.tt
+        out.ad, out.dd, out.as_, out.ss = self.ad, self.dd, self.as_, self.ss
+        out.by_position = self.by_position.copy()
+        out._steps_at = self._steps_at.copy()
+        out._accepted_at = self._accepted_at.copy()
         return out
 
     @classmethod
