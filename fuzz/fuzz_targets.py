@@ -23,7 +23,7 @@ import atheris
 # default (the response target reached 83 coverage edges that way, 117 this way).
 with atheris.instrument_imports(include=["specwatch"], enable_loader_override=False):
     from specwatch.settings import ConfigError, load_settings
-    from specwatch.sources.cyclelog import BadLine, from_line
+    from specwatch.sources.cyclelog import BadLine, _checked, from_line
     from specwatch.sources.vllm_log import LogParseFailure, parse_line
     from specwatch.sources.vllm_response import (
         ParseFailure,
@@ -55,9 +55,16 @@ def log(data: bytes) -> None:
         parse_line(data.decode("utf-8", errors="replace"))
 
 
+def _read(read: Callable[[bytes], object], data: bytes) -> object:
+    try:
+        return read(data)
+    except BadLine as bad:
+        return f"BadLine: {bad}"
+
+
 def cyclelog(data: bytes) -> None:
-    with contextlib.suppress(BadLine):
-        from_line(data)
+    if _read(from_line, data) != _read(_checked, data):
+        raise AssertionError("the fast decoder and the checks read a line differently")
 
 
 _CONFIG = Path(tempfile.mkdtemp(prefix="specwatch-fuzz-")) / "specwatch.yaml"

@@ -212,7 +212,8 @@ def test_a_copy_is_equal_and_independent(
     original.as_request()
     before = repr(original), original.moments(), original.by_drafted_length()
     copy = original.copy()
-    assert copy == original and copy.max_drafted == original.max_drafted
+    assert copy == original
+    assert copy.max_drafted == original.max_drafted
     copy.add_steps([d for d, _ in more], [a for _, a in more])  # in place
     copy.merge(original)
     assert before == (repr(original), original.moments(), original.by_drafted_length())

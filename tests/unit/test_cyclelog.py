@@ -1,0 +1,95 @@
+"""The cycle-log reader: the fast decoder (msgspec) and the field-by-field checks agree.
+
+`from_line` decodes a well-formed line in one C pass and hands every other line to `_checked`,
+which says what is wrong. The claim is that this changes nothing a reader sees: every line
+gives the same record, or the same BadLine reason, either way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.sources.cyclelog import BadLine, _checked, from_line, to_line
+
+GOOD: dict[str, Any] = {
+    "v": 1, "ts": 1764400000.465, "request_id": "req-1", "model": "m", "task": "code",
+    "prompt_tokens": 216, "completion_tokens": 75, "num_spec_tokens": 3,
+    "per_step_drafted": [3, 3, 3], "per_step_accepted": [3, 0, 2],
+    "ttft_ms": 12.5, "tpot_ms": 8, "e2e_ms": None,
+}  # fmt: skip
+
+# values a field may take in a bad or unusual line: the types JSON has, the edges of the
+# ranges the two readers check (negative, 2^64 and past it, bool for an int, float for a count)
+ODD = st.one_of(
+    st.none(), st.booleans(), st.sampled_from([0, 1, -1, 2**64 - 1, 2**64, 10**30, 1.0, 2.5]),
+    st.floats(allow_nan=False, allow_infinity=False), st.integers(), st.text(max_size=3),
+    st.lists(st.integers(-1, 5), max_size=4), st.just({}),
+)  # fmt: skip
+
+
+def outcome(read: Any, line: bytes) -> RequestRecord | str:
+    try:
+        record: RequestRecord = read(line)
+    except BadLine as bad:
+        return f"BadLine: {bad}"
+    return record
+
+
+def test_a_written_record_reads_back_by_the_fast_path() -> None:
+    record = RequestRecord(
+        ts=12.5, request_id="r", model="m", task="chat", outcome="observed",
+        prompt_tokens=10, completion_tokens=4, spec=SpecDecodeBlock(2, (2, 2), (1, 2)),
+        latency=Latency(ttft=0.25, tpot=0.0125, e2e=None), in_flight=3,
+    )  # fmt: skip
+    assert record == from_line(to_line(record)) == _checked(to_line(record))
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    changes=st.dictionaries(st.sampled_from([*sorted(GOOD), "variant", "in_flight"]), ODD),
+    dropped=st.sets(st.sampled_from(sorted(GOOD))),
+    baseline=st.booleans(),
+)
+@example(changes={"prompt_tokens": 2**64}, dropped=set(), baseline=False)
+@example(changes={"per_step_accepted": [3, 4, 0]}, dropped=set(), baseline=False)
+@example(changes={"v": 1.0}, dropped=set(), baseline=False)
+@example(changes={}, dropped={"per_step_drafted"}, baseline=True)
+def test_the_fast_decoder_reads_every_line_as_the_checks_do(
+    changes: dict[str, Any], dropped: set[str], baseline: bool
+) -> None:
+    fields = {**GOOD, **({"variant": "baseline"} if baseline else {}), **changes}
+    for name in dropped:
+        fields.pop(name, None)
+    line = json.dumps(fields).encode()
+    assert outcome(from_line, line) == outcome(_checked, line)
+
+
+@pytest.mark.parametrize("extra", [b',"later":1', b',"x":{"y":"\xff"}', b',"x":[1e999]'])
+def test_a_field_the_writer_does_not_write_goes_through_the_checks(extra: bytes) -> None:
+    """A newer writer's field is read around; one that orjson refuses (bad UTF-8, a number past
+    a double) refuses the line, as the checks say: msgspec would skip it unread (the fuzzer's
+    equivalence check found that)."""
+    line = to_line(from_line(json.dumps(GOOD).encode())).rstrip(b"}\n") + extra + b"}"
+    assert outcome(from_line, line) == outcome(_checked, line)
+    assert isinstance(outcome(from_line, line), RequestRecord) == (extra == b',"later":1')
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"",
+        b"[]",
+        b"not json",
+        b'{"v":1,"ts":1e999}',
+        b"\xff\xfe",
+        b'{"v":1,"ts":1,"request_id":"\\ud800"}',
+    ],
+)
+def test_lines_that_are_not_json_objects_get_the_checked_reason(line: bytes) -> None:
+    assert outcome(from_line, line) == outcome(_checked, line)
+    assert isinstance(outcome(from_line, line), str)
