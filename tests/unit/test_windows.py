@@ -29,6 +29,7 @@ def test_memory_is_bounded_by_buckets_not_by_records() -> None:
     for i in range(10_000):
         window.add("s", i * 0.5, one_step(2))
     assert len(window._rings["s"].buckets) <= 6
+    assert len(window._rings["s"].left) < 6  # buckets that left, not yet in the expired sum
     assert 120 == window.totals(4999.5)["s"].requests  # 60 s x 2 records/s
 
 
@@ -217,3 +218,24 @@ def test_a_copy_is_equal_and_independent(
     copy.add_steps([d for d, _ in more], [a for _, a in more])  # in place
     copy.merge(original)
     assert before == (repr(original), original.moments(), original.by_drafted_length())
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps, st.booleans(), st.integers(1, 6))
+def test_one_request_built_at_once_equals_its_steps_added(
+    pairs: list[tuple[int, int]], one_k: bool, cap: int
+) -> None:
+    """of_request's one-K path (every field set at once) gives the Counts that adding the
+    steps to an empty one and marking it a request gives; variable K takes that path."""
+    drafted = (
+        [max((d for d, _ in pairs), default=1) or 1] * len(pairs)
+        if one_k
+        else [d for d, _ in pairs]
+    )
+    accepted = [min(a, d) for (_, a), d in zip(pairs, drafted, strict=True)]
+    general = Counts(cap)
+    general.add_steps(drafted, accepted)
+    general.as_request()
+    built = Counts.of_request(drafted, accepted, cap)
+    assert built == general
+    assert (built.max_drafted, built.requests) == (general.max_drafted, general.requests)

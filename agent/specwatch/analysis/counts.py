@@ -93,25 +93,15 @@ class Counts:
                 self.add_drafted_length(0, len(accepted_at_d), 0)
 
     def _add_one_k(self, k: int, accepted: Sequence[int]) -> None:
-        """Steps that all drafted k >= 1 tokens: C-level loops only."""
-        n = len(accepted)
-        most = max(accepted)
-        if most > k:
-            raise ValueError("a step accepted more tokens than it drafted")
-        total_a = sum(accepted)
+        """Steps that all drafted k >= 1 tokens."""
+        n, total_a, trials, reached = _one_k(k, accepted, len(self.by_position))
         self.steps += n
         self.accepted += total_a
         self.drafted += k * n
         self.max_drafted = max(self.max_drafted, k)
-        self.trials += total_a + n - accepted.count(k)  # + 1 per step that hit a rejection
-        cap = len(self.by_position)
-        self.add_drafted_length(min(k, cap), n, total_a)
-        # by_position[i] counts steps with a > i: n less those that accepted i or fewer
-        positions = self.by_position
-        reached = n - accepted.count(0)
-        for i in range(min(most, cap)):
-            positions[i] += reached
-            reached -= accepted.count(i + 1)
+        self.trials += trials
+        self.add_drafted_length(min(k, len(self.by_position)), n, total_a)
+        self.by_position = list(map(operator.add, self.by_position, reached))
 
     def add_drafted_length(self, length: int, steps: int, accepted: int) -> None:
         """Steps that drafted `length` tokens (already capped), and what they accepted."""
@@ -150,9 +140,24 @@ class Counts:
     def of_request(
         cls, drafted: Sequence[int], accepted: Sequence[int], max_position: int
     ) -> Counts:
-        counts = cls(max_position)
-        counts.add_steps(drafted, accepted)
-        return counts.as_request()
+        """One request's steps in one slice, marked as one request (`as_request`)."""
+        n = len(accepted)
+        k = drafted[0] if n and len(drafted) == n else 0
+        if not k or drafted.count(k) != n:  # variable K, nothing drafted, or a bad pair
+            counts = cls(max_position)
+            counts.add_steps(drafted, accepted)
+            return counts.as_request()
+        # one K (the usual case): every field set once, not added to a fresh Counts
+        n, a, t, reached = _one_k(k, accepted, max_position)
+        d, length = k * n, min(k, max_position)
+        out = cls.__new__(cls)
+        out.requests, out.steps, out.drafted, out.accepted, out.trials = 1, n, d, a, t
+        out.max_drafted, out.by_position = k, reached
+        out._steps_at, out._accepted_at = {length: n}, {length: a}
+        out.aa, out.at, out.tt = a * a, a * t, t * t
+        out.ad, out.dd = a * d, d * d
+        out.as_, out.ss = a * n, n * n
+        return out
 
     def merge(self, other: Counts) -> None:
         self.requests += other.requests
@@ -249,6 +254,24 @@ class Counts:
 
     def __repr__(self) -> str:
         return f"Counts({self.as_dict()}, by_position={self.by_position})"
+
+
+def _one_k(k: int, accepted: Sequence[int], cap: int) -> tuple[int, int, int, list[int]]:
+    """Steps that all drafted k >= 1 tokens: their number, accepted tokens, trials (+ 1 per
+    step that hit a rejection) and steps per position accepting it (the first `cap`), by
+    C-level loops only."""
+    n = len(accepted)
+    most = max(accepted)
+    if most > k:
+        raise ValueError("a step accepted more tokens than it drafted")
+    total_a = sum(accepted)
+    # reached[i] counts steps with a > i: n less those that accepted i or fewer
+    reached = [0] * cap
+    left = n - accepted.count(0)
+    for i in range(min(most, cap)):
+        reached[i] = left
+        left -= accepted.count(i + 1)
+    return n, total_a, total_a + n - accepted.count(k), reached
 
 
 def _combine(mine: list[int], theirs: list[int], op: Callable[[int, int], int]) -> list[int]:
