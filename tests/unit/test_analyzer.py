@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import random
 from typing import Any
 
+import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.model import (
@@ -41,10 +43,12 @@ def record(
 
 def analyzer(**overrides: Any) -> Analyzer:
     settings = load_settings(
-        ctx_buckets="512,2048",
-        window={"length_seconds": 60, "bucket_seconds": 10},
-        zones={"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
-        **overrides,
+        **{
+            "ctx_buckets": "512,2048",
+            "window": {"length_seconds": 60, "bucket_seconds": 10},
+            "zones": {"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
+            **overrides,
+        }
     )
     return Analyzer(settings, started=0.0)
 
@@ -239,3 +243,66 @@ def test_status_shows_each_slices_drift_once_it_has_a_baseline() -> None:
     assert {"statistic", "alarm", "baseline_alpha", "threshold"} <= set(drift)
     assert drift["statistic"] is not None
     assert drift["baseline_alpha"] is not None
+
+
+class _Forgetful(dict[SliceKey, tuple[int, float]]):
+    """An analyzer's record of quiet slices that records nothing: every slice is evaluated."""
+
+    def __setitem__(self, key: SliceKey, value: tuple[int, float]) -> None:
+        pass
+
+
+def _mixed_traffic(seed: int) -> list[RequestRecord]:
+    """Slices going in and out of evidence with acceptance in phases (modelled gains above and
+    below 1 at c = 0.6; green, yellow and red), A/B baseline requests that move the measured
+    cost and gain, quiet spells and gaps long enough for windows to empty; and a model (m2)
+    with rare short speculative requests beside a steady baseline, whose rollup stays
+    insufficient while its measured gain (slower: red without the gates) moves with time."""
+    rng = random.Random(seed)
+    out, ts = [], 0.0
+    for _ in range(2000):
+        ts += rng.choice((0.2, 1.0, 3.0, 7.0, 15.0)) if rng.random() > 0.01 else 200.0
+        model, task = rng.choice(("m0", "m1", "m2")), rng.choice(("code", "chat", "rag"))
+        busy = rng.random() < 0.5  # one finer slice has half the traffic: it gets verdicts
+        model, task = ("m0", "code") if busy else (model, task)
+        baseline = rng.random() < (0.8 if model == "m2" else 0.15)
+        alpha = (0.9, 0.55, 0.2)[(int(ts) // 300) % 3]
+        steps = 2 if model == "m2" else rng.randrange(2, 12)
+        accepted = tuple(sum(rng.random() < alpha for _ in range(3)) for _ in range(steps))
+        out.append(
+            RequestRecord(
+                ts=ts, request_id="r", model=model, task=task, outcome=C.Outcome.OBSERVED,
+                prompt_tokens=100 if busy else rng.choice((100, 1000, 3000)),
+                completion_tokens=steps * 2,
+                spec=None if baseline else SpecDecodeBlock(3, (3,) * steps, accepted),
+                latency=Latency(tpot=rng.uniform(0.01, 0.03) * (1.0 if baseline else 1.6)),
+                variant=C.VARIANT_BASELINE if baseline else C.VARIANT_SPEC,
+            )
+        )  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_passing_over_quiet_slices_changes_no_zone(seed: int) -> None:
+    """Every zone state after every evaluation is what evaluating every slice gives: a finer
+    slice left insufficient, whose window and cost did not move, is a fixed point."""
+    overrides: dict[str, Any] = {
+        "speedup": {"default_cost_ratio": 0.6, "min_baseline_requests": 3},
+        "zones": {"min_trials": 60, "min_requests": 6, "min_dwell_seconds": 0,
+                  "slower_seconds": 30},
+    }  # fmt: skip
+    passing, every = analyzer(**overrides), analyzer(**overrides)
+    every._quiet = _Forgetful()
+    passed_over, next_evaluation, seen = 0, 10.0, set()
+    for item in _mixed_traffic(seed):
+        while item.ts >= next_evaluation:
+            passing.evaluate(next_evaluation)
+            every.evaluate(next_evaluation)
+            assert passing._zones == every._zones, next_evaluation
+            passed_over += len(passing._quiet)
+            seen |= {state.zone for state in every._zones.values()}
+            next_evaluation += 10.0
+        passing.ingest(item)
+        every.ingest(item)
+    assert passed_over > 0
+    assert {C.Zone.INSUFFICIENT, C.Zone.RED, C.Zone.YELLOW, C.Zone.GREEN} <= seen

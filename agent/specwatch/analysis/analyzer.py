@@ -69,6 +69,7 @@ class Analyzer:
         )
         self._zones: dict[SliceKey, ZoneState] = {}
         self._verdict_cache: dict[SliceKey, tuple[int, Interval | None, Interval | None]] = {}
+        self._quiet: dict[SliceKey, tuple[int, float]] = {}  # see evaluate
         self._view_cache: dict[SliceKey, _KeptView] = {}
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
         self._engine = EngineCounters(
@@ -226,13 +227,31 @@ class Analyzer:
         self._drift.evaluate(now)
         windows, _ = self._windows(now, live=True)
         costs = self._costs(windows, now)
+        default_cost, quiet = self._cfg.speedup.default_cost_ratio, self._quiet
         for key, (counts, source) in windows.items():
+            cost = costs.get(key.model, default_cost)
+            # A finer slice that an evaluation left insufficient is a fixed point of the zone
+            # rules while its window and the cost stay as they were: not enough evidence then
+            # is not enough now (the gates only widen from insufficient), its gain is modelled
+            # from the same tau, K and cost (so `slower` and the state it keeps read the same),
+            # and nothing else in its state moves. Most slices of a wide deployment are such
+            # at most evaluations; they are passed over (tests/unit/test_analyzer.py checks
+            # every state against evaluating them all).
+            finer = key.ctx_bucket != C.ALL and source == C.SliceSource.PROXY
+            if finer:
+                mark = (self._window.version(key), cost)
+                if quiet.get(key) == mark:
+                    continue
             interval, tau = self._verdict_intervals(key, counts, source)
-            cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
             gain = self._gain(key, counts, tau, now, cost)
             state = self._zones.setdefault(key, ZoneState())
             enough = has_evidence(state, counts.trials, counts.requests, cfg)
             change = next_zone(state, interval, enough, now, cfg, gain)
+            if finer:
+                if state.zone == C.Zone.INSUFFICIENT:
+                    quiet[key] = mark
+                else:
+                    quiet.pop(key, None)
             if change is not None:
                 log.info(
                     "zone_changed",
