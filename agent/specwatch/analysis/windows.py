@@ -18,17 +18,14 @@ K = TypeVar("K")
 
 class _Ring:
     """One key's buckets, oldest first; the sum of all but the newest (`settled`), of those
-    that left the window (`expired`, with the latest to leave kept apart in `left` until
-    since-start is read or they are as many as the window's buckets), and the window's total,
-    summed when read."""
+    that left the window (`expired`), and the window's total, summed when read."""
 
-    __slots__ = ("buckets", "expired", "left", "settled", "total", "version")
+    __slots__ = ("buckets", "expired", "settled", "total", "version")
 
     def __init__(self, max_position: int) -> None:
         self.buckets: deque[tuple[int, Counts]] = deque()
         self.settled = Counts(max_position)
         self.expired = Counts(max_position)
-        self.left: list[Counts] = []
         self.total: Counts | None = None  # settled + the newest bucket; None: to be summed
         self.version = 0  # bumped whenever the window's or the since-start total changes
 
@@ -39,23 +36,6 @@ class _Ring:
             if self.buckets:
                 total.merge(self.buckets[-1][1])
         return total
-
-    def leave(self, counts: Counts, most: int) -> None:
-        """A bucket left the window: into the expired sum, `most` at a time. Since-start is
-        read far less often than buckets leave (once per change of a slice, at a scrape;
-        once at the end of a replay), so the merge waits for it."""
-        left = self.left
-        left.append(counts)
-        if len(left) >= most:
-            self.since_start()
-
-    def since_start(self) -> Counts:
-        """The expired sum, the buckets that left since folded in (owned by the ring)."""
-        expired = self.expired
-        for counts in self.left:
-            expired.merge(counts)
-        self.left.clear()
-        return expired
 
 
 class SlidingWindow(Generic[K]):
@@ -119,7 +99,7 @@ class SlidingWindow(Generic[K]):
         settled = ring.settled
         while buckets and buckets[0][0] < oldest_kept:
             _, counts = buckets.popleft()
-            ring.leave(counts, self.n_buckets)
+            ring.expired.merge(counts)
             if buckets:  # not the newest: it was settled
                 settled.subtract(counts)
                 if counts.max_drafted >= settled.max_drafted:  # it held the maximum
@@ -145,7 +125,7 @@ class SlidingWindow(Generic[K]):
         """Everything the key was given, in the window or not: a new object."""
         ring = self._rings[key]
         out = ring.window().copy()
-        out.merge(ring.since_start())
+        out.merge(ring.expired)
         return out
 
     def version(self, key: K) -> int:
