@@ -19,7 +19,10 @@ class Counts:
     i + 1 tokens, its denominator. At one K the two differ only in the numerator; with
     variable K (a batch-size schedule, adaptive methods) a position beyond a step's draft is
     unobserved, not a rejection. Positions past `max_position` are not counted per position
-    (the cap keeps the series bounded); every total still includes them.
+    (the cap keeps the series bounded); every total still includes them. No step accepts
+    past its draft, so `by_position` is 0 from `max_drafted` on: a merge adds (a subtraction
+    takes) only the positions below the other's `max_drafted`, in place (`copy` shares no
+    list, so no other Counts sees it).
 
     `steps_by_drafted[d]` / `accepted_by_drafted[d]` count steps that drafted d tokens and the
     tokens they accepted (d = `max_position` holds that many or more), so rate and tau can be
@@ -165,7 +168,9 @@ class Counts:
         self.drafted += other.drafted
         self.accepted += other.accepted
         self.trials += other.trials
-        self.max_drafted = max(self.max_drafted, other.max_drafted)
+        k = other.max_drafted
+        if k > self.max_drafted:
+            self.max_drafted = k
         self.aa += other.aa
         self.at += other.at
         self.tt += other.tt
@@ -174,8 +179,9 @@ class Counts:
         self.as_ += other.as_
         self.ss += other.ss
         mine, theirs = self.by_position, other.by_position
-        if len(mine) == len(theirs):  # inline: merge runs several times per request
-            self.by_position = list(map(operator.add, mine, theirs))
+        if len(mine) == len(theirs):  # in place, up to other's K: past it, its counts are 0
+            for i in range(min(k, len(mine))):
+                mine[i] += theirs[i]
         else:
             self.by_position = _combine(mine, theirs, operator.add)
         steps_at, accepted_at = self._steps_at, self._accepted_at
@@ -197,7 +203,12 @@ class Counts:
         self.dd -= other.dd
         self.as_ -= other.as_
         self.ss -= other.ss
-        self.by_position = _combine(self.by_position, other.by_position, operator.sub)
+        mine, theirs = self.by_position, other.by_position
+        if len(mine) == len(theirs):  # as in merge
+            for i in range(min(other.max_drafted, len(mine))):
+                mine[i] -= theirs[i]
+        else:
+            self.by_position = _combine(mine, theirs, operator.sub)
         for length, steps in other._steps_at.items():
             left = self._steps_at[length] - steps
             if left:
