@@ -1,12 +1,18 @@
 """JSON documents of specwatch's own endpoints and commands (/status, the A/B switch, replay).
 
-Keys may be the StrEnum names of conventions.py: serialised as their text.
+Keys may be the StrEnum names of conventions.py: serialised as their text. aiohttp is imported
+when a response is first made, not with `dumps`: `replay --json` and `advise --json` would load
+it (a fifth of a second) for nothing.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import orjson
-from aiohttp import web
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 _OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 
@@ -16,4 +22,6 @@ def dumps(document: object) -> bytes:
 
 
 def json_response(document: object, status: int = 200) -> web.Response:
+    from aiohttp import web
+
     return web.Response(status=status, body=dumps(document), content_type="application/json")

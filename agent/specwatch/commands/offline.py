@@ -72,11 +72,8 @@ def _report_bad_lines(errors: list[LineError], command: str) -> None:
 
 
 def run_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from rich.console import Console
-
     from specwatch.export.status import Reading, status_document
     from specwatch.httpjson import dumps
-    from specwatch.table import slice_table
 
     found = replayed(args.files, settings, "replay")
     if found is None:
@@ -90,6 +87,10 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
         }
         sys.stdout.write(dumps(document).decode() + "\n")
     else:
+        from rich.console import Console
+
+        from specwatch.table import slice_table
+
         Console().print(slice_table(snapshot, f"replay of {len(args.files)} file(s)"))
     _report_bad_lines(errors, "replay")
     return 0
