@@ -244,7 +244,9 @@ class Analyzer:
                     continue
             interval, tau = self._verdict_intervals(key, counts, source)
             gain = self._gain(key, counts, tau, now, cost)
-            state = self._zones.setdefault(key, ZoneState())
+            state = self._zones.get(key)
+            if state is None:
+                state = self._zones[key] = ZoneState()
             enough = has_evidence(state, counts.trials, counts.requests, cfg)
             change = next_zone(state, interval, enough, now, cfg, gain)
             if finer:

@@ -120,16 +120,24 @@ def proportion_interval(
 
 
 def ratio_interval(
-    n: float, x: float, y: float, xx: float, xy: float, yy: float, confidence: float
+    n: float,
+    x: float,
+    y: float,
+    xx: float,
+    xy: float,
+    yy: float,
+    confidence: float,
+    shift: float = 0.0,
 ) -> Interval | None:
-    """x / y over n requests with a t interval on the robust variance (bounds kept >= 0)."""
+    """x / y over n requests with a t interval on the robust variance (bounds kept >= 0),
+    `shift` added to all three."""
     if y <= 0:
         return None
     r = x / y
     if yy <= 0:  # no per-request data: no honest interval
-        return Interval(r, r, r)
+        return Interval(r + shift, r + shift, r + shift)
     half = t_quantile(confidence, n - 1) * math.sqrt(robust_variance(n, x, y, xx, xy, yy))
-    return Interval(r, max(0.0, r - half), r + half)
+    return Interval(r + shift, max(0.0, r - half) + shift, r + half + shift)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,10 +176,7 @@ def rate_interval(c: Counts, confidence: float) -> Interval | None:
 
 def tau_interval(c: Counts, confidence: float) -> Interval | None:
     """Tokens per step, 1 + accepted / steps, over the slice's requests."""
-    per_step = ratio_interval(c.requests, c.accepted, c.steps, c.aa, c.as_, c.ss, confidence)
-    if per_step is None:
-        return None
-    return Interval(1.0 + per_step.estimate, 1.0 + per_step.lower, 1.0 + per_step.upper)
+    return ratio_interval(c.requests, c.accepted, c.steps, c.aa, c.as_, c.ss, confidence, 1.0)
 
 
 @dataclass(frozen=True, slots=True)
