@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import gc
+from dataclasses import replace
+from pathlib import Path
 
-from specwatch.analysis.replay import replay
+import pytest
+from specwatch.analysis import replay as replay_module
+from specwatch.analysis.replay import SpanTooLong, replay
+from specwatch.cli import main
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
+from specwatch.sources.cyclelog import to_line
 
 
 def records(n: int) -> list[RequestRecord]:
@@ -48,3 +54,29 @@ def test_replay_leaves_the_garbage_collector_as_it_found_it() -> None:
         gc.enable()
     (view,) = [v for v in analyzer.snapshot(end).rollups if v.key.model == "m"]
     assert 50 * 4 == view.since_start.steps
+
+
+def test_a_log_spanning_years_is_refused_naming_its_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One timestamp in milliseconds among seconds would have the replay evaluate through
+    fifty thousand years of log time (a hang): refused at once, the culprit named."""
+    wrong = replace(records(1)[0], request_id="in-ms", ts=1_764_400_000_000.0)
+    path = tmp_path / "cycles.jsonl"
+    path.write_bytes(b"".join(to_line(record) for record in [*records(3), wrong]))
+    assert 1 == main(["replay", "--json", str(path)])
+    assert "'in-ms' at ts 1764400000000.0" in capsys.readouterr().err
+
+
+def test_the_span_limit_is_a_number_of_evaluations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MAX_EVALUATIONS evaluations are replayed, one more is refused (a smaller limit here,
+    so that the evaluations run)."""
+    monkeypatch.setattr(replay_module, "MAX_EVALUATIONS", 100)
+    settings = load_settings()
+    interval = settings.zones.evaluation_interval_seconds
+    first = records(1)[0]
+    last = replace(first, ts=first.ts + 100 * interval)
+    _, end = replay([first, last], settings)
+    assert end == last.ts
+    with pytest.raises(SpanTooLong, match="more than 100 evaluations"):
+        replay([first, replace(last, ts=last.ts + interval)], settings)

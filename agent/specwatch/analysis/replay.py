@@ -9,12 +9,22 @@ from specwatch.analysis.analyzer import Analyzer
 from specwatch.model import RequestRecord
 from specwatch.settings import Settings
 
+# Evaluations a replay runs at most: 1.6 years of log time at the default 10 s. A log that
+# spans more has a wrong timestamp (milliseconds for seconds, a zero): evaluating through the
+# gap would take days of CPU, so it is refused, naming the first and last record.
+MAX_EVALUATIONS = 5_000_000
+
+
+class SpanTooLong(ValueError):
+    pass
+
 
 def replay(records: Iterable[RequestRecord], settings: Settings) -> tuple[Analyzer, float]:
     """The analyzer after every record, zones evaluated at the live interval; and the end time.
 
     Records are taken in time order; zones are evaluated at the same interval as live, on the
-    records' timestamps, so the verdicts follow the same path they did.
+    records' timestamps, so the verdicts follow the same path they did. SpanTooLong when they
+    span more than MAX_EVALUATIONS evaluations.
     """
     # The records are read whole (to put them in time order) and live to the end, none in
     # a cycle: the collector would walk them again and again as they pile up. It is off
@@ -29,6 +39,7 @@ def replay(records: Iterable[RequestRecord], settings: Settings) -> tuple[Analyz
             gc.freeze()
             gc.enable()
     try:
+        _check_span(ordered, settings.zones.evaluation_interval_seconds)
         return _analysed(ordered, settings)
     finally:
         if collecting:
@@ -48,3 +59,14 @@ def _analysed(ordered: list[RequestRecord], settings: Settings) -> tuple[Analyze
     end = ordered[-1].ts if ordered else start
     analyzer.evaluate(end)
     return analyzer, end
+
+
+def _check_span(ordered: list[RequestRecord], interval: float) -> None:
+    if ordered and (ordered[-1].ts - ordered[0].ts) / interval > MAX_EVALUATIONS:
+        first, last = ordered[0], ordered[-1]
+        raise SpanTooLong(
+            f"the records span {(last.ts - first.ts) / 86400:,.0f} days of log time, more than "
+            f"{MAX_EVALUATIONS:,} evaluations at {interval:g} s: a timestamp is wrong "
+            f"(milliseconds for seconds?): the first record is {first.request_id!r} at "
+            f"ts {first.ts}, the last {last.request_id!r} at ts {last.ts}"
+        )

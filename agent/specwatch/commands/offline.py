@@ -51,14 +51,15 @@ def replayed(
     files: list[Path], settings: Settings, command: str
 ) -> tuple[Snapshot, list[LineError], LoadTable] | None:
     """Cycle logs through the live analysis: its snapshot at the end, the bad lines and its
-    load table; None (said on stderr) when a file is unreadable."""
-    from specwatch.analysis.replay import replay
+    load table; None (said on stderr) when a file is unreadable or the records span more
+    time than a replay evaluates."""
+    from specwatch.analysis.replay import SpanTooLong, replay
     from specwatch.sources.cyclelog import read_cycle_logs
 
     errors: list[LineError] = []
     try:
         analyzer, end = replay(read_cycle_logs(files, errors), settings)
-    except OSError as error:
+    except (OSError, SpanTooLong) as error:
         print(f"specwatch: {command}: {error}", file=sys.stderr)
         return None
     return analyzer.snapshot(end), errors, analyzer.load_table
