@@ -226,7 +226,8 @@ async def broken_upstream() -> AsyncIterator[tuple[dict[str, Any], str]]:
 
     state: dict[str, Any] = {"body": b"", "content_type": "application/json"}
 
-    async def handler(_request: web.Request) -> web.Response:
+    async def handler(request: web.Request) -> web.Response:
+        state["received"] = await request.read()
         return web.Response(body=state["body"], headers={"Content-Type": state["content_type"]})
 
     app = web.Application()
@@ -294,6 +295,31 @@ async def test_whatever_the_upstream_sends_the_client_gets_it_and_failures_are_c
     assert outcome in set(C.Outcome)
     if outcome == C.Outcome.PARSE_ERROR:
         assert sum(health.parse_errors.values()) > sum(before_health.parse_errors.values())
+
+
+async def test_a_request_too_deep_to_rewrite_is_relayed_as_sent_and_counted(
+    broken_upstream: tuple[dict[str, Any], str], broken_sidecar: Sidecar
+) -> None:
+    """A streaming request without include_usage nested past orjson's 254 levels cannot be
+    re-encoded with it: it goes upstream byte for byte (it used to fail in the proxy, never
+    sent), its answer reaches the client, and the reason is counted."""
+    state, _ = broken_upstream
+    state["body"], state["content_type"] = _VALID_USAGE, "text/event-stream"
+    raw = b'{"prompt": "hi", "stream": true, "x": ' + b"[" * 300 + b"]" * 300 + b"}"
+    proxy = f"http://127.0.0.1:{broken_sidecar.ports.proxy}"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            proxy + "/v1/completions", data=raw, headers={"Content-Type": "application/json"}
+        ) as response,
+    ):
+        assert (200, _VALID_USAGE) == (response.status, await response.read())
+    assert raw == state["received"]
+    await broken_sidecar.drained()
+    health = broken_sidecar.read().health
+    assert health is not None
+    assert 1 == health.parse_errors[C.ParseSource.REQUEST, C.ParseReason.UNENCODABLE]
+    assert 1 == sum(broken_sidecar.read().snapshot.requests.values())
 
 
 async def test_a_broken_sse_stream_with_a_readable_usage_chunk_is_still_observed(

@@ -120,6 +120,7 @@ class ParseReason(StrEnum):
 
     INVALID_JSON = "invalid_json"
     NOT_AN_OBJECT = "not_an_object"
+    UNENCODABLE = "unencodable"  # a request body too deep to re-encode with include_usage
     BAD_METRICS = "bad_metrics"  # `metrics` is not an object
     BAD_SPEC_BLOCK = "bad_spec_block"  # its fields are not counts
     INCONSISTENT_SPEC_BLOCK = "inconsistent_spec_block"  # its counts disagree

@@ -22,7 +22,7 @@ import aiohttp
 import orjson
 import structlog
 
-from specwatch.analysis.tasks import features_of
+from specwatch.analysis.tasks import RequestFeatures, features_of
 from specwatch.conventions import OBSERVED_PATHS, Header, Outcome, ParseReason, ParseSource
 from specwatch.health import Health
 from specwatch.settings import Settings
@@ -181,7 +181,7 @@ class Proxy:
         key = wire.header(request.headers, self._key_header)
         return key.decode("latin-1") if key else request_id
 
-    def _features(self, request: Request, body: Any = None) -> Any:
+    def _features(self, request: Request, body: Any = None) -> RequestFeatures:
         task = wire.header(request.headers, self._task_header)
         return features_of(request.path, task.decode("latin-1") if task else None, body)
 
@@ -222,7 +222,7 @@ class Proxy:
         started = time.perf_counter()
         request_id = self._request_id(request)
         variant = self.router.variant(self._ab_key(request, request_id))
-        features = self._features(request)
+        features: RequestFeatures | None = None  # from the body once it is read
         exchange = Exchange(connection, self._health, self._max_response, observed=True)
         base = self.router.upstream(variant)
         stream = False
@@ -243,8 +243,11 @@ class Proxy:
                 if not (isinstance(options, dict) and options.get("include_usage") is True):
                     options = dict(options) if isinstance(options, dict) else {}
                     options["include_usage"] = True
-                    raw = orjson.dumps({**body, "stream_options": options})
-                    exchange.inject = True
+                    try:
+                        raw = orjson.dumps({**body, "stream_options": options})
+                        exchange.inject = True
+                    except TypeError:  # nested past orjson's 254 levels: relayed as sent
+                        self._health.parse_error(ParseSource.REQUEST, ParseReason.UNENCODABLE)
             features = self._features(request, body)
             shadowed = self.shadow.wanted(body, variant)
             exchange.begin(stream, started, capture=shadowed and stream)
@@ -267,7 +270,8 @@ class Proxy:
             self._health.in_flight[variant] -= 1
             self._submit(
                 Observation(
-                    ts=self._clock(), request_id=request_id, features=features,
+                    ts=self._clock(), request_id=request_id,
+                    features=self._features(request) if features is None else features,
                     outcome=exchange.outcome, stream=stream, payload=exchange.payload,
                     choice_stats=exchange.choice_stats,
                     e2e=time.perf_counter() - started, first_byte=exchange.first_byte,
