@@ -231,12 +231,12 @@ class Analyzer:
         for key, (counts, source) in windows.items():
             cost = costs.get(key.model, default_cost)
             # A finer slice that an evaluation left insufficient is a fixed point of the zone
-            # rules while its window and the cost stay as they were: not enough evidence then
-            # is not enough now (the gates only widen from insufficient), its gain is modelled
-            # from the same tau, K and cost (so `slower` and the state it keeps read the same),
-            # and nothing else in its state moves. Most slices of a wide deployment are such
-            # at most evaluations; they are passed over (tests/unit/test_analyzer.py checks
-            # every state against evaluating them all).
+            # rules while its window and the cost stay as they were: its counts did not pass
+            # the gates then, and from insufficient the full gates apply, so they do not now;
+            # its gain is modelled from the same tau, K and cost (so `slower`, and the time it
+            # keeps, read the same), and nothing else in its state moves. Most slices of a wide
+            # deployment are such at most evaluations; they are passed over
+            # (tests/unit/test_analyzer.py checks every state against evaluating them all).
             finer = key.ctx_bucket != C.ALL and source == C.SliceSource.PROXY
             if finer:
                 mark = (self._window.version(key), cost)

@@ -113,7 +113,9 @@ class BadLine(ValueError):
 
 
 _ONLY_INT = frozenset({int})
-_Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]  # (orjson reads past 2^64 as floats)
+# a count for the fast decoder: up to int64's largest (msgspec's bounds are int64); a larger
+# one (orjson reads ints up to 2^64 - 1, floats past that) takes the checked path
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 
 
 def _int(obj: dict[str, Any], key: str) -> int:
