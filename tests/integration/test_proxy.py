@@ -385,3 +385,38 @@ async def sidecar_status(sidecar: Sidecar) -> Any:
         url = f"http://127.0.0.1:{sidecar.ports.admin}/status"
         async with session.get(url) as response:
             return await response.json()
+
+
+@pytest.mark.parametrize("where", ["observed", "relay"])
+async def test_a_failure_inside_the_proxy_answers_502_and_serves_the_next_request(
+    sim: tuple[SimServer, str], sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A bug in the proxy's own code (here made to raise) costs that request a 502 in OpenAI's
+    shape at once, not a client left waiting; the observed request keeps one outcome, and the
+    next request is served."""
+
+    def boom(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}"
+    body = {"prompt": "x y z", "max_tokens": 8, "stream": True}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+        with monkeypatch.context() as patched:
+            if where == "observed":
+                patched.setattr(sidecar.proxy.shadow, "wanted", boom)
+                status, answer = await post(session, proxy + "/v1/completions", body)
+            else:
+                patched.setattr("specwatch.sources.wire.request_head", boom)
+                async with session.get(proxy + "/v1/models") as response:
+                    status, answer = response.status, await response.read()
+        assert 502 == status
+        assert b"internal error" in orjson.loads(answer)["error"]["message"].encode()
+        assert 200 == (await post(session, proxy + "/v1/completions", body))[0]
+    await sidecar.drained()
+    outcomes = sidecar.read().snapshot.requests
+    expected = (
+        {C.Outcome.UPSTREAM_FAILED, C.Outcome.OBSERVED}
+        if where == "observed"
+        else {C.Outcome.OBSERVED}
+    )
+    assert expected == {outcome for (_key, outcome) in outcomes}

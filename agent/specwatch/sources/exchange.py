@@ -147,17 +147,20 @@ class Exchange:
         self._client.end()
         self._finish()
 
-    def on_error(self, error: BaseException) -> None:
-        """The upstream could not be reached, failed, or fell silent for too long."""
+    def on_error(self, error: BaseException, internal: bool = False) -> None:
+        """The upstream could not be reached, failed, or fell silent for too long; or
+        (`internal`) the proxy's own code failed, which its caller logged: answered alike."""
         if self.finished.done():
             return
         if self._observed:
             self.outcome = Outcome.UPSTREAM_FAILED
-        log.warning("upstream_failed", error=repr(error), head_sent=self._head_sent)
+        if not internal:
+            log.warning("upstream_failed", error=repr(error), head_sent=self._head_sent)
         if not self._head_sent:
             if not self._observed:
                 self._health.passthrough["5xx"] += 1
-            headers, body = openai_error(502, f"specwatch: upstream failed: {error!r}")
+            what = "internal error" if internal else "upstream failed"
+            headers, body = openai_error(502, f"specwatch: {what}: {error!r}")
             self._client.respond(502, headers, body)
         else:
             if self._rewriter is not None:

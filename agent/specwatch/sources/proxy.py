@@ -135,6 +135,9 @@ class Proxy:
                         await self._observed(connection, request)
                     else:
                         await self._relay(connection, request, request.body, None)
+                except Exception as error:  # a bug: the client still gets an answer
+                    log.exception("proxy_failed", path=request.path)
+                    self._failed(connection, error)
                 finally:
                     self.in_flight -= 1
         finally:
@@ -164,6 +167,16 @@ class Proxy:
             self._health.passthrough[f"{status // 100}xx"] += 1
         headers, body = openai_error(status, message)
         connection.respond(status, headers, body)
+
+    def _failed(self, connection: ClientConnection, error: Exception) -> None:
+        """Answer a request the proxy failed on itself: a 502 when nothing was sent yet, a
+        broken stream otherwise (as when the upstream fails); nothing when it was answered."""
+        exchange = connection.exchange
+        if isinstance(exchange, Exchange):
+            exchange.on_error(error, internal=True)
+        elif not connection.closed:
+            self._health.passthrough["5xx"] += 1
+            connection.respond(502, *openai_error(502, f"specwatch: internal error: {error!r}"))
 
     def forget(self, connection: ClientConnection) -> None:
         """The connection closed."""
@@ -265,6 +278,10 @@ class Proxy:
         except asyncio.CancelledError:
             exchange.outcome = Outcome.CLIENT_ABORTED
             raise
+        except Exception as error:  # a bug: answered (a 502 or a broken stream, counted as
+            # upstream_failed) unless it was already, and the request keeps one outcome
+            log.exception("proxy_failed", request_id=request_id)
+            exchange.on_error(error, internal=True)
         finally:
             self._load[base] -= 1
             self._health.in_flight[variant] -= 1
