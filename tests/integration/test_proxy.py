@@ -15,6 +15,7 @@ from specwatch import conventions as C
 from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
+from specwatch.sources.proxy import _USAGE_OPTION
 from specwatch.sources.vllm_response import SseSplitter, event_data, is_usage_event
 
 from tests.support import assert_status_valid
@@ -297,29 +298,38 @@ async def test_whatever_the_upstream_sends_the_client_gets_it_and_failures_are_c
         assert sum(health.parse_errors.values()) > sum(before_health.parse_errors.values())
 
 
-async def test_a_request_too_deep_to_rewrite_is_relayed_as_sent_and_counted(
-    broken_upstream: tuple[dict[str, Any], str], broken_sidecar: Sidecar
+@pytest.mark.parametrize("options", [False, True])
+async def test_a_request_too_deep_to_encode_is_relayed_and_counted(
+    broken_upstream: tuple[dict[str, Any], str], broken_sidecar: Sidecar, options: bool
 ) -> None:
-    """A streaming request without include_usage nested past orjson's 254 levels cannot be
-    re-encoded with it: it goes upstream byte for byte (it used to fail in the proxy, never
-    sent), its answer reaches the client, and the reason is counted."""
+    """A streaming request nested past orjson's 254 levels: without `stream_options` the
+    option is written into its bytes, as for any body; with them (so the body must be encoded
+    again, which orjson refuses that deep) it goes upstream byte for byte, the reason counted.
+    (The encoding error used to leave the request unsent and the client waiting.)"""
     state, _ = broken_upstream
     state["body"], state["content_type"] = _VALID_USAGE, "text/event-stream"
-    raw = b'{"prompt": "hi", "stream": true, "x": ' + b"[" * 300 + b"]" * 300 + b"}"
+    given = b', "stream_options": {}' if options else b""
+    raw = b'{"prompt": "hi", "stream": true' + given + b', "x": ' + b"[" * 300 + b"]" * 300 + b"}"
     proxy = f"http://127.0.0.1:{broken_sidecar.ports.proxy}"
+    headers = {"Content-Type": "application/json"}
     async with (
         aiohttp.ClientSession() as session,
-        session.post(
-            proxy + "/v1/completions", data=raw, headers={"Content-Type": "application/json"}
-        ) as response,
+        session.post(proxy + "/v1/completions", data=raw, headers=headers) as response,
     ):
-        assert (200, _VALID_USAGE) == (response.status, await response.read())
-    assert raw == state["received"]
+        assert 200 == response.status
+        answer = await response.read()
     await broken_sidecar.drained()
-    health = broken_sidecar.read().health
-    assert health is not None
-    assert 1 == health.parse_errors[C.ParseSource.REQUEST, C.ParseReason.UNENCODABLE]
-    assert 1 == sum(broken_sidecar.read().snapshot.requests.values())
+    reading = broken_sidecar.read()
+    assert reading.health is not None
+    unencodable = reading.health.parse_errors.get(
+        (C.ParseSource.REQUEST, C.ParseReason.UNENCODABLE), 0
+    )
+    if options:
+        assert (raw, _VALID_USAGE, 1) == (state["received"], answer, unencodable)
+    else:  # the usage the proxy asked for is the proxy's: the client did not ask for it
+        assert (b"{" + _USAGE_OPTION + raw[1:], b"", 0) == (state["received"], answer, unencodable)
+        assert {C.Outcome.OBSERVED} == {outcome for _, outcome in reading.snapshot.requests}
+    assert 1 == sum(reading.snapshot.requests.values())
 
 
 async def test_a_broken_sse_stream_with_a_readable_usage_chunk_is_still_observed(

@@ -41,6 +41,30 @@ Submit = Callable[[Observation], None]
 _REQUEST_ID = Header.REQUEST_ID.lower().encode()
 
 
+_USAGE_OPTION = b'"stream_options":{"include_usage":true},'
+
+
+def with_usage(raw: bytes, body: dict[str, Any]) -> bytes | None:
+    """A streaming request's body (`raw`, read as `body`) asking for the usage chunk too.
+
+    Without `stream_options` the member is written in after the opening brace: every byte the
+    client sent stays as it was (a number keeps its spelling: orjson would write an integer
+    past 2^64 as a float, `1e5` as `100000.0`). With `stream_options` but no include_usage
+    the body is encoded again with it; None when orjson cannot (nested past 254 levels).
+    """
+    if "stream_options" not in body:  # (a streaming body has a member: the comma is right)
+        at = raw.index(b"{") + 1
+        return raw[:at] + _USAGE_OPTION + raw[at:]
+    options = body["stream_options"]
+    options = (
+        {**options, "include_usage": True} if isinstance(options, dict) else {"include_usage": True}
+    )
+    try:
+        return orjson.dumps({**body, "stream_options": options})
+    except TypeError:
+        return None
+
+
 class Proxy:
     """The proxy port; `submit` receives one Observation per observed request."""
 
@@ -254,13 +278,11 @@ class Proxy:
             if body is not None and stream:
                 options = body.get("stream_options")
                 if not (isinstance(options, dict) and options.get("include_usage") is True):
-                    options = dict(options) if isinstance(options, dict) else {}
-                    options["include_usage"] = True
-                    try:
-                        raw = orjson.dumps({**body, "stream_options": options})
-                        exchange.inject = True
-                    except TypeError:  # nested past orjson's 254 levels: relayed as sent
+                    asked = with_usage(raw, body)
+                    if asked is None:  # nested past orjson's 254 levels: relayed as sent
                         self._health.parse_error(ParseSource.REQUEST, ParseReason.UNENCODABLE)
+                    else:
+                        raw, exchange.inject = asked, True
             features = self._features(request, body)
             shadowed = self.shadow.wanted(body, variant)
             exchange.begin(stream, started, capture=shadowed and stream)
