@@ -56,11 +56,9 @@ def with_usage(raw: bytes, body: dict[str, Any]) -> bytes | None:
         at = raw.index(b"{") + 1
         return raw[:at] + _USAGE_OPTION + raw[at:]
     options = body["stream_options"]
-    options = (
-        {**options, "include_usage": True} if isinstance(options, dict) else {"include_usage": True}
-    )
+    kept = options if isinstance(options, dict) else {}
     try:
-        return orjson.dumps({**body, "stream_options": options})
+        return orjson.dumps({**body, "stream_options": {**kept, "include_usage": True}})
     except TypeError:
         return None
 
@@ -196,11 +194,11 @@ class Proxy:
         """Answer a request the proxy failed on itself: a 502 when nothing was sent yet, a
         broken stream otherwise (as when the upstream fails); nothing when it was answered."""
         exchange = connection.exchange
-        if isinstance(exchange, Exchange):
-            exchange.on_error(error, internal=True)
-        elif not connection.closed:
-            self._health.passthrough["5xx"] += 1
-            connection.respond(502, *openai_error(502, f"specwatch: internal error: {error!r}"))
+        if not isinstance(exchange, Exchange):  # it failed before relaying: answered alike
+            if connection.closed:
+                return
+            exchange = Exchange(connection, self._health, self._max_response, observed=False)
+        exchange.on_error(error, internal=True)
 
     def forget(self, connection: ClientConnection) -> None:
         """The connection closed."""
