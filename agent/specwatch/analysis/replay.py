@@ -62,10 +62,13 @@ def _analysed(ordered: list[RequestRecord], settings: Settings) -> tuple[Analyze
 
 
 def _check_span(ordered: list[RequestRecord], interval: float) -> None:
-    if ordered and (ordered[-1].ts - ordered[0].ts) / interval > MAX_EVALUATIONS:
-        first, last = ordered[0], ordered[-1]
+    if not ordered:
+        return
+    first, last = ordered[0], ordered[-1]
+    span = last.ts - first.ts
+    if span / interval > MAX_EVALUATIONS:
         raise SpanTooLong(
-            f"the records span {(last.ts - first.ts) / 86400:,.0f} days of log time, more than "
+            f"the records span {span / 86400:,.0f} days of log time, more than "
             f"{MAX_EVALUATIONS:,} evaluations at {interval:g} s: a timestamp is wrong "
             f"(milliseconds for seconds?): the first record is {first.request_id!r} at "
             f"ts {first.ts}, the last {last.request_id!r} at ts {last.ts}"

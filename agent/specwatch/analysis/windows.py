@@ -142,11 +142,13 @@ def _settled_max(buckets: deque[tuple[int, Counts]], left: int) -> int:
     """The largest K of the settled buckets (all but the newest) after one that reached
     `left` went: `left` again as soon as one bucket has it (at one K, the first looked at),
     so a bucket leaving costs O(1) in the usual case, not O(buckets)."""
-    settled = len(buckets) - 1
-    for i in range(settled):
-        if buckets[i][1].max_drafted == left:
+    top = 0
+    for i in range(len(buckets) - 1):
+        k = buckets[i][1].max_drafted
+        if k == left:
             return left
-    return max((buckets[i][1].max_drafted for i in range(settled)), default=0)
+        top = max(top, k)
+    return top
 
 
 _LE: dict[tuple[float, ...], tuple[str, ...]] = {}  # bounds -> their `le` names
