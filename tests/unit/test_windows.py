@@ -52,6 +52,16 @@ def test_a_record_older_than_the_window_counts_since_start_only() -> None:
     assert window.version("s") != before
 
 
+def test_the_window_keeps_the_largest_k_of_what_is_left() -> None:
+    """When the bucket that held the window's K leaves, the K is the largest of the settled
+    buckets left, not the newest's."""
+    window: SlidingWindow[str] = SlidingWindow(length=60, bucket=10, max_position=4)
+    for ts, k in ((0.0, 4), (10.0, 3), (20.0, 2), (30.0, 1)):
+        window.add("s", ts, one_step(0, drafted=k))
+    assert 4 == window.current(35.0)["s"].max_drafted
+    assert 3 == window.current(65.0)["s"].max_drafted  # the K = 4 bucket left
+
+
 def test_histogram_is_cumulative_with_inf_last() -> None:
     histogram = Histogram((1.0, 2.0))
     for value in (0.5, 1.0, 1.5, 9.0):
