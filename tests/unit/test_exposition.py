@@ -17,8 +17,10 @@ from prometheus_client.core import (
 )
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
+from specwatch.analysis.windows import Histogram
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition, text_exposition
+from specwatch.export.families import Family
 from specwatch.export.status import Reading
 from specwatch.health import Health
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
@@ -140,3 +142,32 @@ def test_the_kept_writer_rewrites_what_changed_and_only_that() -> None:
         assert generate_latest(registry) == body, (first, last, now)
         bodies.append(body)
     assert len(set(bodies)) == len(bodies)  # every round changed something
+
+
+class NoFamilies:
+    def families(self) -> list[Family]:
+        return []
+
+
+def test_the_writers_kept_numbers_and_templates_write_each_value_as_it_is() -> None:
+    """The writer keeps the text of values it has seen and each group's lines as a template:
+    values equal as numbers but written differently (0 and -0.0), NaN, a count past Go's
+    short form, and label values holding the template's own `%` come out as
+    generate_latest writes them, scrape after scrape. (A group equal as numbers to the one at
+    its place last time keeps its text, 0.0 for -0.0, as Exposition says: not done here.)"""
+    rounds = (
+        (0, -0.0, 1, 1.0, 2.5),
+        (1_000_000, math.nan, -0.0, 0, 3.5),
+        (-0.0, 2.5, 999_999, math.nan, 1e22),
+    )
+    exposition = Exposition(NoFamilies())
+    for values in rounds:
+        gauge, histogram = Family(C.ACCEPTANCE_RATE), Family(C.TTFT_SECONDS)
+        for i, value in enumerate(values):
+            gauge.add((f"m{i}", "100%s", "%d%%"), value)
+        ttft = Histogram(C.TTFT_BUCKETS)
+        for value in values:
+            ttft.observe(abs(value) if value == value else value)
+        histogram.add_histogram(("m%", "%s", "chat", "spec"), ttft)
+        expected = generate_latest(registry_of(gauge.to_metric(), histogram.to_metric()))
+        assert exposition.write([gauge, histogram]) == expected, values

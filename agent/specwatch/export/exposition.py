@@ -103,58 +103,79 @@ def _escape_help(text: str) -> str:
     return text.replace("\\", r"\\").replace("\n", r"\n")
 
 
-class _Head:
-    """How one family's groups are written: its header, sample names and label order."""
+class _Numbers(dict[float, bytes]):
+    """Sample values as the text format writes them, kept on first sight: most are counts and
+    repeat (histogram buckets, positions, zones), so a run's values are looked up in C
+    (`map(numbers.__getitem__, values)`). Zero is not kept (0 == -0.0, which is written
+    "-0.0"), nor NaN (never equal to itself); the table starts again past `LIMIT` values."""
 
-    __slots__ = ("bucket", "header", "names", "order", "run", "run_at", "run_order", "sample")
+    LIMIT = 1 << 16
+
+    def __missing__(self, value: float) -> bytes:
+        text = _number(value).encode()
+        if value and value == value:
+            if len(self) >= self.LIMIT:
+                self.clear()
+            self[value] = text
+        return text
+
+
+class _Head:
+    """How one family's groups are written: its header, and the template of a group's lines
+    (everything but the values, `%s` where they go)."""
+
+    __slots__ = ("bucket", "header", "histogram", "names", "order", "run", "run_at",
+                 "run_order", "sample")  # fmt: skip
 
     def __init__(self, family: Family) -> None:
         spec = family.spec
-        histogram = spec.kind == C.Kind.HISTOGRAM
+        self.histogram = spec.kind == C.Kind.HISTOGRAM
         # the table names an info family with its _info; a counter's samples add _total
         self.sample = spec.name + ("_total" if spec.kind == C.Kind.COUNTER else "")
-        self.bucket = self.sample + "_bucket" if histogram else self.sample
+        self.bucket = self.sample + "_bucket" if self.histogram else self.sample
         help_, kind = _escape_help(spec.help), _KINDS[spec.kind]
         self.header = f"# HELP {self.sample} {help_}\n# TYPE {self.sample} {kind}\n".encode()
         self.names = spec.labels
         self.order = sorted(range(len(spec.labels)), key=spec.labels.__getitem__)
         # a run varies the family's last label (a histogram's `le`): the others, sorted, and
         # where the run's label falls among them
-        if histogram:
+        if self.histogram:
             base, self.run = spec.labels, "le"
         else:
             base, self.run = spec.labels[:-1], spec.labels[-1] if spec.labels else ""
         self.run_order = sorted(range(len(base)), key=base.__getitem__)
         self.run_at = bisect_left(sorted(base), self.run)
 
-    def scalar(self, labels: tuple[str, ...], value: float, escaped: _Escaped) -> str:
-        if not labels:
-            return f"{self.sample} {_number(value)}\n"
+    def template(
+        self, labels: tuple[str, ...], last: tuple[str, ...] | None, escaped: _Escaped
+    ) -> bytes:
+        """The group's lines with `%s` for each value, in the order `fill` gives them."""
         names = self.names
-        pairs = ",".join([f'{names[j]}="{escaped[labels[j]]}"' for j in self.order])
-        return f"{self.sample}{{{pairs}}} {_number(value)}\n"
-
-    def run_of(
-        self,
-        labels: tuple[str, ...],
-        last: tuple[str, ...],
-        values: tuple[float, ...],
-        escaped: _Escaped,
-    ) -> str:
-        names = self.names
-        pairs = [f'{names[j]}="{escaped[labels[j]]}"' for j in self.run_order]
-        head, tail = ",".join(pairs[: self.run_at]), ",".join(pairs[self.run_at :])
+        if last is None:
+            if not labels:
+                return f"{self.sample} %s\n".encode()
+            pairs = ",".join([f'{names[j]}="{escaped[labels[j]]}"' for j in self.order])
+            return f"{self.sample}{{{_percent(pairs)}}} %s\n".encode()
+        run = [f'{names[j]}="{escaped[labels[j]]}"' for j in self.run_order]
+        head, tail = ",".join(run[: self.run_at]), ",".join(run[self.run_at :])
         pre = f'{self.bucket}{{{head}{"," if head else ""}{self.run}="'
         post = f'"{"," if tail else ""}{tail}}} '
-        lines = [
-            f"{pre}{escaped[t]}{post}{_number(v)}\n" for t, v in zip(last, values, strict=False)
-        ]
-        if self.bucket != self.sample:  # a histogram: then its count and sum
-            every = ",".join(pairs)
+        lines = [f"{pre}{escaped[t]}{post}" for t in last]
+        if self.histogram:  # then its count and its sum
+            every = ",".join(run)
             braces = f"{{{every}}}" if every else ""
-            lines.append(f"{self.sample}_count{braces} {_number(values[-2])}\n")
-            lines.append(f"{self.sample}_sum{braces} {_number(values[-1])}\n")
-        return "".join(lines)
+            lines += (f"{self.sample}_count{braces} ", f"{self.sample}_sum{braces} ")
+        return "".join([f"{_percent(line)}%s\n" for line in lines]).encode()
+
+    def fill(self, template: bytes, values: tuple[float, ...], numbers: _Numbers) -> bytes:
+        texts = tuple(map(numbers.__getitem__, values))
+        if self.histogram:  # cumulative buckets, the count (the +Inf bucket's), the sum
+            texts = texts[:-1] + texts[-2:]
+        return template % texts
+
+
+def _percent(text: str) -> str:
+    return text.replace("%", "%%")
 
 
 class FamilySource(Protocol):
@@ -170,7 +191,8 @@ class Exposition:
         self._source = source
         self._others = others
         self._heads: dict[str, _Head] = {}
-        self._kept: dict[str, tuple[list[Group], list[bytes]]] = {}
+        self._kept: dict[str, tuple[list[Group], list[bytes], list[bytes]]] = {}
+        self._numbers = _Numbers()
 
     def render(self) -> bytes:
         # A scrape makes ~10^5 short-lived tuples and strings, none in a cycle: left on, the
@@ -193,7 +215,7 @@ class Exposition:
         are formatted. Slices keep their order from one scrape to the next, so a new one
         shifts the groups after it once."""
         out: list[bytes] = []
-        escaped = _Escaped()
+        escaped, numbers = _Escaped(), self._numbers
         kept, keep = self._kept, {}
         for family in families:
             name = family.spec.name
@@ -202,23 +224,22 @@ class Exposition:
                 head = self._heads[name] = _Head(family)
             out.append(head.header)
             groups = family.groups
-            before, texts = kept.get(name, ([], []))
+            before, templates, texts = kept.get(name, ([], [], []))
             n, m = len(groups), len(before)
             if n > m:
+                templates = [*templates, *repeat(b"", n - m)]
                 texts = [*texts, *repeat(b"", n - m)]
             elif n < m:
-                texts = texts[:n]
+                templates, texts = templates[:n], texts[:n]
             else:
-                texts = list(texts)
+                templates, texts = list(templates), list(texts)
             changed = compress(count(), map(ne, groups, before))
             for i in chain(changed, range(m, n)):
                 labels, last, values = groups[i]
-                if last is None:
-                    text = head.scalar(labels, values[0], escaped)
-                else:
-                    text = head.run_of(labels, last, values, escaped)
-                texts[i] = text.encode("utf-8")
-            keep[name] = (groups, texts)
+                if i >= m or before[i][0] != labels or before[i][1] != last:
+                    templates[i] = head.template(labels, last, escaped)
+                texts[i] = head.fill(templates[i], values, numbers)
+            keep[name] = (groups, templates, texts)
             out += texts
         self._kept = keep
         return b"".join(out)
