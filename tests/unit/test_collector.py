@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from prometheus_client import CollectorRegistry
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.counts import Counts
+from specwatch.analysis.drift import DriftView
+from specwatch.analysis.speedup import Gain
+from specwatch.analysis.views import Snapshot
 from specwatch.export.collector import SpecwatchCollector
+from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading
 from specwatch.health import Health
 from specwatch.model import ABState, Latency, RequestRecord, SpecDecodeBlock
@@ -104,3 +110,49 @@ def test_counts_merge_with_their_moments() -> None:
     a, b = Counts.of_request([3], [1], 4), Counts.of_request([3, 3], [3, 0], 4)
     a.merge(b)
     assert (2, 1 + 9, 1 * 2 + 3 * 4, 4 + 16) == (a.requests, a.aa, a.at, a.tt)
+
+
+def one_changed(snapshot: Snapshot, change: str) -> Snapshot:
+    """The snapshot with one input of its first slice's groups changed, all else the same
+    objects (as the analysis shares a quiet slice's between snapshots)."""
+    view = snapshot.slices[0]
+    window, total = view.window.copy(), view.since_start.copy()
+    if change == "zone":
+        view = replace(view, zone=C.Zone.RED)
+    elif change == "gain":
+        view = replace(view, gain=Gain(0.7, C.GainMethod.MEASURED, 0.6, 0.8))
+    elif change == "drift":
+        view = replace(view, drift=DriftView(2.5, True, 3.0, 0.5, 0.4, 2.0, 1))
+    elif change == "window":  # the same statistics object: only the window's sizes moved
+        window.trials += 1
+        window.requests += 1
+        view = replace(view, window=window)
+    elif change == "since_start":
+        total.merge(Counts.of_request((3, 3), (1, 2), 8))
+        view = replace(view, since_start=total)
+    histograms = {
+        name: {key: h.copy() for key, h in per_key.items()}
+        for name, per_key in snapshot.histograms.items()
+    }
+    if change == "histogram":
+        histogram = next(iter(histograms[C.TPOT_SECONDS].values()))
+        histogram.observe(0.3)
+    return replace(snapshot, slices=(view, *snapshot.slices[1:]), histograms=histograms)
+
+
+@pytest.mark.parametrize(
+    "change", ["zone", "gain", "drift", "window", "since_start", "histogram", "nothing"]
+)
+def test_a_slices_kept_groups_are_made_again_when_any_of_their_inputs_changes(
+    change: str,
+) -> None:
+    """The collector keeps a slice's groups while the values they come from are equal: each
+    of those values, changed alone, shows in the next scrape as a new collector writes it."""
+    first = reading()
+    second = replace(first, snapshot=one_changed(first.snapshot, change))
+    readings = iter((first, second))
+    kept = Exposition(SpecwatchCollector(lambda: next(readings)))
+    before = kept.render()
+    after = kept.render()
+    assert after == Exposition(SpecwatchCollector(lambda: second)).render()
+    assert (after == before) == (change == "nothing")

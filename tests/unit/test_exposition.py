@@ -120,16 +120,16 @@ def test_the_sidecars_own_families_come_out_identical() -> None:
 
 def test_the_kept_writer_rewrites_what_changed_and_only_that() -> None:
     """Scrape after scrape, with traffic, quiet spells and windows sliding in between, the
-    writer that keeps unchanged groups' text writes what generate_latest writes."""
+    writer that keeps unchanged groups' text, fed by a collector that keeps a quiet slice's
+    groups, writes what generate_latest writes of a new collector's families."""
     analyzer = Analyzer(load_settings(), started=0.0)
     health = Health()
     clock = {"now": 0.0}
-    collector = SpecwatchCollector(
-        lambda: Reading(analyzer.snapshot(clock["now"]), health.snapshot())
-    )
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
-    exposition = Exposition(collector)
+
+    def read() -> Reading:
+        return Reading(analyzer.snapshot(clock["now"]), health.snapshot())
+
+    exposition = Exposition(SpecwatchCollector(read))
     bodies = []
     for first, last, now in ((0, 200, 100.0), (200, 260, 130.0), (260, 260, 130.0),
                              (260, 263, 131.5), (263, 263, 900.0)):  # fmt: skip
@@ -139,6 +139,8 @@ def test_the_kept_writer_rewrites_what_changed_and_only_that() -> None:
         analyzer.evaluate(now)
         clock["now"] = now
         body = exposition.render()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(SpecwatchCollector(read))
         assert generate_latest(registry) == body, (first, last, now)
         bodies.append(body)
     assert len(set(bodies)) == len(bodies)  # every round changed something

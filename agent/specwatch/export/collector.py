@@ -3,15 +3,18 @@
 Names, help texts and label names come from the metric table (conventions.METRICS); this module
 only fills in values, as groups of samples (export/families.py) that the text writer
 (export/exposition.py) renders and prometheus-client's families mirror (`collect`, for a
-registry and its `get_sample_value`). It holds no state of its own and never touches live
-objects.
+registry and its `get_sample_value`). It never touches live objects. What it keeps from one
+reading to the next is only what it made: a slice's groups, made again when the values they
+come from changed (`_Kept`), so that at a scrape the writer meets the very tuples it wrote
+last time for every quiet slice.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from operator import attrgetter
+from collections.abc import Callable, Hashable, Iterator
+from operator import attrgetter, itemgetter
+from typing import Any
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
@@ -20,7 +23,7 @@ from specwatch import __version__
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import SliceView, Snapshot
 from specwatch.analysis.stats import Interval
-from specwatch.export.families import Family, families, run_labels
+from specwatch.export.families import Family, Group, histogram_group, run_labels
 from specwatch.export.status import Reading
 from specwatch.health import HealthSnapshot
 from specwatch.model import ABState
@@ -34,6 +37,7 @@ _SLICE_COUNTERS = (
     (C.REQUEST_TRIALS_SQUARED, "tt"),
 )  # fmt: skip
 _SINCE_START = attrgetter(*(attribute for _, attribute in _SLICE_COUNTERS))
+_COUNTER_NAMES = tuple(name for name, _ in _SLICE_COUNTERS)
 _BOUNDS = (C.Bound.ESTIMATE.value, C.Bound.LOWER.value, C.Bound.UPPER.value)
 _ZONES = tuple(zone.value for zone in C.Zone)
 _ONE_HOT: dict[str, tuple[float, ...]] = {
@@ -53,12 +57,73 @@ def _task_count() -> float:
         return 0.0
 
 
+_JUDGEMENTS = (C.ZONE, C.ACCEPTANCE_ALPHA, C.ACCEPTANCE_RATE, C.MEAN_ACCEPTANCE_LENGTH,
+               C.WINDOW_TRIALS, C.WINDOW_REQUESTS, C.ESTIMATED_GAIN_RATIO, C.DRIFT_STATISTIC,
+               C.DRIFT_ALARM)  # fmt: skip
+
+
+def _judgement_groups(view: SliceView) -> tuple[Group | None, ...]:
+    """A slice's or rollup's group in each of `_JUDGEMENTS`, None where it has none."""
+    labels, stats, gain = view.key, view.stats, view.gain
+    statistic = None if view.drift is None else view.drift.statistic
+    alarm = view.drift is not None and view.drift.alarm
+    return (
+        (labels, _ZONES, _ONE_HOT.get(view.zone, _NONE_HOT)),
+        _bounds_group(labels, stats.alpha),
+        None if stats.rate is None else (labels, None, (stats.rate.estimate,)),
+        None if stats.tau is None else (labels, None, (stats.tau.estimate,)),
+        (labels, None, (view.window.trials,)),
+        (labels, None, (view.window.requests,)),
+        None if gain is None else (
+            (*labels, gain.method), _BOUNDS, (gain.ratio, gain.lower, gain.upper)
+        ),
+        None if statistic is None else (labels, None, (statistic,)),
+        None if statistic is None else (labels, None, (1.0 if alarm else 0.0,)),
+    )  # fmt: skip
+
+
+def _bounds_group(labels: tuple[str, ...], interval: Interval | None) -> Group | None:
+    if interval is None:
+        return None
+    return (labels, _BOUNDS, (interval.estimate, interval.lower, interval.upper))
+
+
+class _Kept:
+    """Groups by key with the values they were made from, for the next reading: when a key's
+    values are equal (compared as values, at once when they are the same objects, as the
+    analysis' snapshots share a quiet slice's), its groups are the ones made before. Holds the
+    keys of the last reading only."""
+
+    __slots__ = ("_before", "_now")
+
+    def __init__(self) -> None:
+        self._before: dict[Hashable, tuple[object, Any]] = {}
+        self._now: dict[Hashable, tuple[object, Any]] = {}
+
+    def turn(self) -> None:
+        """A new reading: what the last one made is what this one may reuse."""
+        if self._now:
+            self._before, self._now = self._now, {}
+
+    def get(self, key: Hashable, inputs: object) -> Any | None:
+        kept = self._before.get(key)
+        if kept is None or (kept[0] is not inputs and kept[0] != inputs):
+            return None
+        self._now[key] = kept
+        return kept[1]
+
+    def put(self, key: Hashable, inputs: object, groups: Any) -> Any:
+        self._now[key] = (inputs, groups)
+        return groups
+
+
 class SpecwatchCollector(Collector):
     """Reads a fresh reading at every scrape."""
 
     def __init__(self, read: Callable[[], Reading], cost: CostSettings | None = None) -> None:
         self._read = read
         self._cost = cost
+        self._counters, self._judged, self._histogram = _Kept(), _Kept(), _Kept()
 
     def collect(self) -> Iterator[Metric]:
         for target in self.families():
@@ -68,6 +133,8 @@ class SpecwatchCollector(Collector):
         """Every family of one reading, in the order of the exposition."""
         reading = self._read()
         snapshot = reading.snapshot
+        for kept in (self._counters, self._judged, self._histogram):
+            kept.turn()
         out: list[Family] = []
         if reading.ab is not None and reading.ab.enabled:
             out += self._ab(reading.ab)
@@ -87,24 +154,25 @@ class SpecwatchCollector(Collector):
         out.append(info)
         return out
 
-    @staticmethod
-    def _slice_counters(snapshot: Snapshot) -> Iterator[Family]:
-        rows = [(view.key, _SINCE_START(view.since_start)) for view in snapshot.slices]
-        # a comprehension per family: the scrape's hot loop
-        for i, (name, _) in enumerate(_SLICE_COUNTERS):
-            target = Family(name)
-            target.groups = [(key, None, (values[i],)) for key, values in rows]
-            yield target
-        by_position = Family(C.ACCEPTED_BY_POSITION)
-        drafted_by_position = Family(C.DRAFTED_BY_POSITION)
+    def _slice_counters(self, snapshot: Snapshot) -> Iterator[Family]:
+        kept, parts = self._counters, []
         for view in snapshot.slices:
-            labels, total = view.key, view.since_start
-            k = total.max_drafted
-            positions = run_labels(k)
-            by_position.add_run(labels, positions, tuple(total.by_position[:k]))
-            drafted_by_position.add_run(labels, positions, tuple(total.drafted_by_position[:k]))
-        yield by_position
-        yield drafted_by_position
+            key, total = view.key, view.since_start
+            part = kept.get(key, total)
+            if part is None:
+                k = total.max_drafted
+                positions = run_labels(k)
+                part = kept.put(key, total, (
+                    *[(key, None, (value,)) for value in _SINCE_START(total)],
+                    (key, positions, tuple(total.by_position[:k])),
+                    (key, positions, tuple(total.drafted_by_position[:k])),
+                ))  # fmt: skip
+            parts.append(part)
+        names = (*_COUNTER_NAMES, C.ACCEPTED_BY_POSITION, C.DRAFTED_BY_POSITION)
+        for i, name in enumerate(names):
+            target = Family(name)
+            target.groups = list(map(itemgetter(i), parts))
+            yield target
         steps, accepted = Family(C.DRAFT_LENGTH_STEPS), Family(C.DRAFT_LENGTH_ACCEPTED)
         for view in snapshot.rollups:
             for d, n, a in view.since_start.by_drafted_length():
@@ -127,40 +195,32 @@ class SpecwatchCollector(Collector):
         yield prompt
         yield completion
 
-    @staticmethod
-    def _histograms(snapshot: Snapshot) -> Iterator[Family]:
+    def _histograms(self, snapshot: Snapshot) -> Iterator[Family]:
+        kept = self._histogram
         for name, per_key in snapshot.histograms.items():
             target = Family(name)
+            groups = target.groups
             for key, histogram in per_key.items():
-                target.add_histogram(key, histogram)
+                group = kept.get((name, key), histogram)
+                if group is None:
+                    group = kept.put((name, key), histogram, histogram_group(key, histogram))
+                groups.append(group)
             yield target
 
-    @staticmethod
-    def _judgements(snapshot: Snapshot) -> Iterator[Family]:
-        f = families(C.ZONE, C.ACCEPTANCE_ALPHA, C.ACCEPTANCE_RATE, C.MEAN_ACCEPTANCE_LENGTH,
-                     C.WINDOW_TRIALS, C.WINDOW_REQUESTS, C.ESTIMATED_GAIN_RATIO,
-                     C.DRIFT_STATISTIC, C.DRIFT_ALARM)  # fmt: skip
-        views: tuple[SliceView, ...] = snapshot.slices + snapshot.rollups
-        for view in views:
-            labels = view.key
-            f[C.ZONE].add_run(labels, _ZONES, _ONE_HOT.get(view.zone, _NONE_HOT))
-            stats = view.stats
-            if stats.alpha is not None:
-                _bounds(f[C.ACCEPTANCE_ALPHA], labels, stats.alpha)
-            if stats.rate is not None:
-                f[C.ACCEPTANCE_RATE].add(labels, stats.rate.estimate)
-            if stats.tau is not None:
-                f[C.MEAN_ACCEPTANCE_LENGTH].add(labels, stats.tau.estimate)
-            f[C.WINDOW_TRIALS].add(labels, view.window.trials)
-            f[C.WINDOW_REQUESTS].add(labels, view.window.requests)
-            if view.gain is not None:
-                gain = view.gain
-                interval = Interval(gain.ratio, gain.lower, gain.upper)
-                _bounds(f[C.ESTIMATED_GAIN_RATIO], (*labels, gain.method), interval)
-            if view.drift is not None and view.drift.statistic is not None:
-                f[C.DRIFT_STATISTIC].add(labels, view.drift.statistic)
-                f[C.DRIFT_ALARM].add(labels, 1.0 if view.drift.alarm else 0.0)
-        yield from f.values()
+    def _judgements(self, snapshot: Snapshot) -> Iterator[Family]:
+        kept, parts = self._judged, []
+        for view in snapshot.slices + snapshot.rollups:
+            window = view.window
+            inputs = (view.stats, window.trials, window.requests, view.zone, view.gain, view.drift)
+            part = kept.get(view.key, inputs)
+            if part is None:
+                part = kept.put(view.key, inputs, _judgement_groups(view))
+            parts.append(part)
+        for i, name in enumerate(_JUDGEMENTS):
+            target = Family(name)
+            # one place per view: a view without an interval holds its place (None)
+            target.groups = list(map(itemgetter(i), parts))
+            yield target
 
     @staticmethod
     def _advice_and_mix(snapshot: Snapshot) -> Iterator[Family]:

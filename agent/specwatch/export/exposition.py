@@ -191,7 +191,7 @@ class Exposition:
         self._source = source
         self._others = others
         self._heads: dict[str, _Head] = {}
-        self._kept: dict[str, tuple[list[Group], list[bytes], list[bytes]]] = {}
+        self._kept: dict[str, tuple[list[Group | None], list[bytes], list[bytes]]] = {}
         self._numbers = _Numbers()
 
     def render(self) -> bytes:
@@ -235,8 +235,13 @@ class Exposition:
                 templates, texts = list(templates), list(texts)
             changed = compress(count(), map(ne, groups, before))
             for i in chain(changed, range(m, n)):
-                labels, last, values = groups[i]
-                if i >= m or before[i][0] != labels or before[i][1] != last:
+                group = groups[i]
+                if group is None:  # a place kept for a group absent now
+                    texts[i] = b""
+                    continue
+                labels, last, values = group
+                old = before[i] if i < m else None
+                if old is None or old[0] != labels or old[1] != last:
                     templates[i] = head.template(labels, last, escaped)
                 texts[i] = head.fill(templates[i], values, numbers)
             keep[name] = (groups, templates, texts)

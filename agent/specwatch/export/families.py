@@ -4,8 +4,11 @@ A group is one labelled thing (a slice, a request slice's histogram, a model's b
 samples it expands to: a scalar, or a run of values along the family's last label (positions,
 zones, bounds, histogram buckets). The text writer (export/exposition.py) keeps each group's
 rendered lines from one scrape to the next and writes a group again only when its values
-changed; `to_metric` gives prometheus-client's family of the same samples, which
-`generate_latest` writes byte for byte like the writer (tests/unit/test_exposition.py).
+changed. A family with a group per slice that some slices lack (an interval not yet defined)
+holds None in their place, so each slice's group stays where it was from one scrape to the
+next: one slice losing its interval does not move every group after it. `to_metric` gives
+prometheus-client's family of the same samples, which `generate_latest` writes byte for byte
+like the writer (tests/unit/test_exposition.py).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class Family:
 
     def __init__(self, name: str) -> None:
         self.spec = C.METRICS[name]
-        self.groups: list[Group] = []
+        self.groups: list[Group | None] = []
 
     def add(self, labels: tuple[str, ...], value: float) -> None:
         """One sample; `labels` are all the family's label values."""
@@ -49,28 +52,26 @@ class Family:
         self.groups.append((labels, last, values))
 
     def add_histogram(self, labels: tuple[str, ...], histogram: Histogram) -> None:
-        """Cumulative buckets (`le`), then the count and the sum, as Prometheus writes them."""
-        values = (*accumulate(histogram.buckets), histogram.sum)
-        self.groups.append((labels, histogram.le(), values))
+        self.groups.append(histogram_group(labels, histogram))
 
     def to_metric(self) -> Metric:
         """The same samples as prometheus-client's family."""
         spec = self.spec
         if spec.kind == C.Kind.INFO:
             info = InfoMetricFamily(spec.name.removesuffix("_info"), spec.help)
-            for labels, _, _ in self.groups:
+            for labels, _, _ in self.present():
                 info.add_metric([], dict(zip(spec.labels, labels, strict=True)))
             return info
         if spec.kind == C.Kind.HISTOGRAM:
             histogram = HistogramMetricFamily(spec.name, spec.help, labels=list(spec.labels))
-            for labels, last, values in self.groups:
+            for labels, last, values in self.present():
                 assert last is not None
                 buckets = list(zip(last, values[:-1], strict=True))
                 histogram.add_metric(list(labels), buckets, sum_value=values[-1])
             return histogram
         kind: Any = CounterMetricFamily if spec.kind == C.Kind.COUNTER else GaugeMetricFamily
         family = kind(spec.name, spec.help, labels=list(spec.labels))
-        for labels, last, values in self.groups:
+        for labels, last, values in self.present():
             if last is None:
                 family.add_metric(list(labels), values[0])
                 continue
@@ -78,9 +79,13 @@ class Family:
                 family.add_metric([*labels, tail], value)
         return family  # type: ignore[no-any-return]
 
+    def present(self) -> list[Group]:
+        return [group for group in self.groups if group is not None]
 
-def families(*names: str) -> dict[str, Family]:
-    return {name: Family(name) for name in names}
+
+def histogram_group(labels: tuple[str, ...], histogram: Histogram) -> Group:
+    """Cumulative buckets (`le`), then the count and the sum, as Prometheus writes them."""
+    return (labels, histogram.le(), (*accumulate(histogram.buckets), histogram.sum))
 
 
 def run_labels(n: int) -> tuple[str, ...]:
