@@ -104,16 +104,17 @@ def _escape_help(text: str) -> str:
 
 
 class _Numbers(dict[float, bytes]):
-    """Sample values as the text format writes them, kept on first sight: most are counts and
-    repeat (histogram buckets, positions, zones), so a run's values are looked up in C
-    (`map(numbers.__getitem__, values)`). Zero is not kept (0 == -0.0, which is written
-    "-0.0"), nor NaN (never equal to itself); the table starts again past `LIMIT` values."""
+    """Sample values as the text format writes them, counts kept on first sight: they repeat
+    (histogram buckets, positions), so a run's values are looked up in C
+    (`map(numbers.__getitem__, values)`). Measured values (floats) rarely repeat and are
+    written each time, as is zero (0 == -0.0, which is written "-0.0"); the table starts
+    again past `LIMIT` counts."""
 
     LIMIT = 1 << 16
 
     def __missing__(self, value: float) -> bytes:
         text = _number(value).encode()
-        if value and value == value:
+        if type(value) is int and value:
             if len(self) >= self.LIMIT:
                 self.clear()
             self[value] = text
