@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 from specwatch import conventions as C
-from specwatch.analysis.analyzer import Analyzer
+from specwatch.analysis.analyzer import Analyzer, SliceView
 from specwatch.model import (
     EngineSample,
     Latency,
@@ -306,3 +306,59 @@ def test_passing_over_quiet_slices_changes_no_zone(seed: int) -> None:
         every.ingest(item)
     assert passed_over > 0
     assert {C.Zone.INSUFFICIENT, C.Zone.RED, C.Zone.YELLOW, C.Zone.GREEN} <= seen
+
+
+class _Unkept(dict[SliceKey, Any]):
+    """A record of kept views that keeps nothing: every snapshot makes every view."""
+
+    def __setitem__(self, key: SliceKey, value: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_snapshot_keeps_a_finer_slices_view_only_while_it_is_what_making_it_gives(
+    seed: int,
+) -> None:
+    """Snapshots between and at evaluations, through mixed traffic (every zone, drift, A/B
+    moving the cost, windows emptying): every view equals the one made afresh, and quiet
+    slices' views are shared from one snapshot to the next."""
+    overrides: dict[str, Any] = {
+        "speedup": {"default_cost_ratio": 0.6, "min_baseline_requests": 3},
+        "zones": {"min_trials": 60, "min_requests": 6, "min_dwell_seconds": 0,
+                  "slower_seconds": 30},
+    }  # fmt: skip
+    keeping, fresh = analyzer(**overrides), analyzer(**overrides)
+    fresh._kept._views = _Unkept()
+    shared, next_evaluation = 0, 10.0
+    before: dict[SliceKey, SliceView] = {}
+    for item in _mixed_traffic(seed):
+        while item.ts >= next_evaluation:
+            for at in (next_evaluation - 4.0, next_evaluation):  # a scrape, an evaluation
+                if at == next_evaluation:
+                    keeping.evaluate(at)
+                    fresh.evaluate(at)
+                kept, made = keeping.snapshot(at), fresh.snapshot(at)
+                assert kept.slices == made.slices, at
+                assert kept.rollups == made.rollups, at
+                shared += sum(before.get(view.key) is view for view in kept.slices)
+                before = {view.key: view for view in kept.slices}
+            next_evaluation += 10.0
+        keeping.ingest(item)
+        fresh.ingest(item)
+    assert shared > 0
+    # then baseline requests alone, with the clock standing: they move m0's measured gain and
+    # leave every window as it was, so only a view made again shows the new gain
+    at = next_evaluation
+    gains = set()
+    for i in range(12):
+        baseline = RequestRecord(
+            ts=at, request_id="b", model="m0", task="code", outcome=C.Outcome.OBSERVED,
+            prompt_tokens=100, completion_tokens=20, spec=None,
+            latency=Latency(tpot=0.005 * (1 + i)), variant=C.VARIANT_BASELINE,
+        )  # fmt: skip
+        keeping.ingest(baseline)
+        fresh.ingest(baseline)
+        kept, made = keeping.snapshot(at), fresh.snapshot(at)
+        assert kept.rollups == made.rollups, i
+        gains |= {view.gain for view in kept.rollups if view.key.model == "m0"}
+    assert len(gains) > 1

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import structlog
 
 from specwatch import conventions as C
-from specwatch.analysis.advisor import Advice, advise
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector
 from specwatch.analysis.engine import EngineCounters, LogTotals
+from specwatch.analysis.kept import KeptViews, advice_for
 from specwatch.analysis.load import KTable, LoadBuckets, LoadTable, WindowedLoad, load_cells
 from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
@@ -37,19 +37,9 @@ from specwatch.model import (
 from specwatch.settings import Settings
 
 log = structlog.get_logger("specwatch.analysis")
+_NO_ZONE = ZoneState()  # read only: a slice no evaluation has judged yet
 
 __all__ = ["Analyzer", "EngineView", "SliceView", "Snapshot"]
-
-
-class _KeptView(NamedTuple):
-    """What a snapshot reads of a proxy slice, kept while its counts do not change."""
-
-    version: int
-    window: Counts
-    since_start: Counts
-    stats: SliceStats
-    cost: float
-    advice: Advice | None
 
 
 class Analyzer:
@@ -70,7 +60,8 @@ class Analyzer:
         self._zones: dict[SliceKey, ZoneState] = {}
         self._verdict_cache: dict[SliceKey, tuple[int, Interval | None, Interval | None]] = {}
         self._quiet: dict[SliceKey, tuple[int, float]] = {}  # see evaluate
-        self._view_cache: dict[SliceKey, _KeptView] = {}
+        self._kept = KeptViews(self._window, settings.zones.confidence)
+        self._order: tuple[set[SliceKey], list[SliceKey]] = (set(), [])  # see _ordered
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
         self._engine = EngineCounters(
             settings.window.length_seconds,
@@ -217,10 +208,6 @@ class Analyzer:
         rollup = key.ctx_bucket == C.ALL
         return self._speedup.gain(key.model, rollup, tau, counts.max_drafted, cost, now)
 
-    @staticmethod
-    def _advice(counts: Counts, stats: SliceStats, cost: float) -> Advice | None:
-        return advise(stats.per_position, counts.max_drafted, cost)
-
     def evaluate(self, now: float) -> None:
         """One zone and drift evaluation of every slice and rollup; logs each change."""
         cfg = self._cfg.zones
@@ -294,26 +281,6 @@ class Analyzer:
             self._verdict_cache[key] = (version, interval, tau)
         return interval, tau
 
-    def _slice_counts(
-        self, key: SliceKey, live: Counts, confidence: float, cost: float
-    ) -> tuple[Counts, Counts, SliceStats, Advice | None]:
-        """A proxy slice's window and since-start counts (copies, shared by the snapshots
-        taken while the slice does not change), their statistics and the advice at `cost`:
-        computed again only when the slice's counts (or the cost) changed, so a scrape costs
-        little for quiet slices."""
-        version = self._window.version(key)
-        kept = self._view_cache.get(key)
-        if kept is None or kept.version != version:
-            counts = live.copy()
-            stats = SliceStats.of(counts, confidence)
-            kept = _KeptView(version, counts, self._window.since_start(key), stats, cost,
-                             self._advice(counts, stats, cost))  # fmt: skip
-            self._view_cache[key] = kept
-        elif kept.cost != cost:
-            kept = kept._replace(cost=cost, advice=self._advice(kept.window, kept.stats, cost))
-            self._view_cache[key] = kept
-        return kept.window, kept.since_start, kept.stats, kept.advice
-
     def red_models(self) -> set[str]:
         """Models whose overall (`all`) zone is red now."""
         return {
@@ -322,6 +289,41 @@ class Analyzer:
             if key.ctx_bucket == C.ALL and state.zone == C.Zone.RED
         }
 
+    def _view(
+        self, key: SliceKey, counts: Counts, source: str, cost: float, now: float
+    ) -> SliceView:
+        if source == C.SliceSource.PROXY:
+            counts, total, stats, advice = self._kept.counts(key, counts, cost)
+        else:
+            counts, total = counts.copy(), self._engine.since_start()[key.model].copy()
+            stats = SliceStats.of(counts, self._cfg.zones.confidence)
+            advice = advice_for(counts, stats, cost)
+        state = self._zones.get(key) or _NO_ZONE
+        return SliceView(
+            key=key,
+            since_start=total,
+            window=counts,
+            stats=stats,
+            zone=state.zone,
+            zone_since=state.since,
+            source=source,
+            gain=self._gain(key, counts, stats.tau, now, cost),
+            drift=self._drift.view(key),
+            advice=advice,
+        )
+
+    def _ordered(self, windows: dict[SliceKey, tuple[Counts, str]]) -> list[SliceKey]:
+        """The slices in the exposition's order (model, ctx bucket's place, task): sorted
+        again only when the set of slices changed."""
+        keys, order = self._order
+        if windows.keys() != keys:
+            place = {label: i for i, label in enumerate(self._buckets.labels)}
+            order = sorted(
+                windows, key=lambda k: (k.model, place.get(k.ctx_bucket, len(place)), k.task)
+            )
+            self._order = (set(windows), order)
+        return order
+
     def snapshot(self, now: float) -> Snapshot:
         confidence = self._cfg.zones.confidence
         windows, engine_window = self._windows(now, live=True)
@@ -329,31 +331,19 @@ class Analyzer:
         engine_total = self._engine.since_start()
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
-        order = {label: i for i, label in enumerate(self._buckets.labels)}
-        for key in sorted(
-            windows, key=lambda k: (k.model, order.get(k.ctx_bucket, len(order)), k.task)
-        ):
+        default_cost, drift = self._cfg.speedup.default_cost_ratio, self._drift
+        for key in self._ordered(windows):
             counts, source = windows[key]
-            cost = costs.get(key.model, self._cfg.speedup.default_cost_ratio)
-            state = self._zones.get(key) or ZoneState()
-            if source == C.SliceSource.PROXY:
-                counts, total, stats, advice = self._slice_counts(key, counts, confidence, cost)
-            else:
-                counts, total = counts.copy(), engine_total[key.model].copy()
-                stats = SliceStats.of(counts, confidence)
-                advice = self._advice(counts, stats, cost)
-            view = SliceView(
-                key=key,
-                since_start=total,
-                window=counts,
-                stats=stats,
-                zone=state.zone,
-                zone_since=state.since,
-                source=source,
-                gain=self._gain(key, counts, stats.tau, now, cost),
-                drift=self._drift.view(key),
-                advice=advice,
-            )
+            cost = costs.get(key.model, default_cost)
+            state = self._zones.get(key) or _NO_ZONE
+            if source == C.SliceSource.PROXY and key.ctx_bucket != C.ALL:  # see analysis/kept
+                mark = self._kept.mark(key, cost, state.zone, state.since, drift.view(key))
+                view = self._kept.view(key, mark)
+                if view is None:
+                    view = self._kept.keep(key, mark, self._view(key, counts, source, cost, now))
+                slices.append(view)
+                continue
+            view = self._view(key, counts, source, cost, now)
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
         engine_views = []
         for model in sorted(engine_total):
