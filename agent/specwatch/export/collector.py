@@ -26,7 +26,7 @@ from specwatch.analysis.stats import Interval
 from specwatch.export.families import Family, Group, histogram_group, run_labels
 from specwatch.export.status import Reading
 from specwatch.health import HealthSnapshot
-from specwatch.model import ABState
+from specwatch.model import ABState, RequestKey
 from specwatch.settings import CostSettings
 
 # a slice's since-start counters: the family and the Counts attribute it reads
@@ -57,6 +57,7 @@ def _task_count() -> float:
         return 0.0
 
 
+_Outcome = tuple[RequestKey, str]  # a request slice and an outcome: a requests_total series
 _JUDGEMENTS = (C.ZONE, C.ACCEPTANCE_ALPHA, C.ACCEPTANCE_RATE, C.MEAN_ACCEPTANCE_LENGTH,
                C.WINDOW_TRIALS, C.WINDOW_REQUESTS, C.ESTIMATED_GAIN_RATIO, C.DRIFT_STATISTIC,
                C.DRIFT_ALARM)  # fmt: skip
@@ -123,7 +124,11 @@ class SpecwatchCollector(Collector):
     def __init__(self, read: Callable[[], Reading], cost: CostSettings | None = None) -> None:
         self._read = read
         self._cost = cost
-        self._counters, self._judged, self._histogram = _Kept(), _Kept(), _Kept()
+        self._counters, self._judged = _Kept(), _Kept()
+        self._histogram: dict[str, _Kept] = {}  # per family
+        # the requests' (key, outcome)s sorted, with their labels, while no key comes or goes
+        self._request_order: tuple[set[_Outcome], list[tuple[_Outcome, tuple[str, ...]]]]
+        self._request_order = (set(), [])
 
     def collect(self) -> Iterator[Metric]:
         for target in self.families():
@@ -133,7 +138,7 @@ class SpecwatchCollector(Collector):
         """Every family of one reading, in the order of the exposition."""
         reading = self._read()
         snapshot = reading.snapshot
-        for kept in (self._counters, self._judged, self._histogram):
+        for kept in (self._counters, self._judged):
             kept.turn()
         out: list[Family] = []
         if reading.ab is not None and reading.ab.enabled:
@@ -180,30 +185,37 @@ class SpecwatchCollector(Collector):
                 accepted.add((view.key.model, str(d)), a)
         yield from (steps, accepted)
 
-    @staticmethod
-    def _requests(snapshot: Snapshot, health: HealthSnapshot | None) -> Iterator[Family]:
+    def _requests(self, snapshot: Snapshot, health: HealthSnapshot | None) -> Iterator[Family]:
+        counts = snapshot.requests
+        keys, order = self._request_order
+        if counts.keys() != keys:  # sorted again only when a key came (or went)
+            ordered = sorted(counts, key=str)
+            order = [(key, (*key[0], key[1])) for key in ordered]
+            self._request_order = (set(counts), order)
         requests = Family(C.REQUESTS)
-        for (key, outcome), n in sorted(snapshot.requests.items(), key=lambda kv: str(kv[0])):
-            requests.add((*key, outcome), n)
+        requests.groups = [(labels, None, (counts[key],)) for key, labels in order]
         for variant, n in sorted((health.dropped_by_variant if health else {}).items()):
             requests.add((C.OTHER, C.UNKNOWN_CTX, C.OTHER, variant, C.Outcome.DROPPED), n)
         yield requests
         prompt, completion = Family(C.PROMPT_TOKENS), Family(C.COMPLETION_TOKENS)
-        for key, (p, c) in snapshot.tokens.items():
-            prompt.add(key, p)
-            completion.add(key, c)
+        tokens = snapshot.tokens.items()
+        prompt.groups = [(key, None, (p,)) for key, (p, _) in tokens]
+        completion.groups = [(key, None, (c,)) for key, (_, c) in tokens]
         yield prompt
         yield completion
 
     def _histograms(self, snapshot: Snapshot) -> Iterator[Family]:
-        kept = self._histogram
         for name, per_key in snapshot.histograms.items():
+            kept = self._histogram.get(name)
+            if kept is None:
+                kept = self._histogram[name] = _Kept()
+            kept.turn()
             target = Family(name)
             groups = target.groups
             for key, histogram in per_key.items():
-                group = kept.get((name, key), histogram)
+                group = kept.get(key, histogram)
                 if group is None:
-                    group = kept.put((name, key), histogram, histogram_group(key, histogram))
+                    group = kept.put(key, histogram, histogram_group(key, histogram))
                 groups.append(group)
             yield target
 

@@ -226,6 +226,10 @@ class Exposition:
             out.append(head.header)
             groups = family.groups
             before, templates, texts = kept.get(name, ([], [], []))
+            if groups == before:  # in C, the same tuples at once: a quiet family
+                keep[name] = (groups, templates, texts)
+                out += texts
+                continue
             n, m = len(groups), len(before)
             if n > m:
                 templates = [*templates, *repeat(b"", n - m)]
