@@ -9,7 +9,7 @@ import structlog
 
 from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
-from specwatch.analysis.drift import DriftDetector
+from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, LogTotals
 from specwatch.analysis.kept import KeptViews, advice_for
 from specwatch.analysis.load import KTable, LoadBuckets, LoadTable, WindowedLoad, load_cells
@@ -290,7 +290,13 @@ class Analyzer:
         }
 
     def _view(
-        self, key: SliceKey, counts: Counts, source: str, cost: float, now: float
+        self,
+        key: SliceKey,
+        counts: Counts,
+        source: str,
+        cost: float,
+        now: float,
+        drift: DriftView | None,
     ) -> SliceView:
         if source == C.SliceSource.PROXY:
             counts, total, stats, advice = self._kept.counts(key, counts, cost)
@@ -308,7 +314,7 @@ class Analyzer:
             zone_since=state.since,
             source=source,
             gain=self._gain(key, counts, stats.tau, now, cost),
-            drift=self._drift.view(key),
+            drift=drift,
             advice=advice,
         )
 
@@ -337,13 +343,15 @@ class Analyzer:
             cost = costs.get(key.model, default_cost)
             state = self._zones.get(key) or _NO_ZONE
             if source == C.SliceSource.PROXY and key.ctx_bucket != C.ALL:  # see analysis/kept
-                mark = self._kept.mark(key, cost, state.zone, state.since, drift.view(key))
+                verdict = drift.view(key)
+                mark = self._kept.mark(key, cost, state.zone, state.since, verdict)
                 view = self._kept.view(key, mark)
                 if view is None:
-                    view = self._kept.keep(key, mark, self._view(key, counts, source, cost, now))
+                    view = self._view(key, counts, source, cost, now, verdict)
+                    self._kept.keep(key, mark, view)
                 slices.append(view)
                 continue
-            view = self._view(key, counts, source, cost, now)
+            view = self._view(key, counts, source, cost, now, drift.view(key))
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
         engine_views = []
         for model in sorted(engine_total):

@@ -75,6 +75,5 @@ class KeptViews:
         kept = self._views.get(key)
         return kept[1] if kept is not None and kept[0] == mark else None
 
-    def keep(self, key: SliceKey, mark: ViewMark, view: SliceView) -> SliceView:
+    def keep(self, key: SliceKey, mark: ViewMark, view: SliceView) -> None:
         self._views[key] = (mark, view)
-        return view
