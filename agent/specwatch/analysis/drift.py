@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import Any
 
 import structlog
@@ -126,6 +127,7 @@ class _SliceDrift:
     alarms_raised: int = 0
     newest: int | None = None  # the newest bucket's index (not saved: read off `buckets`)
     window: BaselineWindow | None = None  # the sliding baseline (not saved: rebuilt)
+    shown: DriftView | None = None  # the view of the state as judged (not saved: `view`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +191,7 @@ class DriftDetector:
             if prune and buckets:
                 # oldest first: buckets are made in time order, but for a late record's
                 # (newer than the last judged bucket), which then goes a little later
-                stale = []
-                for index in buckets:
-                    if index >= keep:
-                        break
-                    stale.append(index)
-                for index in stale:
+                for index in list(takewhile(lambda index: index < keep, buckets)):
                     del buckets[index]
 
     @staticmethod
@@ -222,7 +219,7 @@ class DriftDetector:
         return any(index in state.buckets for index in range(processed + 1, current))
 
     def _judge(self, key: SliceKey, state: _SliceDrift, index: int, now: float) -> None:
-        cfg = self._cfg
+        cfg, state.shown = self._cfg, None  # every field a view shows changes here only
         end = index - cfg.gap_buckets
         window = state.window
         if window is None:
@@ -374,18 +371,17 @@ class DriftDetector:
         return out
 
     def view(self, key: SliceKey) -> DriftView | None:
+        """The slice's verdict: the same object until the slice is judged again."""
         state = self._slices.get(key)
         if state is None:
             return None
-        return DriftView(
-            statistic=state.statistic,
-            alarm=state.alarm,
-            alarm_since=state.alarm_since,
-            baseline_alpha=None if state.baseline is None else state.baseline.alpha,
-            recent_alpha=state.recent_alpha,
-            threshold=self.threshold,
-            alarms_raised=state.alarms_raised,
-        )
+        if state.shown is None:
+            baseline = None if state.baseline is None else state.baseline.alpha
+            state.shown = DriftView(
+                state.statistic, state.alarm, state.alarm_since, baseline,
+                state.recent_alpha, self.threshold, state.alarms_raised,
+            )  # fmt: skip
+        return state.shown
 
 
 def _bucket_of(item: Any) -> tuple[int, list[int]]:
