@@ -11,8 +11,12 @@ scrape through `generate_latest` instead.
 
 specwatch's own families come as groups of samples (export/families.py), and `Exposition`
 keeps each group's rendered lines from one scrape to the next: a group whose values did not
-change (a quiet slice, a settled histogram) is not written again. Each scrape keeps only the
-groups it wrote, so the kept text is bounded by the cardinality limits, like the series.
+change (a quiet slice, a settled histogram) is not written again, and a family whose groups
+are all the very tuples of last time (the collector keeps a quiet slice's) is passed with one
+list comparison. A group that changed is filled into its template (its lines with `%s` for
+the values, kept beside its text: about as much memory again) in one C-level format. Each
+scrape keeps only the groups it wrote, so what is kept is bounded by the cardinality limits,
+like the series.
 Groups are compared as values (with the group at the same place last time), so a value that
 turned from 0.0 into -0.0 keeps its text "0.0" (generate_latest would write "-0.0": the same
 number to Prometheus).
