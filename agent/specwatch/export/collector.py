@@ -22,11 +22,12 @@ from prometheus_client.registry import Collector
 from specwatch import __version__
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import SliceView, Snapshot
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import Interval
 from specwatch.export.families import Family, Group, histogram_group, run_labels
 from specwatch.export.status import Reading
 from specwatch.health import HealthSnapshot
-from specwatch.model import ABState, RequestKey
+from specwatch.model import ABState, RequestKey, SliceKey
 from specwatch.settings import CostSettings
 
 # a slice's since-start counters: the family and the Counts attribute it reads
@@ -61,6 +62,25 @@ _Outcome = tuple[RequestKey, str]  # a request slice and an outcome: a requests_
 _JUDGEMENTS = (C.ZONE, C.ACCEPTANCE_ALPHA, C.ACCEPTANCE_RATE, C.MEAN_ACCEPTANCE_LENGTH,
                C.WINDOW_TRIALS, C.WINDOW_REQUESTS, C.ESTIMATED_GAIN_RATIO, C.DRIFT_STATISTIC,
                C.DRIFT_ALARM)  # fmt: skip
+
+
+def _counter_groups(key: SliceKey, total: Counts) -> tuple[Group, ...]:
+    """A slice's group in each since-start counter family, then its two per-position runs."""
+    k = total.max_drafted
+    positions = run_labels(k)
+    return (
+        *[(key, None, (value,)) for value in _SINCE_START(total)],
+        (key, positions, tuple(total.by_position[:k])),
+        (key, positions, tuple(total.drafted_by_position[:k])),
+    )
+
+
+def _columns(names: tuple[str, ...], parts: list[tuple[Group | None, ...]]) -> Iterator[Family]:
+    """Family `names[i]` holds every part's i-th group, in the parts' order."""
+    for i, name in enumerate(names):
+        target = Family(name)
+        target.groups = list(map(itemgetter(i), parts))
+        yield target
 
 
 def _judgement_groups(view: SliceView) -> tuple[Group | None, ...]:
@@ -107,6 +127,7 @@ class _Kept:
             self._before, self._now = self._now, {}
 
     def get(self, key: Hashable, inputs: object) -> Any | None:
+        """The groups kept for `key` if made from equal inputs (never empty: `get() or put()`)."""
         kept = self._before.get(key)
         if kept is None or (kept[0] is not inputs and kept[0] != inputs):
             return None
@@ -163,21 +184,8 @@ class SpecwatchCollector(Collector):
         kept, parts = self._counters, []
         for view in snapshot.slices:
             key, total = view.key, view.since_start
-            part = kept.get(key, total)
-            if part is None:
-                k = total.max_drafted
-                positions = run_labels(k)
-                part = kept.put(key, total, (
-                    *[(key, None, (value,)) for value in _SINCE_START(total)],
-                    (key, positions, tuple(total.by_position[:k])),
-                    (key, positions, tuple(total.drafted_by_position[:k])),
-                ))  # fmt: skip
-            parts.append(part)
-        names = (*_COUNTER_NAMES, C.ACCEPTED_BY_POSITION, C.DRAFTED_BY_POSITION)
-        for i, name in enumerate(names):
-            target = Family(name)
-            target.groups = list(map(itemgetter(i), parts))
-            yield target
+            parts.append(kept.get(key, total) or kept.put(key, total, _counter_groups(key, total)))
+        yield from _columns((*_COUNTER_NAMES, C.ACCEPTED_BY_POSITION, C.DRAFTED_BY_POSITION), parts)
         steps, accepted = Family(C.DRAFT_LENGTH_STEPS), Family(C.DRAFT_LENGTH_ACCEPTED)
         for view in snapshot.rollups:
             for d, n, a in view.since_start.by_drafted_length():
@@ -213,10 +221,10 @@ class SpecwatchCollector(Collector):
             target = Family(name)
             groups = target.groups
             for key, histogram in per_key.items():
-                group = kept.get(key, histogram)
-                if group is None:
-                    group = kept.put(key, histogram, histogram_group(key, histogram))
-                groups.append(group)
+                groups.append(
+                    kept.get(key, histogram)
+                    or kept.put(key, histogram, histogram_group(key, histogram))
+                )
             yield target
 
     def _judgements(self, snapshot: Snapshot) -> Iterator[Family]:
@@ -224,15 +232,11 @@ class SpecwatchCollector(Collector):
         for view in snapshot.slices + snapshot.rollups:
             window = view.window
             inputs = (view.stats, window.trials, window.requests, view.zone, view.gain, view.drift)
-            part = kept.get(view.key, inputs)
-            if part is None:
-                part = kept.put(view.key, inputs, _judgement_groups(view))
-            parts.append(part)
-        for i, name in enumerate(_JUDGEMENTS):
-            target = Family(name)
-            # one place per view: a view without an interval holds its place (None)
-            target.groups = list(map(itemgetter(i), parts))
-            yield target
+            parts.append(
+                kept.get(view.key, inputs) or kept.put(view.key, inputs, _judgement_groups(view))
+            )
+        # one place per view: a view without an interval holds its place (None)
+        yield from _columns(_JUDGEMENTS, parts)
 
     @staticmethod
     def _advice_and_mix(snapshot: Snapshot) -> Iterator[Family]:
