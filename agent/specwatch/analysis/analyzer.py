@@ -301,7 +301,7 @@ class Analyzer:
         if source == C.SliceSource.PROXY:
             counts, total, stats, advice = self._kept.counts(key, counts, cost)
         else:
-            counts, total = counts.copy(), self._engine.since_start()[key.model].copy()
+            counts, total = counts.copy(), self._engine.total(key.model)
             stats = SliceStats.of(counts, self._cfg.zones.confidence)
             advice = advice_for(counts, stats, cost)
         state = self._zones.get(key) or _NO_ZONE

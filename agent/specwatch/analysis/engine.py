@@ -87,6 +87,10 @@ class EngineCounters:
     def since_start(self) -> dict[str, Counts]:
         return {model: counts.copy() for model, counts in self._since_start.items()}
 
+    def total(self, model: str) -> Counts:
+        """One model's counts since the start: a copy."""
+        return self._since_start[model].copy()
+
     def running(self, model: str) -> float | None:
         """vLLM's num_requests_running at the latest scrape (None: never scraped or absent)."""
         last = self._last.get(model)
