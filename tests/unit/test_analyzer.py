@@ -151,6 +151,7 @@ def test_without_per_request_data_the_model_is_judged_on_vllms_own_counters() ->
     )
     (engine,) = snapshot.engine
     assert engine.coverage == 0.0  # vLLM counted draft tokens the proxy never saw
+    assert rollup.since_start == engine.since_start  # vLLM's own counts since the start
 
 
 def test_ab_baseline_requests_are_counted_apart_and_measure_the_gain() -> None:
@@ -245,11 +246,19 @@ def test_status_shows_each_slices_drift_once_it_has_a_baseline() -> None:
     assert drift["baseline_alpha"] is not None
 
 
-class _Forgetful(dict[SliceKey, tuple[int, float]]):
-    """An analyzer's record of quiet slices that records nothing: every slice is evaluated."""
+class _Forgetful(dict[SliceKey, Any]):
+    """An analyzer's record per slice (of quiet slices, of kept views) that records nothing:
+    every slice is evaluated, every view made afresh."""
 
-    def __setitem__(self, key: SliceKey, value: tuple[int, float]) -> None:
+    def __setitem__(self, key: SliceKey, value: Any) -> None:
         pass
+
+
+# every zone reachable in _mixed_traffic, a measured cost and gain from its A/B requests
+_MIXED_SETTINGS: dict[str, Any] = {
+    "speedup": {"default_cost_ratio": 0.6, "min_baseline_requests": 3},
+    "zones": {"min_trials": 60, "min_requests": 6, "min_dwell_seconds": 0, "slower_seconds": 30},
+}
 
 
 def _mixed_traffic(seed: int) -> list[RequestRecord]:
@@ -286,12 +295,7 @@ def _mixed_traffic(seed: int) -> list[RequestRecord]:
 def test_passing_over_quiet_slices_changes_no_zone(seed: int) -> None:
     """Every zone state after every evaluation is what evaluating every slice gives: a finer
     slice left insufficient, whose window and cost did not move, is a fixed point."""
-    overrides: dict[str, Any] = {
-        "speedup": {"default_cost_ratio": 0.6, "min_baseline_requests": 3},
-        "zones": {"min_trials": 60, "min_requests": 6, "min_dwell_seconds": 0,
-                  "slower_seconds": 30},
-    }  # fmt: skip
-    passing, every = analyzer(**overrides), analyzer(**overrides)
+    passing, every = analyzer(**_MIXED_SETTINGS), analyzer(**_MIXED_SETTINGS)
     every._quiet = _Forgetful()
     passed_over, next_evaluation, seen = 0, 10.0, set()
     for item in _mixed_traffic(seed):
@@ -308,13 +312,6 @@ def test_passing_over_quiet_slices_changes_no_zone(seed: int) -> None:
     assert {C.Zone.INSUFFICIENT, C.Zone.RED, C.Zone.YELLOW, C.Zone.GREEN} <= seen
 
 
-class _Unkept(dict[SliceKey, Any]):
-    """A record of kept views that keeps nothing: every snapshot makes every view."""
-
-    def __setitem__(self, key: SliceKey, value: Any) -> None:
-        pass
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_a_snapshot_keeps_a_finer_slices_view_only_while_it_is_what_making_it_gives(
     seed: int,
@@ -322,13 +319,8 @@ def test_a_snapshot_keeps_a_finer_slices_view_only_while_it_is_what_making_it_gi
     """Snapshots between and at evaluations, through mixed traffic (every zone, drift, A/B
     moving the cost, windows emptying): every view equals the one made afresh, and quiet
     slices' views are shared from one snapshot to the next."""
-    overrides: dict[str, Any] = {
-        "speedup": {"default_cost_ratio": 0.6, "min_baseline_requests": 3},
-        "zones": {"min_trials": 60, "min_requests": 6, "min_dwell_seconds": 0,
-                  "slower_seconds": 30},
-    }  # fmt: skip
-    keeping, fresh = analyzer(**overrides), analyzer(**overrides)
-    fresh._kept._views = _Unkept()
+    keeping, fresh = analyzer(**_MIXED_SETTINGS), analyzer(**_MIXED_SETTINGS)
+    fresh._kept._views = _Forgetful()
     shared, next_evaluation = 0, 10.0
     before: dict[SliceKey, SliceView] = {}
     for item in _mixed_traffic(seed):
