@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.counts import Counts
@@ -156,3 +156,28 @@ def test_a_slices_kept_groups_are_made_again_when_any_of_their_inputs_changes(
     after = kept.render()
     assert after == Exposition(SpecwatchCollector(lambda: second)).render()
     assert (after == before) == (change == "nothing")
+
+
+@pytest.mark.parametrize("k", [5, 6, 40])
+def test_a_draft_longer_than_the_positions_counted_keeps_metrics_whole(k: int) -> None:
+    """A K past `limits.max_position` (5 here; 16 by default: a longer EAGLE tree or ngram
+    lookahead, or one malformed response) once broke every scrape after it: the per-position
+    runs were labelled up to K but counted up to the cap. Positions past the cap are not
+    series (the cap bounds them); totals count every token. Both writers, same text."""
+    settings = load_settings(limits={"max_position": 5})
+    analyzer = Analyzer(settings, started=0.0)
+    accepted = (k, 2, 0, min(k, 5))
+    analyzer.ingest(replace(record(1, accepted), spec=SpecDecodeBlock(k, (k,) * 4, accepted)))
+    collector = SpecwatchCollector(lambda: Reading(analyzer.snapshot(2.0), Health().snapshot()))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    text = Exposition(collector).render().decode()
+    assert text == generate_latest(registry).decode()
+    value = registry.get_sample_value
+    assert sum(accepted) == value(C.ACCEPTED_TOKENS + "_total", SLICE)
+    assert 4 * k == value(C.DRAFT_TOKENS + "_total", SLICE)
+    runs = [line for line in text.splitlines() if line.startswith(C.ACCEPTED_BY_POSITION)]
+    positions = [line for line in runs if 'ctx_bucket="0-512"' in line]
+    assert min(k, 5) == len(positions)
+    assert 3 == value(C.ACCEPTED_BY_POSITION + "_total", {"position": "1", **SLICE})
+    assert 2 == value(C.ACCEPTED_BY_POSITION + "_total", {"position": str(min(k, 5)), **SLICE})

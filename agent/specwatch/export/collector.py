@@ -65,8 +65,9 @@ _JUDGEMENTS = (C.ZONE, C.ACCEPTANCE_ALPHA, C.ACCEPTANCE_RATE, C.MEAN_ACCEPTANCE_
 
 
 def _counter_groups(key: SliceKey, total: Counts) -> tuple[Group, ...]:
-    """A slice's group in each since-start counter family, then its two per-position runs."""
-    k = total.max_drafted
+    """A slice's group in each since-start counter family, then its two per-position runs
+    (up to the largest K drafted, but not past the positions counted: limits.max_position)."""
+    k = min(total.max_drafted, len(total.by_position))
     positions = run_labels(k)
     return (
         *[(key, None, (value,)) for value in _SINCE_START(total)],
