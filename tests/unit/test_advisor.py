@@ -39,3 +39,18 @@ def test_low_acceptance_advises_a_shorter_draft_or_none() -> None:
 
 def test_no_per_position_data_no_advice() -> None:
     assert advise((), current_k=4, cost_ratio=0.05) is None
+
+
+def test_a_k_past_the_positions_counted_is_not_advised_down_on_half_its_data() -> None:
+    """K = 20 with 16 positions counted (limits.max_position): the table stops at 16, so
+    its best, 16, says nothing against 20; the note says what is missing, not "lower K"."""
+    per_position = tuple(0.95**i for i in range(1, 17))
+    advice = advise(per_position, current_k=20, cost_ratio=0.02)
+    assert advice is not None
+    assert (16, 16) == (advice.best_k, advice.table[-1][0])
+    assert "lower" not in advice.note
+    assert "K=20 drafts past the 16 positions counted" in advice.note
+    assert "raise limits.max_position" in advice.note
+    inside = advise(per_position, current_k=16, cost_ratio=0.02)
+    assert inside is not None
+    assert "try K=17 on a canary" in inside.note

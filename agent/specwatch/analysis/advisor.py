@@ -5,7 +5,8 @@ share of steps that accepted position i: no independence assumed. The predicted 
 E(K') / (1 + K' c) (Leviathan et al. 2023, c = draft step cost / target step cost); K' = 0 is
 no speculation (speedup 1). The optimum is flat, so the advice is a range: every K' within 2%
 of the best. When the best is the K in use, the data cannot tell whether a longer draft pays:
-try K + 1 on a canary.
+try K + 1 on a canary. Positions past `limits.max_position` are not counted: a K past it is
+weighed against the shorter drafts only, and the note says so instead of advising a change.
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ def advise(per_position: tuple[float, ...], current_k: int, cost_ratio: float) -
         rows.append((k, expected, expected / (1.0 + k * cost_ratio)))
     best_k, _, best = max(rows, key=lambda row: (row[2], -row[0]))
     near = [k for k, _, speedup in rows if speedup >= best * (1.0 - RANGE_TOLERANCE)]
-    if best_k == 0:
+    counted = min(len(per_position), current_k)
+    if counted < current_k:  # positions past limits.max_position are not counted
+        note = (
+            f"K={current_k} drafts past the {counted} positions counted: K={best_k} is the "
+            f"best of K=0-{counted}; raise limits.max_position to weigh K={current_k}"
+        )
+    elif best_k == 0:
         note = "speculation does not pay at this acceptance: turn it off, or find a better draft"
     elif best_k < current_k:
         note = f"lower num_speculative_tokens from {current_k} to {best_k}"
