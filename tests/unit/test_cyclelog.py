@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.sources.cyclelog import BadLine, _checked, from_line, to_line
+from specwatch.sources.cyclelog import MAX_TS, BadLine, _checked, from_line, to_line
 
 GOOD: dict[str, Any] = {
     "v": 1, "ts": 1764400000.465, "request_id": "req-1", "model": "m", "task": "code",
@@ -59,6 +59,9 @@ def test_a_written_record_reads_back_by_the_fast_path() -> None:
 @example(changes={"per_step_accepted": [3, 4, 0]}, dropped=set(), baseline=False)
 @example(changes={"v": 1.0}, dropped=set(), baseline=False)
 @example(changes={}, dropped={"per_step_drafted"}, baseline=True)
+@example(changes={"ts": 1e308}, dropped=set(), baseline=False)
+@example(changes={"ts": MAX_TS}, dropped=set(), baseline=False)
+@example(changes={"ts": -0.0}, dropped=set(), baseline=False)
 def test_the_fast_decoder_reads_every_line_as_the_checks_do(
     changes: dict[str, Any], dropped: set[str], baseline: bool
 ) -> None:
@@ -93,3 +96,22 @@ def test_a_field_the_writer_does_not_write_goes_through_the_checks(extra: bytes)
 def test_lines_that_are_not_json_objects_get_the_checked_reason(line: bytes) -> None:
     assert outcome(from_line, line) == outcome(_checked, line)
     assert isinstance(outcome(from_line, line), str)
+
+
+@pytest.mark.parametrize(
+    ("ts", "reason"),
+    [
+        (1_764_400_000_465.0, "ts 1764400000465.0 is not unix seconds (milliseconds?)"),
+        (1e308, "ts 1e+308 is not unix seconds"),
+        (-1.0, "ts -1.0 is not unix seconds"),
+        (MAX_TS, "ts 253402300800.0 is not unix seconds (milliseconds?)"),
+    ],
+)
+def test_a_timestamp_that_is_not_unix_seconds_is_a_bad_line(ts: float, reason: str) -> None:
+    """Both readers refuse it with the same reason; the last second of year 9999 and zero
+    are still times."""
+    line = json.dumps({**GOOD, "ts": ts}).encode()
+    expected = f"BadLine: {reason}".replace("unix seconds", "unix seconds in 1970-9999")
+    assert expected == outcome(from_line, line) == outcome(_checked, line)
+    for kept in (0.0, MAX_TS - 1.0):
+        assert kept == from_line(json.dumps({**GOOD, "ts": kept}).encode()).ts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,13 +60,33 @@ def test_replay_leaves_the_garbage_collector_as_it_found_it() -> None:
 def test_a_log_spanning_years_is_refused_naming_its_ends(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One timestamp in milliseconds among seconds would have the replay evaluate through
-    fifty thousand years of log time (a hang): refused at once, the culprit named."""
-    wrong = replace(records(1)[0], request_id="in-ms", ts=1_764_400_000_000.0)
+    """One zero timestamp among this year's would have the replay evaluate through 56 years
+    of log time (days of CPU): refused at once, the culprit named."""
+    now = [replace(record, ts=1_764_400_000.0 + record.ts) for record in records(3)]
+    wrong = replace(now[0], request_id="zero", ts=0.0)
     path = tmp_path / "cycles.jsonl"
-    path.write_bytes(b"".join(to_line(record) for record in [*records(3), wrong]))
+    path.write_bytes(b"".join(to_line(record) for record in [*now, wrong]))
     assert 1 == main(["replay", "--json", str(path)])
-    assert "'in-ms' at ts 1764400000000.0" in capsys.readouterr().err
+    assert "'zero' at ts 0.0" in capsys.readouterr().err
+
+
+def test_a_timestamp_that_is_not_seconds_is_a_bad_line_and_the_rest_is_replayed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Milliseconds, or a number near a double's range (which once hung the replay: ts + 10 s
+    is ts there, so its evaluation clock never moved), among good lines: each named as a bad
+    line, the others replayed."""
+    good = records(3)
+    odd = [replace(good[0], ts=ts) for ts in (1_764_400_000_000.0, 1e308)]
+    path = tmp_path / "cycles.jsonl"
+    path.write_bytes(b"".join(to_line(record) for record in [*good, *odd]))
+    assert 0 == main(["replay", "--json", str(path)])
+    out, err = capsys.readouterr()
+    assert f"{path}:4: ts 1764400000000.0 is not unix seconds in 1970-9999 (milliseconds?)" in err
+    assert f"{path}:5: ts 1e+308 is not unix seconds in 1970-9999" in err
+    assert "2 bad line(s) skipped" in err
+    (only,) = json.loads(out)["slices"]
+    assert (3, 3 * 4) == (only["requests"], only["spec_steps"])
 
 
 def test_the_span_limit_is_a_number_of_evaluations(monkeypatch: pytest.MonkeyPatch) -> None:

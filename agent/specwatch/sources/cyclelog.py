@@ -113,6 +113,11 @@ class BadLine(ValueError):
 
 
 _ONLY_INT = frozenset({int})
+# A record's time, unix seconds from 1970 up to 10000-01-01: what `time.time()` writes. Past it
+# a timestamp is not seconds (milliseconds are 1000x, past year 50,000), and one near a
+# double's range (1e308) once hung a replay: its evaluation clock, ts + 10 s, never moved.
+MAX_TS = 253_402_300_800.0
+_Ts = Annotated[float, msgspec.Meta(ge=0, lt=MAX_TS)]
 # a count for the fast decoder: up to int64's largest (msgspec's bounds are int64); a larger
 # one (orjson reads ints up to 2^64 - 1, floats past that) takes the checked path
 _Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
@@ -156,7 +161,7 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     fuzzer's equivalence check (fuzz/fuzz_targets.py)."""
 
     v: Literal[1]
-    ts: float
+    ts: _Ts
     request_id: str
     model: str
     task: str
@@ -222,6 +227,9 @@ def _checked(line: bytes) -> RequestRecord:
     ts = obj.get("ts")
     if not isinstance(ts, int | float) or isinstance(ts, bool) or not math.isfinite(ts):
         raise BadLine("ts is not a number")
+    if not 0 <= ts < MAX_TS:
+        hint = " (milliseconds?)" if MAX_TS <= ts < MAX_TS * 1000 else ""
+        raise BadLine(f"ts {ts!r} is not unix seconds in 1970-9999{hint}")
     for key in ("request_id", "model", "task"):
         if not isinstance(obj.get(key), str):
             raise BadLine(f"{key} is not a string")
