@@ -74,11 +74,17 @@ class TaskSettings(_Part):
         return self
 
 
+# The analysis clock's shortest step: buckets index time as int(ts // bucket), and evaluations
+# step ts + interval. Far below it, unix seconds overflow the index (1e-300: every record
+# raised) or absorb the step (an evaluation loop that never ends).
+_MIN_STEP_SECONDS = 0.001
+
+
 class WindowSettings(_Part):
     """The sliding window every verdict is computed over."""
 
-    length_seconds: float = Field(default=300.0, gt=0)
-    bucket_seconds: float = Field(default=10.0, gt=0)
+    length_seconds: float = Field(default=300.0, ge=_MIN_STEP_SECONDS)
+    bucket_seconds: float = Field(default=10.0, ge=_MIN_STEP_SECONDS)
 
     @model_validator(mode="after")
     def _whole_number_of_buckets(self) -> WindowSettings:
@@ -105,7 +111,7 @@ class ZoneSettings(_Part):
     # speculation surely slower than none (the gain's whole interval below 1) at every
     # evaluation for this long makes a slice red
     slower_seconds: float = Field(default=300.0, ge=0)
-    evaluation_interval_seconds: float = Field(default=10.0, gt=0)
+    evaluation_interval_seconds: float = Field(default=10.0, ge=_MIN_STEP_SECONDS)
 
     @model_validator(mode="after")
     def _thresholds_are_ordered(self) -> ZoneSettings:
@@ -120,7 +126,7 @@ class ZoneSettings(_Part):
 class DriftSettings(_Part):
     """The per-slice drift detector (analysis/drift.py); defaults from REFERENCE.md."""
 
-    bucket_seconds: float = Field(default=60.0, gt=0)
+    bucket_seconds: float = Field(default=60.0, ge=_MIN_STEP_SECONDS)
     baseline_buckets: int = Field(default=360, ge=2)  # 6 h of 1-minute buckets
     gap_buckets: int = Field(default=30, ge=0)  # the baseline ends this far before the bucket
     min_baseline_buckets: int = Field(default=60, ge=2)  # with evidence, for any verdict
@@ -155,7 +161,7 @@ class LoadSettings(_Part):
     batch_edges: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
     # the gain per bucket behind the gauges and SpecDecodeSlowerAtLoad (A/B baseline traffic
     # is a small share: an hour gathers the requests a measured gain needs)
-    window_seconds: float = Field(default=3600.0, gt=0)
+    window_seconds: float = Field(default=3600.0, ge=_MIN_STEP_SECONDS)
 
     @field_validator("batch_edges")
     @classmethod
@@ -178,7 +184,9 @@ class LimitSettings(_Part):
     # between requests this long, is closed (slowloris; aiohttp's keep-alive timer).
     header_read_timeout_seconds: float = Field(default=60.0, gt=0)
     upstream_keepalive_seconds: float = Field(default=15.0, gt=0)  # idle pooled connections
-    max_position: int = Field(default=16, ge=1)
+    # per-position series per slice, and a list of that length per count: vLLM drafts far
+    # fewer (a K past it is counted in every total, not per position)
+    max_position: int = Field(default=16, ge=1, le=256)
 
 
 class CycleLogSettings(_Part):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from specwatch.cli import main
@@ -110,3 +111,26 @@ def test_a_config_file_of_the_wrong_shape_is_one_clear_line(
     with pytest.raises(ConfigError) as error:
         load_settings(config)
     assert message in error.value.lines[0]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"window": {"length_seconds": 1e-300, "bucket_seconds": 1e-300}},
+        {"zones": {"evaluation_interval_seconds": 1e-9}},
+        {"drift": {"bucket_seconds": 1e-9}},
+        {"load": {"window_seconds": 1e-9}},
+        {"limits": {"max_position": 100_000_000}},
+    ],
+)
+def test_settings_the_analysis_cannot_run_on_are_refused(overrides: dict[str, Any]) -> None:
+    """Each once passed check-config: a window bucket of 1e-300 s made every record raise
+    (int(ts // bucket) overflows), an evaluation interval below a timestamp's precision
+    never advanced a replay's clock, and max_position 1e8 allocated 800 MB per count (a
+    20 GB replay of three requests). The bounds leave room for every real deployment."""
+    with pytest.raises(ConfigError):
+        load_settings(**overrides)
+    low = {"window": {"length_seconds": 0.001, "bucket_seconds": 0.001},
+           "zones": {"evaluation_interval_seconds": 0.001}, "drift": {"bucket_seconds": 0.001},
+           "load": {"window_seconds": 0.001}, "limits": {"max_position": 256}}  # fmt: skip
+    load_settings(**low)
