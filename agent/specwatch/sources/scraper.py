@@ -7,6 +7,7 @@ one served model are summed. Counter resets are the analysis' business (analysis
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -29,6 +30,7 @@ _COUNTERS = {
     C.VLLM_REQUEST_SUCCESS + "_total": "requests",
 }
 _PER_POSITION = C.VLLM_NUM_ACCEPTED_PER_POS + "_total"
+_READ = frozenset((*_COUNTERS, _PER_POSITION, C.VLLM_REQUESTS_RUNNING))
 
 
 class ScrapeFailure(Exception):
@@ -45,6 +47,10 @@ def parse_vllm_metrics(text: str, ts: float) -> list[EngineSample]:
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
+                if sample.name not in _READ:
+                    continue
+                if not 0.0 <= sample.value < math.inf:  # NaN too: a count is finite, >= 0
+                    raise ValueError(f"{sample.name} is {sample.value}")
                 model = sample.labels.get("model_name", "")
                 if sample.name in _COUNTERS:
                     sums[model][_COUNTERS[sample.name]] += sample.value
@@ -115,7 +121,11 @@ class Scraper:
             self._health.parse_error(ParseSource.METRICS, ParseReason.UNREACHABLE)
             return
         for sample in samples:
-            self._sink(sample)
+            try:
+                self._sink(sample)
+            except Exception:  # a bug costs this sample, never the scraper (nothing restarts it)
+                self._health.analysis_errors += 1
+                log.exception("analysis_failed", source=ParseSource.METRICS, model=sample.model)
 
     async def run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=max(1.0, self._interval))
