@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -37,6 +37,7 @@ from specwatch.sources.vllm_log import LogParseFailure, parse_line
 log = structlog.get_logger("specwatch")
 
 STATE_SAVE_SECONDS = 60.0
+LOOP_RESTART_SECONDS = 1.0  # a failed loop starts again after this (see Sidecar._supervised)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +151,20 @@ class Sidecar:
                 last_save = self._clock()
             await asyncio.sleep(interval)
 
+    async def _supervised(self, loop: Callable[[], Awaitable[None]]) -> None:
+        """Run one of the sidecar's loops for its whole life: one that fails (a bug each of
+        them guards against) is logged, counted in analysis_errors and started again after a
+        second, on the same objects (a followed log goes on from where it was). Nothing else
+        would restart it: a scraper that stopped once left vLLM's counters unread for good."""
+        while True:
+            try:
+                await loop()
+                return
+            except Exception:
+                self.health.analysis_errors += 1
+                log.exception("loop_failed", loop=getattr(loop, "__qualname__", repr(loop)))
+            await asyncio.sleep(LOOP_RESTART_SECONDS)
+
     def restore_state(self) -> None:
         if self._state is None:
             return
@@ -213,13 +228,14 @@ class Sidecar:
             self.analyzer.ingest_engine,
             self._clock,
         )
-        coroutines = [self._consume(), self._evaluate(), scraper.run()]
+        loops: list[Callable[[], Awaitable[None]]] = [self._consume, self._evaluate, scraper.run]
         if self.settings.vllm_log is not None:
-            coroutines.append(LogFollower(self.settings.vllm_log, self.log_line).run())
-        if self.router.enabled and self.settings.ab.rollback_file is not None:
-            coroutines.append(self.router.watch_file(self.settings.ab.rollback_file))
-        for coroutine in coroutines:
-            self._tasks.append(asyncio.create_task(coroutine))
+            loops.append(LogFollower(self.settings.vllm_log, self.log_line).run)
+        rollback_file = self.settings.ab.rollback_file
+        if self.router.enabled and rollback_file is not None:
+            loops.append(lambda: self.router.watch_file(rollback_file))
+        for loop in loops:
+            self._tasks.append(asyncio.create_task(self._supervised(loop)))
         admin_host = self.settings.admin_host or self.settings.host
         loopback = admin_host in LOOPBACK_HOSTS
         routes = admin_routes(self.router, token, loopback) if self.router.enabled else []

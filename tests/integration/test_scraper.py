@@ -8,12 +8,14 @@ import asyncio
 import aiohttp
 import pytest
 from aiohttp import web
+from specwatch import runtime
 from specwatch.conventions import ParseReason, ParseSource
 from specwatch.health import Health
 from specwatch.model import EngineSample
+from specwatch.runtime import Sidecar
 from specwatch.sources.scraper import ScrapeFailure, Scraper, parse_vllm_metrics
 
-from tests.support.http import serve
+from tests.support.http import serve, sidecar_settings
 
 PAGE = """# TYPE vllm:spec_decode_num_drafts counter
 vllm:spec_decode_num_drafts_total{{model_name="m"}} {drafts}
@@ -74,4 +76,47 @@ async def test_a_bad_page_or_a_failing_analysis_costs_one_scrape_and_the_scraper
         assert [10.0, 10.0, 20.0, 30.0] == seen[:4]
         assert health.upstream_up
     finally:
+        await runner.cleanup()
+
+
+async def test_a_sidecar_loop_that_fails_is_started_again_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Defence in depth behind the guards above: whatever escapes one of the sidecar's loops
+    (here the scraper's, once) is logged and counted, and the loop runs again: vLLM's
+    counters keep coming."""
+    app = web.Application()
+
+    async def ok(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def metrics_page(_: web.Request) -> web.Response:
+        return web.Response(text=PAGE.format(drafts="10"))
+
+    app.router.add_get("/health", ok)
+    app.router.add_get("/metrics", metrics_page)
+    runner, url = await serve(app)
+    calls = []
+    original = Scraper.scrape_once
+
+    async def once_broken(self: Scraper, session: aiohttp.ClientSession) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug the scraper's guards do not catch")
+        await original(self, session)
+
+    monkeypatch.setattr(Scraper, "scrape_once", once_broken)
+    monkeypatch.setattr(runtime, "LOOP_RESTART_SECONDS", 0.01)
+    car = Sidecar(sidecar_settings(url, scrape_interval_seconds=0.02))
+    await car.start()
+    try:
+        for _ in range(300):
+            if car.read().snapshot.engine:
+                break
+            await asyncio.sleep(0.01)
+        assert ["m"] == [view.model for view in car.read().snapshot.engine]
+        assert 1 == car.health.analysis_errors
+        assert len(calls) >= 2
+    finally:
+        await car.stop()
         await runner.cleanup()
