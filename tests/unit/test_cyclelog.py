@@ -62,6 +62,8 @@ def test_a_written_record_reads_back_by_the_fast_path() -> None:
 @example(changes={"ts": 1e308}, dropped=set(), baseline=False)
 @example(changes={"ts": MAX_TS}, dropped=set(), baseline=False)
 @example(changes={"ts": -0.0}, dropped=set(), baseline=False)
+@example(changes={"tpot_ms": -1.0, "ttft_ms": -0.0}, dropped=set(), baseline=False)
+@example(changes={"e2e_ms": -5}, dropped=set(), baseline=True)
 def test_the_fast_decoder_reads_every_line_as_the_checks_do(
     changes: dict[str, Any], dropped: set[str], baseline: bool
 ) -> None:
@@ -115,3 +117,11 @@ def test_a_timestamp_that_is_not_unix_seconds_is_a_bad_line(ts: float, reason: s
     assert expected == outcome(from_line, line) == outcome(_checked, line)
     for kept in (0.0, MAX_TS - 1.0):
         assert kept == from_line(json.dumps({**GOOD, "ts": kept}).encode()).ts
+
+
+def test_a_negative_duration_is_a_bad_line_as_the_live_parser_drops_it() -> None:
+    for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        line = json.dumps({**GOOD, key: -8.0}).encode()
+        assert f"BadLine: {key} is negative" == outcome(from_line, line) == outcome(_checked, line)
+    zero = from_line(json.dumps({**GOOD, "tpot_ms": 0, "ttft_ms": -0.0}).encode())
+    assert (0.0, 0.0) == (zero.latency.tpot, zero.latency.ttft)

@@ -118,6 +118,7 @@ _ONLY_INT = frozenset({int})
 # double's range (1e308) once hung a replay: its evaluation clock, ts + 10 s, never moved.
 MAX_TS = 253_402_300_800.0
 _Ts = Annotated[float, msgspec.Meta(ge=0, lt=MAX_TS)]
+_Ms = Annotated[float, msgspec.Meta(ge=0)]  # a duration in milliseconds
 # a count for the fast decoder: up to int64's largest (msgspec's bounds are int64); a larger
 # one (orjson reads ints up to 2^64 - 1, floats past that) takes the checked path
 _Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
@@ -147,6 +148,8 @@ def _seconds(obj: dict[str, Any], key: str) -> float | None:
         return None
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
         raise BadLine(f"{key} is not a number")
+    if value < 0:  # a duration: the live parser drops negative ones too
+        raise BadLine(f"{key} is negative")
     return float(value) / 1000.0
 
 
@@ -170,9 +173,9 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     num_spec_tokens: _Count
     per_step_drafted: tuple[_Count, ...]
     per_step_accepted: tuple[_Count, ...]
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    e2e_ms: float | None = None
+    ttft_ms: _Ms | None = None
+    tpot_ms: _Ms | None = None
+    e2e_ms: _Ms | None = None
     variant: Any = VARIANT_SPEC
     in_flight: _Count | None = None
 
