@@ -64,6 +64,19 @@ def test_the_measured_gain_interval_widens_with_spread_between_requests() -> Non
     assert loose.upper - loose.lower > 5 * (tight.upper - tight.lower)
 
 
+@pytest.mark.parametrize("side", ["spec", "baseline"])
+def test_times_whose_squares_overflow_measure_nothing_rather_than_an_exact_gain(
+    side: str,
+) -> None:
+    """A replayed time of 1e300 ms per token: its square is inf, the robust variance read 0
+    and the gain came out 'measured' with lower == upper. Now there is no measurement."""
+    good = sums([(0.010 * 50, 50), (0.012 * 50, 50)] * 10)
+    huge = sums([(0.010 * 50, 50), (1e297 * 50, 50)] * 10)
+    spec, base = (huge, good) if side == "spec" else (good, huge)
+    assert measured_gain(spec, base, 0.95) is None
+    assert measured_gain(good, good, 0.95) is not None
+
+
 def test_a_configured_baseline_is_a_constant_and_one_request_is_no_evidence() -> None:
     spec = sums([(0.010 * 50, 50), (0.012 * 50, 50)] * 10)
     gain = measured_gain(spec, None, 0.95, baseline_seconds_per_token=0.022)

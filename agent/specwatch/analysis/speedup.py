@@ -54,6 +54,10 @@ def cost_from_times(spec_tpot: float, base_tpot: float, counts: Counts) -> float
     return max(0.0, (spec_tpot * tau / base_tpot - 1.0) / counts.max_drafted)
 
 
+def _finite(sums: RatioSums) -> bool:
+    return math.isfinite(sums.x + sums.y + sums.xx + sums.xy + sums.yy)
+
+
 def _relative_variance(sums: RatioSums) -> float:
     """Var(log ratio) ~ Var(ratio) / ratio^2 (delta method)."""
     ratio = sums.x / sums.y
@@ -66,13 +70,15 @@ def measured_gain(
     confidence: float,
     baseline_seconds_per_token: float | None = None,
 ) -> Gain | None:
-    """From speculation's decode sums and the baseline's (live A/B) or a configured figure."""
-    if spec.n < 2 or spec.x <= 0 or spec.y <= 0:
+    """From speculation's decode sums and the baseline's (live A/B) or a configured figure.
+    None where a sum is not finite (times of 1e300 ms, replayed): their squares overflow, and
+    a variance read as 0 from them would claim an exact gain."""
+    if spec.n < 2 or spec.x <= 0 or spec.y <= 0 or not _finite(spec):
         return None
     spec_tpot = spec.x / spec.y
     v_spec = _relative_variance(spec)
     if baseline is not None:
-        if baseline.n < 2 or baseline.x <= 0 or baseline.y <= 0:
+        if baseline.n < 2 or baseline.x <= 0 or baseline.y <= 0 or not _finite(baseline):
             return None
         base_tpot = baseline.x / baseline.y
         v_base = _relative_variance(baseline)
