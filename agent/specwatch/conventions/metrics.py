@@ -315,7 +315,9 @@ CYCLE_LOG_ERRORS: Final = _metric(
     "specwatch_cycle_log_errors", _C, "Cycle-log lines that could not be written."
 )
 ANALYSIS_ERRORS: Final = _metric(
-    "specwatch_analysis_errors", _C, "Observations the analysis failed on (a bug: see the log)."
+    "specwatch_analysis_errors",
+    _C,
+    "Inputs the analysis failed on, and restarts of a failed loop (a bug: see the log).",
 )
 PROXY_OVERHEAD_SECONDS: Final = _metric(
     "specwatch_proxy_overhead_seconds",
