@@ -74,9 +74,8 @@ class TaskSettings(_Part):
         return self
 
 
-# The analysis clock's shortest step: buckets index time as int(ts // bucket), and evaluations
-# step ts + interval. Far below it, unix seconds overflow the index (1e-300: every record
-# raised) or absorb the step (an evaluation loop that never ends).
+# The analysis clock's shortest step: far below it, int(ts // bucket) overflows (1e-300 s:
+# every record raised) or ts + interval == ts (an evaluation loop that never ends).
 _MIN_STEP_SECONDS = 0.001
 
 
@@ -184,8 +183,7 @@ class LimitSettings(_Part):
     # between requests this long, is closed (slowloris; aiohttp's keep-alive timer).
     header_read_timeout_seconds: float = Field(default=60.0, gt=0)
     upstream_keepalive_seconds: float = Field(default=15.0, gt=0)  # idle pooled connections
-    # per-position series per slice, and a list of that length per count: vLLM drafts far
-    # fewer (a K past it is counted in every total, not per position)
+    # positions counted per slice (a K past it counts in every total, not per position)
     max_position: int = Field(default=16, ge=1, le=256)
 
 
