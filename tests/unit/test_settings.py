@@ -130,7 +130,9 @@ def test_settings_the_analysis_cannot_run_on_are_refused(overrides: dict[str, An
     20 GB replay of three requests). The bounds leave room for every real deployment."""
     with pytest.raises(ConfigError):
         load_settings(**overrides)
-    low = {"window": {"length_seconds": 0.001, "bucket_seconds": 0.001},
-           "zones": {"evaluation_interval_seconds": 0.001}, "drift": {"bucket_seconds": 0.001},
-           "load": {"window_seconds": 0.001}, "limits": {"max_position": 256}}  # fmt: skip
+    low: dict[str, Any] = {
+        "window": {"length_seconds": 0.001, "bucket_seconds": 0.001},
+        "zones": {"evaluation_interval_seconds": 0.001}, "drift": {"bucket_seconds": 0.001},
+        "load": {"window_seconds": 0.001}, "limits": {"max_position": 256},
+    }  # fmt: skip
     load_settings(**low)
