@@ -129,6 +129,36 @@ MUTATIONS = (
         "    return (1.0 + 1.0 / buckets) * nu / (nu - 2)",
         "    return 1.0",
     ),
+    Mutation(
+        "per-position runs labelled past the positions counted (a K past max_position)",
+        "export/collector.py",
+        "    k = min(total.max_drafted, len(total.by_position))",
+        "    k = total.max_drafted",
+    ),
+    Mutation(
+        "a cycle-log timestamp that is not unix seconds, read",
+        "sources/cyclelog.py",
+        "    if not 0 <= ts < MAX_TS:",
+        "    if not 0 <= ts:",
+    ),
+    Mutation(
+        "a negative duration in a cycle log, read",
+        "sources/cyclelog.py",
+        "    if value < 0:  # a duration",
+        "    if False:  # a duration",
+    ),
+    Mutation(
+        "max_position unbounded",
+        "settings.py",
+        "max_position: int = Field(default=16, ge=1, le=256)",
+        "max_position: int = Field(default=16, ge=1)",
+    ),
+    Mutation(
+        "a measured gain from sums that overflowed",
+        "analysis/speedup.py",
+        "    if spec.n < 2 or spec.x <= 0 or spec.y <= 0 or not _finite(spec):",
+        "    if spec.n < 2 or spec.x <= 0 or spec.y <= 0:",
+    ),
 )
 
 
