@@ -39,8 +39,8 @@ def query_range(prometheus: str, expr: str, start: float, end: float, step: floa
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
             document: Any = json.load(response)
-    except (OSError, ValueError) as error:
-        raise SnapshotError(f"{url}: {error}") from None
+    except (OSError, ValueError) as error:  # the query is long: name the server, not the URL
+        raise SnapshotError(f"cannot query Prometheus at {prometheus!r}: {error}") from None
     if document.get("status") != "success":
         raise SnapshotError(f"{expr}: {document.get('error')}")
     return [

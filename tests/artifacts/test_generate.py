@@ -48,6 +48,17 @@ def test_generate_check_fails_on_a_stale_file_and_says_what_to_run(
     assert "run `specwatch generate`" in err
 
 
+def test_an_out_directory_that_cannot_be_written_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file where the directory should be (a mistyped --out): once a traceback."""
+    (tmp_path / "file").write_text("")
+    assert 1 == main(["generate", "--out", str(tmp_path / "file")])
+    err = capsys.readouterr().err
+    assert f"specwatch: generate: cannot write under '{tmp_path / 'file'}'" in err
+    assert "Traceback" not in err
+
+
 def test_every_file_says_it_is_generated() -> None:
     for name, data in render(load_settings()).items():
         if name.endswith(".json"):  # JSON has no comments: the dashboard's description says it

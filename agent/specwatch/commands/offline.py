@@ -42,8 +42,13 @@ def run_generate(args: argparse.Namespace, settings: Settings) -> int:
             return 1
         print(f"specwatch: generate: {len(files)} files up to date", file=sys.stderr)
         return 0
-    for path in write(files, args.out):
-        print(f"specwatch: generate: wrote {path}", file=sys.stderr)
+    try:
+        for path in write(files, args.out):
+            print(f"specwatch: generate: wrote {path}", file=sys.stderr)
+    except OSError as error:  # a read-only or mistyped --out: said, not a traceback
+        where = str(args.out)
+        print(f"specwatch: generate: cannot write under {where!r}: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
