@@ -223,7 +223,7 @@ class ABSettings(_Part):
     @classmethod
     def _is_http(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, got {value!r}")
+            raise ValueError("must start with http:// or https://")
         return value.rstrip("/") if value else value
 
 
@@ -322,7 +322,7 @@ class Settings(BaseSettings):
     @classmethod
     def _upstream_is_http(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, got {value!r}")
+            raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
 
     @model_validator(mode="after")

@@ -145,6 +145,18 @@ async def test_serve_reconciles_with_the_childs_counters_and_its_log_and_replays
     assert_status_valid(document)
 
 
+def test_a_vllm_command_that_cannot_start_is_named(tmp_path: Path) -> None:
+    """The bare OSError once said "No such file or directory" without saying which."""
+    missing = str(tmp_path / "no-vllm")
+    done = subprocess.run(
+        [sys.executable, "-m", "specwatch", "serve", "--port", "0", "--admin-port", "0", "--",
+         missing, "serve", "m"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert 1 == done.returncode
+    assert f"No such file or directory: '{missing}'" in done.stderr
+
+
 async def test_sigterm_stops_the_child_and_leaves_no_process(tmp_path: Path) -> None:
     with serve(tmp_path) as served:
         await wait_ready(served.admin)

@@ -102,13 +102,16 @@ class VllmProcess:
         return self._process is not None and self._process.returncode is None
 
     async def start(self) -> None:
-        self._process = await asyncio.create_subprocess_exec(
-            *self.command.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,  # its own process group: we can end all it starts
-        )
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                *self.command.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,  # its own process group: we can end all it starts
+            )
+        except OSError as error:  # name the program: the bare error does not
+            raise type(error)(error.errno, error.strerror, self.command.argv[0]) from None
         self._pump = asyncio.create_task(self._pass_through())
 
     async def _pass_through(self) -> None:
