@@ -37,7 +37,19 @@ from specwatch.sources.vllm_log import LogParseFailure, parse_line
 log = structlog.get_logger("specwatch")
 
 STATE_SAVE_SECONDS = 60.0
-LOOP_RESTART_SECONDS = 1.0  # a failed loop starts again after this (see Sidecar._supervised)
+# a failed loop starts again after LOOP_RESTART_SECONDS, twice that after a second failure in a
+# row, ... up to LOOP_RESTART_MAX_SECONDS (see Sidecar._supervised)
+LOOP_RESTART_SECONDS = 1.0
+LOOP_RESTART_MAX_SECONDS = 60.0
+
+
+def restart_delay(last: float | None, ran_for: float) -> float:
+    """The wait before a failed loop starts again: the first one after its first failure or a
+    run of a minute or more (a fault of that moment), else twice the last (a lasting fault),
+    at most a minute."""
+    if last is None or ran_for >= LOOP_RESTART_MAX_SECONDS:
+        return LOOP_RESTART_SECONDS
+    return min(2.0 * last, LOOP_RESTART_MAX_SECONDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,17 +165,22 @@ class Sidecar:
 
     async def _supervised(self, loop: Callable[[], Awaitable[None]]) -> None:
         """Run one of the sidecar's loops for its whole life: one that fails (a bug each of
-        them guards against) is logged, counted in analysis_errors and started again after a
-        second, on the same objects (a followed log goes on from where it was). Nothing else
-        would restart it: a scraper that stopped once left vLLM's counters unread for good."""
+        them guards against, or a lasting fault such as an unreadable log file) is logged,
+        counted in analysis_errors and started again on the same objects (a followed log goes
+        on from where it was), sooner after a failure that came after a long run. Nothing
+        else would restart it: a scraper that stopped once left vLLM's counters unread."""
+        delay: float | None = None
         while True:
+            started = time.monotonic()
             try:
                 await loop()
                 return
             except Exception:
                 self.health.analysis_errors += 1
-                log.exception("loop_failed", loop=getattr(loop, "__qualname__", repr(loop)))
-            await asyncio.sleep(LOOP_RESTART_SECONDS)
+                delay = restart_delay(delay, time.monotonic() - started)
+                name = getattr(loop, "__qualname__", repr(loop))
+                log.exception("loop_failed", loop=name, restart_in=delay)
+            await asyncio.sleep(delay)
 
     def restore_state(self) -> None:
         if self._state is None:

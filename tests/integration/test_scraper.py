@@ -120,3 +120,14 @@ async def test_a_sidecar_loop_that_fails_is_started_again_and_counted(
     finally:
         await car.stop()
         await runner.cleanup()
+
+
+def test_a_loop_failing_again_and_again_waits_longer_each_time_up_to_a_minute() -> None:
+    """A lasting fault (an unreadable log file) logs a traceback a minute at most, not every
+    second; a failure after a long run is a fault of that moment and restarts at once."""
+    delays, delay = [], None
+    for _ in range(9):
+        delay = runtime.restart_delay(delay, ran_for=0.1)
+        delays.append(delay)
+    assert [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 60.0] == delays
+    assert 1.0 == runtime.restart_delay(60.0, ran_for=300.0)
