@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -21,16 +22,8 @@ from pydantic_settings import (
 
 from specwatch.conventions import ALL, Header
 
-DEFAULT_TASKS = (
-    "chat",
-    "code",
-    "summarization",
-    "translation",
-    "extraction",
-    "reasoning",
-    "tool_call",
-    "structured",
-)
+DEFAULT_TASKS = ("chat", "code", "summarization", "translation", "extraction", "reasoning",
+                 "tool_call", "structured")  # fmt: skip
 
 
 def _split_csv(value: Any) -> Any:
@@ -74,8 +67,15 @@ class TaskSettings(_Part):
         return self
 
 
-# The analysis clock's shortest step: far below it, int(ts // bucket) overflows (1e-300 s:
-# every record raised) or ts + interval == ts (an evaluation loop that never ends).
+def http_url(value: str) -> str:
+    """An upstream's base URL without its trailing slash: one the proxy can connect to."""
+    parts = urlsplit(value)  # ValueError for a broken IPv6 host, and .port for a bad port
+    if not value.startswith(("http://", "https://")) or not parts.hostname or parts.port == 0:
+        raise ValueError("must be http:// or https:// with a host (and a port, if any)")
+    return value.rstrip("/")
+
+
+# the analysis clock's shortest step: far below it int(ts // bucket) overflows, ts + step == ts
 _MIN_STEP_SECONDS = 0.001
 
 
@@ -222,9 +222,7 @@ class ABSettings(_Part):
     @field_validator("baseline_upstream")
     @classmethod
     def _is_http(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/") if value else value
+        return None if value is None else http_url(value)
 
 
 class ShadowSettings(_Part):
@@ -321,9 +319,7 @@ class Settings(BaseSettings):
     @field_validator("upstream")
     @classmethod
     def _upstream_is_http(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
+        return http_url(value)
 
     @model_validator(mode="after")
     def _ports_differ(self) -> Settings:

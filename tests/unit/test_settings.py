@@ -136,3 +136,17 @@ def test_settings_the_analysis_cannot_run_on_are_refused(overrides: dict[str, An
         "load": {"window_seconds": 0.001}, "limits": {"max_position": 256},
     }  # fmt: skip
     load_settings(**low)
+
+
+@pytest.mark.parametrize(
+    "url", ["notaurl", "ftp://h", "http://", "http://[::1", "http://h:notaport", "https://h:99999",
+            "http://h:0"],
+)  # fmt: skip
+def test_an_upstream_the_proxy_could_not_connect_to_is_refused_by_check_config(url: str) -> None:
+    """A broken IPv6 host or port passed check-config and failed at start (or at the first
+    request); each is now a config line, for the baseline upstream too."""
+    with pytest.raises(ConfigError, match="upstream"):
+        load_settings(upstream=url)
+    with pytest.raises(ConfigError, match="baseline_upstream"):
+        load_settings(ab={"baseline_upstream": url})
+    assert "http://[::1]:8000" == load_settings(upstream="http://[::1]:8000/").upstream
