@@ -123,7 +123,7 @@ class Scraper:
         for sample in samples:
             try:
                 self._sink(sample)
-            except Exception:  # a bug costs this sample, never the scraper (nothing restarts it)
+            except Exception:  # a bug costs this sample, not the rest of the page
                 self._health.analysis_errors += 1
                 log.exception("analysis_failed", source=ParseSource.METRICS, model=sample.model)
 
