@@ -176,6 +176,7 @@ class AlertName(StrEnum):
     VLLM_DOWN = "SpecDecodeVllmDown"
     COVERAGE_LOW = "SpecDecodeCoverageLow"
     PARSE_ERRORS = "SpecDecodeParseErrors"
+    SIDECAR_ERRORS = "SpecDecodeSidecarErrors"
     ROLLED_BACK = "SpecDecodeRolledBack"
     OUTPUT_DIVERGENCE = "SpecDecodeOutputDivergence"
     OUTPUT_DIVERGENCE_HIGH = "SpecDecodeOutputDivergenceHigh"

@@ -73,6 +73,28 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             actions=("Check the vLLM version and report the reason to specwatch.",),
         ),
         Alert(
+            name=C.AlertName.SIDECAR_ERRORS,
+            severity="warning",
+            expr=(f"sum by (instance) (increase({C.ANALYSIS_ERRORS}_total[{windows(900)}])) > 0"),
+            for_seconds=0,
+            summary="specwatch's own code failed on {{ $labels.instance }}",
+            description=(
+                "Failures in the last window: {{ $value | humanize }} (inputs left out of the "
+                "analysis, or loops restarted)."
+            ),
+            meaning=(
+                "A bug in specwatch: an input it could not analyse was left out, or one of its "
+                "loops (reading vLLM's metrics, evaluating zones, following vLLM's log) failed "
+                "and was started again. Clients are unaffected; the figures miss what was left "
+                "out."
+            ),
+            confirm=(
+                f"`{C.ANALYSIS_ERRORS}_total`",
+                "The sidecar's log: `analysis_failed` and `loop_failed`, with their tracebacks.",
+            ),
+            actions=("Report the traceback to specwatch; restart the pod if the failures go on.",),
+        ),
+        Alert(
             name=C.AlertName.ROLLED_BACK,
             severity="warning",
             expr=f"max by (instance) ({C.AB_ROLLED_BACK}) == 1",
