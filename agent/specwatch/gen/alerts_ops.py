@@ -75,7 +75,7 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         Alert(
             name=C.AlertName.SIDECAR_ERRORS,
             severity="warning",
-            expr=(f"sum by (instance) (increase({C.ANALYSIS_ERRORS}_total[{windows(900)}])) > 0"),
+            expr=f"sum by (instance) (increase({C.ANALYSIS_ERRORS}_total[{windows(900)}])) > 0",
             for_seconds=0,
             summary="specwatch's own code failed on {{ $labels.instance }}",
             description=(
