@@ -48,7 +48,7 @@ _NONE_HOT = (0.0,) * len(_ZONES)
 
 
 def _bounds(target: Family, labels: tuple[str, ...], interval: Interval) -> None:
-    target.add_run(labels, _BOUNDS, (interval.estimate, interval.lower, interval.upper))
+    target.groups.append(_bounds_group(labels, interval))
 
 
 def _task_count() -> float:
