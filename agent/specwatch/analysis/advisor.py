@@ -12,6 +12,11 @@ weighed against the shorter drafts only, and the note says so instead of advisin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specwatch.analysis.counts import Counts
+    from specwatch.analysis.stats import SliceStats
 
 RANGE_TOLERANCE = 0.02
 
@@ -57,3 +62,8 @@ def advise(per_position: tuple[float, ...], current_k: int, cost_ratio: float) -
         table=tuple(rows),
         note=note,
     )
+
+
+def advice_for(counts: Counts, stats: SliceStats, cost_ratio: float) -> Advice | None:
+    """The advice for a slice's (or a load cell's) counts and their statistics."""
+    return advise(stats.per_position, counts.max_drafted, cost_ratio)

@@ -8,10 +8,11 @@ from typing import Any
 import structlog
 
 from specwatch import conventions as C
+from specwatch.analysis.advisor import advice_for
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, LogTotals
-from specwatch.analysis.kept import KeptViews, advice_for
+from specwatch.analysis.kept import KeptViews
 from specwatch.analysis.load import KTable, LoadBuckets, LoadTable, WindowedLoad, load_cells
 from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries

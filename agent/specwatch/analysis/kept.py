@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from specwatch.analysis.advisor import Advice, advise
+from specwatch.analysis.advisor import Advice, advice_for
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftView
 from specwatch.analysis.stats import SliceStats
@@ -34,10 +34,6 @@ class _KeptCounts(NamedTuple):
     stats: SliceStats
     cost: float
     advice: Advice | None
-
-
-def advice_for(counts: Counts, stats: SliceStats, cost: float) -> Advice | None:
-    return advise(stats.per_position, counts.max_drafted, cost)
 
 
 class KeptViews:

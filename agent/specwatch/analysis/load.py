@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specwatch.analysis.advisor import advise
+from specwatch.analysis.advisor import advice_for
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
 from specwatch.analysis.stats import SliceStats
@@ -207,7 +207,7 @@ def _bucket_k(
             k = ran if gain.ratio >= 1.0 else 0
             return k, MEASURED, gain.ratio, gain.lower, gain.upper
     stats = SliceStats.of(cell.counts, confidence)
-    advice = advise(stats.per_position, cell.counts.max_drafted, cost_ratio)
+    advice = advice_for(cell.counts, stats, cost_ratio)
     if advice is None:
         return -1, None, None, None, None  # no speculative steps here: a neighbour's K
     return advice.best_k, MODELLED, advice.best_speedup, None, None

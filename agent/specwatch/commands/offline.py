@@ -106,7 +106,7 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from specwatch.analysis.advisor import advise
+    from specwatch.analysis.advisor import advice_for
     from specwatch.analysis.stats import SliceStats
     from specwatch.commands.ktable import k_tables, print_k_tables
     from specwatch.httpjson import dumps
@@ -128,7 +128,7 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
         cost = costs.get(
             view.key.model, default_cost if args.cost_ratio is None else args.cost_ratio
         )
-        advice = advise(stats.per_position, counts.max_drafted, cost)
+        advice = advice_for(counts, stats, cost)
         if advice is not None:
             results.append((view.key, counts.steps, advice, cost))
     if args.json:
