@@ -42,7 +42,7 @@ def advise(per_position: tuple[float, ...], current_k: int, cost_ratio: float) -
         rows.append((k, expected, expected / (1.0 + k * cost_ratio)))
     best_k, _, best = max(rows, key=lambda row: (row[2], -row[0]))
     near = [k for k, _, speedup in rows if speedup >= best * (1.0 - RANGE_TOLERANCE)]
-    counted = min(len(per_position), current_k)
+    counted = len(per_position)
     if counted < current_k:  # positions past limits.max_position are not counted
         note = (
             f"K={current_k} drafts past the {counted} positions counted: K={best_k} is the "
