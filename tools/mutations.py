@@ -33,6 +33,31 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "byte budget: holds up to its limit, not a byte past it",
+        "sources/budget.py",
+        "if self.held + size > self.limit:",
+        "if self.held + size >= self.limit:",
+    ),
+    Mutation(
+        "byte budget: a stream's usage event must find room to be read",
+        "sources/exchange.py",
+        "if not kept or self._budget.take(kept):",
+        "if True:",
+    ),
+    Mutation(
+        "byte budget: a capture too large to compare lets go of its bytes at once",
+        "sources/exchange.py",
+        "                self.capture = None  # too large to compare, or no room: not shadowed\n"
+        "                self._let_go()",
+        "                self.capture = None  # too large to compare, or no room: not shadowed",
+    ),
+    Mutation(
+        "settings: a byte budget below one response is refused",
+        "settings.py",
+        "if self.limits.max_observed_bytes < self.limits.max_response_bytes:",
+        "if False:",
+    ),
+    Mutation(
         "green exit band: leave below 0.70, not at 0.67",
         "analysis/zones.py",
         "leaving = interval.estimate <= cfg.green_exit",

@@ -96,9 +96,11 @@ class Sidecar:
         try:
             self._queue.put_nowait(observation)
         except asyncio.QueueFull:
+            self.proxy.budget.give(observation.held)
             self.health.drop(observation.variant)
 
     def ingest(self, observation: Observation) -> None:
+        self.proxy.budget.give(observation.held)  # read now, and let go of after
         try:
             record = to_record(observation, self.settings.tasks, self.health)
             self.analyzer.ingest(record)

@@ -175,6 +175,8 @@ class LimitSettings(_Part):
 
     max_models: int = Field(default=16, ge=1)
     max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    # the bodies and events held to be read, all requests together (sources/budget.py)
+    max_observed_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
     max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     analysis_queue: int = Field(default=10_000, ge=1)
     max_concurrent_requests: int = Field(default=1024, ge=1)  # beyond: 503, Retry-After
@@ -322,11 +324,13 @@ class Settings(BaseSettings):
         return http_url(value)
 
     @model_validator(mode="after")
-    def _ports_differ(self) -> Settings:
+    def _parts_agree(self) -> Settings:
         if self.port and self.port == self.admin_port:
             raise ValueError(f"port and admin_port are both {self.port}")
         if self.shadow.fraction > 0 and self.ab.baseline_upstream is None:
             raise ValueError("shadow.fraction needs ab.baseline_upstream (where to compare)")
+        if self.limits.max_observed_bytes < self.limits.max_response_bytes:
+            raise ValueError("limits.max_observed_bytes must be >= limits.max_response_bytes")
         return self
 
     @classmethod
@@ -361,8 +365,8 @@ def _describe(error: ValidationError) -> list[str]:
 
 
 def _check_yaml(path: Path) -> None:
-    """The file must be YAML holding a mapping of setting names (fuzzing found that a number
-    as a name crashed the YAML source instead of failing validation)."""
+    """The file must be YAML holding a mapping of setting names (a number crashed the YAML
+    source instead of failing validation)."""
     try:
         data = yaml.safe_load(path.read_bytes())
     except (OSError, ValueError, yaml.YAMLError) as error:

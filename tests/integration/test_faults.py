@@ -81,6 +81,7 @@ async def test_an_abort_storm_leaks_nothing_and_every_request_is_counted(
         before = resources()
         await storm(n // 2)
         after = resources()
+    assert 0 == sidecar.proxy.budget.held  # aborted exchanges let go of what they held
     metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
     outcomes = by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME)
     assert n == sum(outcomes.values())

@@ -9,12 +9,15 @@ from collections.abc import AsyncIterator
 import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 from specwatch import conventions as C
+from specwatch.analysis.tasks import features_of
 from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
+from specwatch.sources.observation import Observation
 
-from tests.support.http import by_label, eventually, post, scrape, sidecar_settings
+from tests.support.http import by_label, eventually, post, scrape, serve, sidecar_settings
 
 SLOW_STREAM = {"prompt": "x", "max_tokens": 150, "stream": True}  # ~3 s at 20 ms a step
 
@@ -148,3 +151,109 @@ async def test_draining_finishes_streams_in_flight_and_refuses_new_ones(
         assert {C.Outcome.OBSERVED: 3, C.Outcome.REJECTED: 1} == await outcomes(car)
     finally:
         await car.stop()
+
+
+# --- what is held of responses to read them (sources/budget.py) -------------------------------
+
+PIECE = 3000  # bytes of an upstream body piece; bodies are two pieces
+
+
+@pytest.fixture
+async def gated_upstream() -> AsyncIterator[tuple[str, asyncio.Event, list[str]]]:
+    """JSON bodies of 2 x PIECE bytes: the first piece at once, the second once `gate` is set.
+    `arrived` lists the prompts whose first piece went out."""
+    gate, arrived = asyncio.Event(), []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        prompt = (await request.json())["prompt"]
+        body = orjson.dumps({"id": prompt, "model": "m", "pad": "x" * (2 * PIECE - 40)})
+        body = body[:-2] + b" " * (2 * PIECE - len(body)) + body[-2:]  # exactly 2 x PIECE
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.content_length = len(body)
+        await response.prepare(request)
+        await response.write(body[:PIECE])
+        arrived.append(prompt)
+        await gate.wait()
+        await response.write(body[PIECE:])
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", handler)
+    runner, url = await serve(app)
+    yield url, gate, arrived
+    await runner.cleanup()
+
+
+async def parse_errors(car: Sidecar) -> dict[str, float]:
+    await car.drained()
+    return by_label(await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics"),
+                    C.PARSE_ERRORS + "_total", C.Label.REASON)  # fmt: skip
+
+
+async def test_bodies_past_the_byte_budget_are_relayed_whole_and_counted_unread(
+    gated_upstream: tuple[str, asyncio.Event, list[str]],
+) -> None:
+    """Two bodies of 6,000 bytes each under a budget of 8,192: both are held while their first
+    halves arrive, the second half of one finds no room. That one is not read (and its held
+    half let go at once); both clients get every byte; nothing is held after."""
+    url, gate, arrived = gated_upstream
+    limits = {"max_response_bytes": 8192, "max_observed_bytes": 8192}
+    car = Sidecar(sidecar_settings(url, limits=limits))
+    await car.start()
+    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
+    try:
+        async with aiohttp.ClientSession() as session:
+            both = [asyncio.create_task(post(session, proxy, {"prompt": p})) for p in "ab"]
+            await eventually(lambda: len(arrived) == 2 and car.proxy.budget.held == 2 * PIECE)
+            gate.set()
+            results = await asyncio.gather(*both)
+        assert [(200, 2 * PIECE)] * 2 == [(status, len(data)) for status, data in results]
+        assert [b"a", b"b"] == [orjson.loads(data)["id"].encode() for _, data in results]
+        assert {C.ParseReason.MEMORY_BUDGET: 1} == await parse_errors(car)
+        assert {C.Outcome.PARSE_ERROR: 1, C.Outcome.NO_SPEC_METRICS: 1} == await outcomes(car)
+        assert 0 == car.proxy.budget.held
+    finally:
+        await car.stop()
+
+
+async def test_a_body_past_the_response_limit_is_relayed_whole_and_counted_unread(
+    gated_upstream: tuple[str, asyncio.Event, list[str]],
+) -> None:
+    url, gate, _ = gated_upstream
+    gate.set()
+    car = Sidecar(sidecar_settings(url, limits={"max_response_bytes": 4096}))
+    await car.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            status, data = await post(
+                session, f"http://127.0.0.1:{car.ports.proxy}/v1/completions", {"prompt": "a"}
+            )
+        assert (200, 2 * PIECE, "a") == (status, len(data), orjson.loads(data)["id"])
+        assert {C.ParseReason.RESPONSE_TOO_LARGE: 1} == await parse_errors(car)
+        assert {C.Outcome.PARSE_ERROR: 1} == await outcomes(car)
+        assert 0 == car.proxy.budget.held
+    finally:
+        await car.stop()
+
+
+async def test_payloads_waiting_for_the_analysis_hold_the_budget_until_it_reads_them() -> None:
+    """The queue's share of the budget: held from the proxy's hand-over until the analysis
+    takes the observation, and given back when the queue is full and it is dropped."""
+    car = Sidecar(sidecar_settings("http://127.0.0.1:9", limits={"analysis_queue": 1}))
+    budget = car.proxy.budget
+    observations = []
+    for i in range(2):
+        payload = orjson.dumps({"id": str(i), "model": "m"})
+        assert budget.take(len(payload))  # what Exchange.settle hands over
+        observations.append(Observation(
+            ts=1.0, request_id=str(i), features=features_of("/v1/completions", None, None),
+            outcome=None, stream=False, payload=payload, e2e=0.1, first_byte=0.01,
+            held=len(payload),
+        ))  # fmt: skip
+        car.submit(observations[-1])
+    assert (1, observations[0].held) == (car.health.dropped, budget.held)
+    car.ingest(observations[0])
+    assert 0 == budget.held
+    assert budget.take(budget.limit)  # up to the limit itself, not a byte past it
+    assert not budget.take(1)

@@ -107,6 +107,9 @@ async def test_divergence_rises_for_the_buggy_server_only_and_never_delays_clien
         await settled(cars[0])
         await settled(cars[1])
         metrics = [await scrape(f"http://127.0.0.1:{c.ports.admin}/metrics") for c in cars]
+        for car in cars:  # the captured streams and the payloads let go of their budget
+            await car.drained()
+            assert 0 == car.proxy.budget.held
     finally:
         for car in cars:
             await car.stop()

@@ -150,3 +150,14 @@ def test_an_upstream_the_proxy_could_not_connect_to_is_refused_by_check_config(u
     with pytest.raises(ConfigError, match="baseline_upstream"):
         load_settings(ab={"baseline_upstream": url})
     assert "http://[::1]:8000" == load_settings(upstream="http://[::1]:8000/").upstream
+
+
+def test_a_byte_budget_smaller_than_one_response_is_refused() -> None:
+    """A budget below the response limit could never hold a body the limit allows."""
+    limits = {"max_response_bytes": 8192, "max_observed_bytes": 8191}
+    with pytest.raises(ConfigError, match="max_observed_bytes"):
+        load_settings(limits=limits)
+    assert (
+        8192
+        == load_settings(limits={**limits, "max_observed_bytes": 8192}).limits.max_observed_bytes
+    )

@@ -131,6 +131,7 @@ class ParseReason(StrEnum):
     OVERSIZED_EVENT = "oversized_event"  # not SSE as we know it
     ENCODED_BODY = "encoded_body"  # compressed: passed on, not read
     RESPONSE_TOO_LARGE = "response_too_large"
+    MEMORY_BUDGET = "memory_budget"  # no room under limits.max_observed_bytes: not read
     UNREACHABLE = "unreachable"  # vLLM's /metrics
     BAD_STATUS = "bad_status"
     BAD_FORMAT = "bad_format"

@@ -3,8 +3,10 @@
 An Exchange is the upstream connection's sink (sources/upstream.py): the head, each body piece
 and the end arrive as callbacks and go straight to the client connection, one write each. For
 an observed request it also keeps what the analysis needs: the JSON body (up to the response
-limit) or, for a stream, the usage event (sources/stream.py), the time to first byte, and the
-outcome. Whatever happens, `finished` resolves exactly once.
+limit, and while the shared byte budget of sources/budget.py allows) or, for a stream, the usage
+event (sources/stream.py), the time to first byte, and the outcome. Whatever happens, `finished`
+resolves exactly once; `settle` then hands what the payload holds of the budget to the
+observation, and gives back the rest.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import structlog
 
 from specwatch.conventions import Outcome, ParseReason
 from specwatch.sources import wire
+from specwatch.sources.budget import ByteBudget
 from specwatch.sources.replies import UPSTREAM_LOST_EVENT, openai_error
 from specwatch.sources.stream import StreamRewriter
 
@@ -33,14 +36,19 @@ _EVENT_STREAM = b"text/event-stream"
 
 class Exchange:
     __slots__ = (
-        "_captured", "_client", "_head_sent", "_health", "_max", "_observed", "_parts",
-        "_rewriter", "_size", "_started", "_stream", "capture", "choice_stats", "finished",
-        "first_byte", "flush", "hold", "inject", "outcome", "parse_failure", "payload",
-        "upstream",
+        "_budget", "_captured", "_client", "_head_sent", "_health", "_held", "_max", "_observed",
+        "_parts", "_rewriter", "_size", "_started", "_stream", "_unread", "capture",
+        "choice_stats", "finished", "first_byte", "flush", "hold", "inject", "outcome",
+        "parse_failure", "payload", "upstream",
     )  # fmt: skip
 
     def __init__(
-        self, client: ClientConnection, health: Health, max_response: int, observed: bool
+        self,
+        client: ClientConnection,
+        health: Health,
+        max_response: int,
+        budget: ByteBudget,
+        observed: bool,
     ) -> None:
         self._client = client
         # the upstream calls these around each read: the client's own, without a hop here
@@ -54,6 +62,9 @@ class Exchange:
         self._rewriter: StreamRewriter | None = None  # set when the answer is relayed as SSE
         self._parts: list[bytes] = []
         self._size = 0
+        self._budget = budget
+        self._held = 0  # bytes of the budget that _parts or capture hold
+        self._unread: str | None = None  # why the body is no longer kept (a ParseReason)
         self._captured = 0
         self._head_sent = False
         self.outcome: str | None = None
@@ -105,21 +116,57 @@ class Exchange:
         rewriter = self._rewriter
         if rewriter is None:
             self._client.write(data)
-            if self._observed and self._size <= self._max:
-                self._parts.append(data)
-                self._size += len(data)
+            if self._observed and self._unread is None and self.outcome is None:
+                self._keep(data)
             return
         if self.capture is not None:
             self._captured += len(data)
-            if self._captured > self._max:
-                self.capture = None  # too large to compare: not shadowed
+            if self._captured > self._max or not self._budget.take(len(data)):
+                self.capture = None  # too large to compare, or no room: not shadowed
+                self._let_go()
             else:
                 self.capture.append(data)
+                self._held += len(data)
         out = rewriter.feed(data)
         self.payload = rewriter.usage  # kept even if the client leaves now
         self.choice_stats = rewriter.choice_stats
         if out:
             self._client.write(out)
+
+    def _keep(self, data: bytes) -> None:
+        """One more piece of an observed body; past the response limit, or when the budget has
+        no room for it, what was kept goes at once: the body will not be read."""
+        self._size += len(data)
+        if self._size > self._max:
+            self._unread = ParseReason.RESPONSE_TOO_LARGE
+        elif not self._budget.take(len(data)):
+            self._unread = ParseReason.MEMORY_BUDGET
+        else:
+            self._parts.append(data)
+            self._held += len(data)
+            return
+        self._parts = []
+        self._let_go()
+
+    def _let_go(self) -> None:
+        self._budget.give(self._held)
+        self._held = 0
+
+    def settle(self) -> int:
+        """Once the exchange is over: the bytes of the budget its payload (and a stream's
+        finishing chunk) hold from now on, for the observation to carry to the analysis; the
+        rest is given back. When the budget has no room for a stream's usage event, it is
+        dropped and the request counted as unread (a body was held already: it always fits)."""
+        self._let_go()
+        self._parts = []
+        kept = len(self.payload or b"") + len(self.choice_stats or b"")
+        if not kept or self._budget.take(kept):
+            return kept
+        self.payload = self.choice_stats = None
+        if self.outcome is None:
+            self.outcome = Outcome.PARSE_ERROR
+            self.parse_failure = ParseReason.MEMORY_BUDGET
+        return 0
 
     def on_complete(self) -> None:
         rewriter = self._rewriter
@@ -139,11 +186,12 @@ class Exchange:
             self.payload = rewriter.usage
             self.choice_stats = rewriter.choice_stats
         elif self._observed and self.outcome is None:
-            if self._size > self._max:
+            if self._unread is not None:
                 self.outcome = Outcome.PARSE_ERROR
-                self.parse_failure = ParseReason.RESPONSE_TOO_LARGE
+                self.parse_failure = self._unread
             else:
                 self.payload = b"".join(self._parts)
+                self._parts = []
         self._client.end()
         self._finish()
 

@@ -45,6 +45,7 @@ class Observation:
     in_flight: int | None = None  # observed requests in flight at that upstream, itself too
     # a stream's finishing chunk whose choice carries the per-request block (per-choice shape)
     choice_stats: bytes | None = None
+    held: int = 0  # bytes of the ByteBudget the payloads hold, until the analysis reads them
 
 
 def _parse(obs: Observation) -> ParsedResponse | None:

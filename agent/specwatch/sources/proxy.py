@@ -28,6 +28,7 @@ from specwatch.health import Health
 from specwatch.settings import Settings
 from specwatch.sources import wire
 from specwatch.sources.ab import ABRouter
+from specwatch.sources.budget import ByteBudget
 from specwatch.sources.exchange import Exchange
 from specwatch.sources.observation import Observation
 from specwatch.sources.replies import openai_error
@@ -73,6 +74,7 @@ class Proxy:
         submit: Submit,
         clock: Callable[[], float] = time.time,
         router: ABRouter | None = None,
+        budget: ByteBudget | None = None,
     ) -> None:
         self._settings = settings
         self.router = router or ABRouter(settings.ab, settings.upstream, clock)
@@ -83,6 +85,8 @@ class Proxy:
         self._submit = submit
         self._clock = clock
         self._max_response = settings.limits.max_response_bytes
+        # what is held of responses to read them, shared with the analysis queue (runtime.py)
+        self.budget = budget or ByteBudget(settings.limits.max_observed_bytes)
         self._max_concurrent = settings.limits.max_concurrent_requests
         self._pools: dict[str, UpstreamPool] = {}
         self._server: asyncio.Server | None = None
@@ -197,7 +201,7 @@ class Proxy:
         if not isinstance(exchange, Exchange):  # it failed before relaying: answered alike
             if connection.closed:
                 return
-            exchange = Exchange(connection, self._health, self._max_response, observed=False)
+            exchange = Exchange(connection, self._health, self._max_response, self.budget, False)
         exchange.on_error(error, internal=True)
 
     def forget(self, connection: ClientConnection) -> None:
@@ -231,7 +235,7 @@ class Proxy:
         """Send the request upstream and relay the answer; an unobserved exchange by default."""
         pool = self._pools[base or self.router.spec_upstream]
         if exchange is None:
-            exchange = Exchange(connection, self._health, self._max_response, observed=False)
+            exchange = Exchange(connection, self._health, self._max_response, self.budget, False)
         connection.exchange = exchange
         try:
             upstream = await pool.acquire()
@@ -258,7 +262,7 @@ class Proxy:
         request_id = self._request_id(request)
         variant = self.router.variant(self._ab_key(request, request_id))
         features: RequestFeatures | None = None  # from the body once it is read
-        exchange = Exchange(connection, self._health, self._max_response, observed=True)
+        exchange = Exchange(connection, self._health, self._max_response, self.budget, True)
         base = self.router.upstream(variant)
         stream = False
         load = self._load[base] = self._load.get(base, 0) + 1  # the batch it joins, about
@@ -305,6 +309,7 @@ class Proxy:
         finally:
             self._load[base] -= 1
             self._health.in_flight[variant] -= 1
+            held = exchange.settle()
             self._submit(
                 Observation(
                     ts=self._clock(), request_id=request_id,
@@ -313,5 +318,6 @@ class Proxy:
                     choice_stats=exchange.choice_stats,
                     e2e=time.perf_counter() - started, first_byte=exchange.first_byte,
                     parse_failure=exchange.parse_failure, variant=variant, in_flight=load,
+                    held=held,
                 )
             )  # fmt: skip

@@ -1,0 +1,35 @@
+"""One ceiling on the bytes specwatch holds of responses in order to read them.
+
+An observed JSON body is kept whole until it is complete, to be parsed (at most
+`limits.max_response_bytes`); a shadowed stream's bytes are kept to be compared; and each
+observation's payload (the body, or a stream's usage event) waits in the analysis queue until
+the analysis reads it. Each is bounded alone, but together they could reach
+max_concurrent_requests x max_response_bytes plus a full queue of payloads: gigabytes beside a
+container limited to 512 MiB. The budget bounds their sum (`limits.max_observed_bytes`): what
+would take it past its limit is relayed to the client whole, as always, but not read, and
+counted (`parse_errors{reason="memory_budget"}`).
+
+Single-threaded, like everything on the event loop: no lock.
+"""
+
+from __future__ import annotations
+
+
+class ByteBudget:
+    """Bytes held against a limit: `take` what is kept, `give` it back when it is let go."""
+
+    __slots__ = ("held", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> bool:
+        """Hold `size` more bytes; False (nothing held) when that would pass the limit."""
+        if self.held + size > self.limit:
+            return False
+        self.held += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.held -= size
