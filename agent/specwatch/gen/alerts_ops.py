@@ -70,7 +70,12 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
                 "clients are unaffected. Usually a vLLM version with other shapes."
             ),
             confirm=(f"`{C.PARSE_ERRORS}_total` by source and reason",),
-            actions=("Check the vLLM version and report the reason to specwatch.",),
+            actions=(
+                "Check the vLLM version and report the reason to specwatch.",
+                "`memory_budget` or `response_too_large`: responses larger than specwatch keeps "
+                "to read; raise `limits.max_observed_bytes` or `max_response_bytes` with the "
+                "container's memory limit.",
+            ),
         ),
         Alert(
             name=C.AlertName.SIDECAR_ERRORS,
