@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,11 @@ import aiohttp
 import orjson
 from specwatch import conventions as C
 from specwatch.runtime import Sidecar
+from specwatch.settings import load_settings
 from specwatch.sim.server import SimServer
 from specwatch.sources.supervisor import free_port
 
-from tests.support.http import eventually, post, scrape, sidecar_settings, total
+from tests.support.http import eventually, post, scrape, total
 
 SLACK = "https://hooks.slack.test/services/T000/B000/SECRET-SLACK-4f9c"
 PAGERDUTY = "PD-ROUTING-KEY-SECRET-7d21"
@@ -96,7 +98,15 @@ async def test_no_prompt_completion_or_secret_in_logs_status_metrics_or_generate
 
 
 async def test_the_admin_port_binds_apart_from_the_proxy(sim: tuple[SimServer, str]) -> None:
-    car = Sidecar(sidecar_settings(sim[1], host="127.0.0.1", admin_host="127.0.0.2"))
+    # The admin port's number is held on 127.0.0.1 by a socket that never listens: another
+    # test's server could otherwise listen there (same number, other address) and answer.
+    reserved = socket.socket()
+    reserved.bind(("127.0.0.1", 0))
+    port = reserved.getsockname()[1]
+    settings = load_settings(
+        upstream=sim[1], host="127.0.0.1", port=0, admin_host="127.0.0.2", admin_port=port
+    )
+    car = Sidecar(settings)
     await car.start()
     try:
         async with aiohttp.ClientSession() as session:
@@ -110,3 +120,4 @@ async def test_the_admin_port_binds_apart_from_the_proxy(sim: tuple[SimServer, s
             assert not reached
     finally:
         await car.stop()
+        reserved.close()
