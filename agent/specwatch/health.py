@@ -5,6 +5,7 @@ Sources count here; export reads a copy. Keys are bounded: sources use fixed rea
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ class HealthSnapshot:
     shadow_divergences: dict[str, int]
     shadow_skipped: dict[str, int]
     in_flight: dict[str, int]  # observed requests in flight through the proxy, per variant
+    tasks: int  # the event loop's tasks (0 when read outside one: a test, a CLI)
 
 
 class Health:
@@ -64,4 +66,12 @@ class Health:
             shadow_divergences=dict(self.shadow_divergences),
             shadow_skipped=dict(self.shadow_skipped),
             in_flight=dict(self.in_flight),
+            tasks=_task_count(),
         )
+
+
+def _task_count() -> int:
+    try:
+        return len(asyncio.all_tasks())
+    except RuntimeError:  # no running loop here
+        return 0

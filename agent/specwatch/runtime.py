@@ -258,7 +258,7 @@ class Sidecar:
         admin_host = self.settings.admin_host or self.settings.host
         loopback = admin_host in LOOPBACK_HOSTS
         routes = admin_routes(self.router, token, loopback) if self.router.enabled else []
-        admin = admin_app(self.exposition.render, self.read, self.ready, routes)
+        admin = admin_app(self.exposition.scrape, self.read, self.ready, routes)
         admin_port = await self._serve(admin, admin_host, self.settings.admin_port)
         proxy_port = await self.proxy.start(self.settings.host, self.settings.port)
         self.ports = Ports(proxy=proxy_port, admin=admin_port)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from specwatch import conventions as C
+from specwatch.export.status import Reading
 from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
@@ -430,3 +432,32 @@ async def test_a_failure_inside_the_proxy_answers_502_and_serves_the_next_reques
         else {C.Outcome.OBSERVED}
     )
     assert expected == {outcome for (_key, outcome) in outcomes}
+
+
+async def test_requests_are_relayed_while_a_scrape_is_being_written(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    """/metrics takes its reading on the event loop and writes it in a worker thread: here the
+    writing is held until a proxied request has been answered. Written on the loop, the
+    request would wait for the scrape and the scrape for the request (the held write gives up
+    after 10 s: a 500). The reading counts the loop's tasks, which only the loop can count."""
+    entered, answered = threading.Event(), threading.Event()
+    render = sidecar.exposition.render
+
+    def held(reading: Reading | None = None) -> bytes:
+        entered.set()
+        assert answered.wait(10), "nothing was relayed while the scrape was written"
+        return render(reading)
+
+    sidecar.exposition.render = held  # type: ignore[method-assign]
+    admin = f"http://127.0.0.1:{sidecar.ports.admin}/metrics"
+    scraping = asyncio.create_task(scrape(admin))
+    assert await asyncio.to_thread(entered.wait, 10)
+    async with aiohttp.ClientSession() as session:
+        status, _ = await post(
+            session, f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions", {"prompt": "p"}
+        )
+    answered.set()
+    assert 200 == status
+    metrics = await scraping
+    assert total(metrics, C.ASYNCIO_TASKS) > 0

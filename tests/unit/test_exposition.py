@@ -147,7 +147,10 @@ def test_the_kept_writer_rewrites_what_changed_and_only_that() -> None:
 
 
 class NoFamilies:
-    def families(self) -> list[Family]:
+    def read(self) -> Reading:
+        raise AssertionError("not read: families are written directly")
+
+    def families(self, reading: Reading | None = None) -> list[Family]:
         return []
 
 

@@ -7,7 +7,7 @@ runtime.py (`routes`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -17,13 +17,13 @@ from specwatch.httpjson import json_response
 
 
 def admin_app(
-    exposition: Callable[[], bytes],
+    exposition: Callable[[], Awaitable[bytes]],
     read: Callable[[], Reading],
     ready: Callable[[], tuple[bool, str]],
     routes: Iterable[web.RouteDef] = (),
 ) -> web.Application:
     async def metrics(_request: web.Request) -> web.Response:
-        return web.Response(body=exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=await exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def status(_request: web.Request) -> web.Response:
         return json_response(status_document(read()))

@@ -11,7 +11,6 @@ last time for every quiet slice.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Hashable, Iterator
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -49,13 +48,6 @@ _NONE_HOT = (0.0,) * len(_ZONES)
 
 def _bounds(target: Family, labels: tuple[str, ...], interval: Interval) -> None:
     target.groups.append(_bounds_group(labels, interval))
-
-
-def _task_count() -> float:
-    try:
-        return float(len(asyncio.all_tasks()))
-    except RuntimeError:  # collected outside the event loop (a test, a CLI)
-        return 0.0
 
 
 _Outcome = tuple[RequestKey, str]  # a request slice and an outcome: a requests_total series
@@ -156,9 +148,15 @@ class SpecwatchCollector(Collector):
         for target in self.families():
             yield target.to_metric()
 
-    def families(self) -> list[Family]:
-        """Every family of one reading, in the order of the exposition."""
-        reading = self._read()
+    def read(self) -> Reading:
+        """A reading of the live analysis: taken on the event loop, which owns it."""
+        return self._read()
+
+    def families(self, reading: Reading | None = None) -> list[Family]:
+        """Every family of one reading (a new one by default), in the order of the exposition.
+        Reads nothing but `reading` and what this collector made itself: any thread."""
+        if reading is None:
+            reading = self._read()
         snapshot = reading.snapshot
         for kept in (self._counters, self._judged):
             kept.turn()
@@ -341,7 +339,7 @@ class SpecwatchCollector(Collector):
         folded = Family(C.FOLDED_LABEL_VALUES)
         folded.add((C.Label.MODEL,), snapshot.folded_models)
         yield from (errors, passthrough, folded)
-        for name, value in ((C.ASYNCIO_TASKS, _task_count()),
+        for name, value in ((C.ASYNCIO_TASKS, health.tasks),
                             (C.CYCLE_LOG_ERRORS, health.cycle_log_errors),
                             (C.ANALYSIS_ERRORS, health.analysis_errors)):  # fmt: skip
             target = Family(name)

@@ -24,9 +24,12 @@ number to Prometheus).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
+import threading
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import chain, compress, count, repeat
 from operator import ne
 from typing import Protocol
@@ -37,6 +40,7 @@ from prometheus_client.utils import floatToGoString
 
 from specwatch import conventions as C
 from specwatch.export.families import Family, Group
+from specwatch.export.status import Reading
 
 _KINDS = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "info": "gauge"}
 _SUFFIX = {"counter": "_total", "info": "_info"}
@@ -183,8 +187,26 @@ def _percent(text: str) -> str:
     return text.replace("%", "%%")
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a scrape reads and writes: it makes ~10^5
+    short-lived tuples and strings, none in a cycle, and left on, the collector runs every 700
+    allocations and now and then walks the whole heap (the analysis' counts), which cost about
+    as much as the writing itself. Only who turned it off turns it on again (a reading on the
+    loop and a writing in a thread may overlap)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 class FamilySource(Protocol):
-    def families(self) -> list[Family]: ...
+    def read(self) -> Reading: ...
+
+    def families(self, reading: Reading | None = None) -> list[Family]: ...
 
 
 class Exposition:
@@ -198,21 +220,24 @@ class Exposition:
         self._heads: dict[str, _Head] = {}
         self._kept: dict[str, tuple[list[Group | None], list[bytes], list[bytes]]] = {}
         self._numbers = _Numbers()
+        self._writing = threading.Lock()  # what one scrape keeps, the next reads: in turn
 
-    def render(self) -> bytes:
-        # A scrape makes ~10^5 short-lived tuples and strings, none in a cycle: left on, the
-        # collector runs every 700 allocations and now and then walks the whole heap (the
-        # analysis' counts), which cost about as much as the writing itself.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            body = self.write(self._source.families())
+    async def scrape(self) -> bytes:
+        """The body for /metrics: the reading is taken here, on the event loop that owns the
+        analysis; families and text are made in a worker thread (they read only the reading
+        and what this object kept), so the loop goes on relaying requests meanwhile, but for
+        the interpreter's switch interval (5 ms) at a time."""
+        with _collector_paused():
+            reading = self._source.read()
+        return await asyncio.to_thread(self.render, reading)
+
+    def render(self, reading: Reading | None = None) -> bytes:
+        """The body of `reading` (a new one by default), in the calling thread."""
+        with self._writing, _collector_paused():
+            body = self.write(self._source.families(reading))
             if self._others is not None:
                 body += text_exposition(self._others)
-        finally:
-            if collecting:
-                gc.enable()
-        return body
+            return body
 
     def write(self, families: Iterable[Family]) -> bytes:
         """The text of `families`. A group equal to the last scrape's at the same place (same
