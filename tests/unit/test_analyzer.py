@@ -5,14 +5,20 @@ from typing import Any
 
 import pytest
 from specwatch import conventions as C
-from specwatch.analysis.analyzer import Analyzer, SliceView
+from specwatch.analysis.analyzer import Analyzer, SliceView, Snapshot
+from specwatch.export.collector import SpecwatchCollector
+from specwatch.export.exposition import Exposition
+from specwatch.export.status import Reading, status_document
+from specwatch.httpjson import dumps
 from specwatch.model import (
+    EngineLogRecord,
     EngineSample,
     Latency,
     RequestKey,
     RequestRecord,
     SliceKey,
     SpecDecodeBlock,
+    SpecLogRecord,
 )
 from specwatch.settings import load_settings
 from structlog.testing import capture_logs
@@ -354,3 +360,37 @@ def test_a_snapshot_keeps_a_finer_slices_view_only_while_it_is_what_making_it_gi
         assert kept.rollups == made.rollups, i
         gains |= {view.gain for view in kept.rollups if view.key.model == "m0"}
     assert len(gains) > 1
+
+
+def _rendered(snapshot: Snapshot) -> tuple[bytes, bytes]:
+    """A snapshot as /metrics (a new collector: nothing kept) and /status write it."""
+    reading = Reading(snapshot)
+    return Exposition(SpecwatchCollector(lambda: reading)).render(), dumps(status_document(reading))
+
+
+def test_a_snapshot_is_what_it_was_whatever_the_analysis_does_after() -> None:
+    """/metrics writes a snapshot in a worker thread while the event loop goes on feeding the
+    analysis (export/exposition.py): nothing a snapshot holds may be an object the analysis
+    changes later. A snapshot every fifth evaluation, written again after the next stretch of
+    mixed traffic (and vLLM's own counters, and evaluations), reads as it did when taken."""
+    a = analyzer(**_MIXED_SETTINGS)
+    earlier: tuple[Snapshot, tuple[bytes, bytes]] | None = None
+    next_evaluation, compared, drafts = 10.0, 0, 0
+    for item in _mixed_traffic(1):
+        while item.ts >= next_evaluation:
+            a.evaluate(next_evaluation)
+            drafts += 40
+            a.ingest_engine(engine_sample(next_evaluation, drafts, drafts, drafts // 8))
+            a.ingest_log(SpecLogRecord(accepted=30, drafted=40, mean_acceptance_length=None,
+                                       per_position=()))  # fmt: skip
+            a.ingest_log(EngineLogRecord(0, drafts % 7, 1, 0.5, prompt_throughput=1.0,
+                                         generation_throughput=2.0))  # fmt: skip
+            if next_evaluation % 50.0 == 0.0:
+                if earlier is not None:
+                    assert _rendered(earlier[0]) == earlier[1], next_evaluation
+                    compared += 1
+                snapshot = a.snapshot(next_evaluation)
+                earlier = (snapshot, _rendered(snapshot))
+            next_evaluation += 10.0
+        a.ingest(item)
+    assert compared > 100
