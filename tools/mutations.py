@@ -48,7 +48,7 @@ MUTATIONS = (
         "byte budget: a capture too large to compare lets go of its bytes at once",
         "sources/exchange.py",
         "                self.capture = None  # too large to compare, or no room: not shadowed\n"
-        "                self._let_go()",
+        "                self._held.release()",
         "                self.capture = None  # too large to compare, or no room: not shadowed",
     ),
     Mutation(

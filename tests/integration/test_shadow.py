@@ -11,12 +11,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 from specwatch import conventions as C
+from specwatch.health import Health
 from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
+from specwatch.sources.budget import ByteBudget
+from specwatch.sources.shadow import SKIP_MEMORY, Shadow
 
 from tests.support.http import scrape, serve, sidecar_settings, total
 
@@ -131,3 +135,41 @@ async def test_divergence_rises_for_the_buggy_server_only_and_never_delays_clien
     p50 = {name: statistics.median(v[0] for v in runs.values())
            for name, runs in (("shadow on", with_shadow), ("shadow off", without))}  # fmt: skip
     print(f"client latency p50: {p50}")  # measured side by side, for the record
+
+
+async def test_a_comparison_holds_both_outputs_against_the_byte_budget() -> None:
+    """The spec output is held from the start of a comparison, the baseline's body piece by
+    piece, both until it ends; a comparison without room, or with a baseline answer past the
+    response limit, is skipped as `memory_budget`. Nothing stays held."""
+    size = {"text": 10}
+    inside: list[int] = []
+
+    async def baseline(request: web.Request) -> web.Response:
+        inside.append(budget.held)  # while the comparison runs: the spec output is held
+        return web.json_response({"choices": [{"text": "x" * size["text"]}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", baseline)
+    runner, url = await serve(app)
+    settings = sidecar_settings(
+        "http://127.0.0.1:9", ab={"baseline_upstream": url}, shadow={"fraction": 1.0},
+        limits={"max_response_bytes": 4096, "max_observed_bytes": 8192},
+    )  # fmt: skip
+    health, budget = Health(), ByteBudget(settings.limits.max_observed_bytes)
+    async with aiohttp.ClientSession() as session:
+        shadow = Shadow(settings, health, lambda: session, budget)
+        same = orjson.dumps({"choices": [{"text": "x" * 10}]})
+        try:
+            cases = ((10, same), (6000, same), (10, b" " * 9000), (3900, b" " * 6000))
+            for text, spec_output in cases:
+                size["text"] = text
+                shadow.start("/v1/completions", {"prompt": "p"}, {}, spec_output, False)
+                await asyncio.gather(*shadow._tasks)
+                assert 0 == budget.held
+        finally:
+            await runner.cleanup()
+    # compared; baseline past the response limit; no room for the spec output (never started);
+    # the baseline's body found no room beside it
+    assert [len(same), len(same), 6000] == inside
+    assert 1 == sum(health.shadow_comparisons.values())
+    assert {SKIP_MEMORY: 3} == dict(health.shadow_skipped)

@@ -8,6 +8,7 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.settings import ABSettings
 from specwatch.sources.ab import ABRouter, authorized, point
+from specwatch.sources.budget import ByteBudget
 
 
 def router(**cfg: Any) -> ABRouter:
@@ -83,7 +84,7 @@ def test_the_shadow_check_compares_only_greedy_single_choice_spec_requests() -> 
     settings = load_settings(
         ab={"baseline_upstream": "http://base", "baseline_percent": 10}, shadow={"fraction": 1.0}
     )
-    shadow = Shadow(settings, Health(), session=lambda: None)  # type: ignore[arg-type,return-value]
+    shadow = Shadow(settings, Health(), lambda: None, ByteBudget(1 << 20))  # type: ignore[arg-type,return-value]
     greedy = {"prompt": "p", "temperature": 0}
     assert shadow.wanted(greedy, "spec")
     assert not shadow.wanted({**greedy, "temperature": 0.7}, "spec")  # sampling differs anyway

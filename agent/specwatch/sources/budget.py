@@ -33,3 +33,30 @@ class ByteBudget:
 
     def give(self, size: int) -> None:
         self.held -= size
+
+
+class Held:
+    """What one holder (an exchange, a comparison) has taken from a budget: given back all at
+    once by `release`, or on leaving a `with` block."""
+
+    __slots__ = ("_budget", "size")
+
+    def __init__(self, budget: ByteBudget) -> None:
+        self._budget = budget
+        self.size = 0
+
+    def take(self, size: int) -> bool:
+        if not self._budget.take(size):
+            return False
+        self.size += size
+        return True
+
+    def release(self) -> None:
+        self._budget.give(self.size)
+        self.size = 0
+
+    def __enter__(self) -> Held:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()

@@ -20,7 +20,7 @@ import structlog
 
 from specwatch.conventions import Outcome, ParseReason
 from specwatch.sources import wire
-from specwatch.sources.budget import ByteBudget
+from specwatch.sources.budget import ByteBudget, Held
 from specwatch.sources.replies import UPSTREAM_LOST_EVENT, openai_error
 from specwatch.sources.stream import StreamRewriter
 
@@ -63,7 +63,7 @@ class Exchange:
         self._parts: list[bytes] = []
         self._size = 0
         self._budget = budget
-        self._held = 0  # bytes of the budget that _parts or capture hold
+        self._held = Held(budget)  # what _parts or capture hold of it
         self._unread: str | None = None  # why the body is no longer kept (a ParseReason)
         self._captured = 0
         self._head_sent = False
@@ -121,12 +121,11 @@ class Exchange:
             return
         if self.capture is not None:
             self._captured += len(data)
-            if self._captured > self._max or not self._budget.take(len(data)):
+            if self._captured > self._max or not self._held.take(len(data)):
                 self.capture = None  # too large to compare, or no room: not shadowed
-                self._let_go()
+                self._held.release()
             else:
                 self.capture.append(data)
-                self._held += len(data)
         out = rewriter.feed(data)
         self.payload = rewriter.usage  # kept even if the client leaves now
         self.choice_stats = rewriter.choice_stats
@@ -139,25 +138,20 @@ class Exchange:
         self._size += len(data)
         if self._size > self._max:
             self._unread = ParseReason.RESPONSE_TOO_LARGE
-        elif not self._budget.take(len(data)):
+        elif not self._held.take(len(data)):
             self._unread = ParseReason.MEMORY_BUDGET
         else:
             self._parts.append(data)
-            self._held += len(data)
             return
         self._parts = []
-        self._let_go()
-
-    def _let_go(self) -> None:
-        self._budget.give(self._held)
-        self._held = 0
+        self._held.release()
 
     def settle(self) -> int:
         """Once the exchange is over: the bytes of the budget its payload (and a stream's
         finishing chunk) hold from now on, for the observation to carry to the analysis; the
         rest is given back. When the budget has no room for a stream's usage event, it is
         dropped and the request counted as unread (a body was held already: it always fits)."""
-        self._let_go()
+        self._held.release()
         self._parts = []
         kept = len(self.payload or b"") + len(self.choice_stats or b"")
         if not kept or self._budget.take(kept):

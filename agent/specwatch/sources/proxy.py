@@ -78,7 +78,6 @@ class Proxy:
     ) -> None:
         self._settings = settings
         self.router = router or ABRouter(settings.ab, settings.upstream, clock)
-        self.shadow = Shadow(settings, health, lambda: self.session)
         self._key_header = settings.ab.key_header.lower().encode()
         self._task_header = settings.tasks.header.lower().encode()
         self._health = health
@@ -87,6 +86,7 @@ class Proxy:
         self._max_response = settings.limits.max_response_bytes
         # what is held of responses to read them, shared with the analysis queue (runtime.py)
         self.budget = budget or ByteBudget(settings.limits.max_observed_bytes)
+        self.shadow = Shadow(settings, health, lambda: self.session, self.budget)
         self._max_concurrent = settings.limits.max_concurrent_requests
         self._pools: dict[str, UpstreamPool] = {}
         self._server: asyncio.Server | None = None

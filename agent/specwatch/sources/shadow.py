@@ -6,7 +6,9 @@ upstream (`ab.baseline_upstream`, no speculation) as a non-streaming request, an
 output texts are compared. With correct speculative decoding they are identical; a difference
 is a correctness problem of the server. Counted per model (comparisons, and those that
 diverged); nothing of the texts is logged or kept. Bounded: at most `shadow.max_in_flight`
-comparisons run at once, the rest are skipped and counted.
+comparisons run at once, the rest are skipped and counted; both outputs are held against the
+proxy's byte budget (sources/budget.py) while compared, the baseline's read up to
+`limits.max_response_bytes`: without room, or past it, the comparison is skipped and counted.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ import structlog
 from specwatch import conventions as C
 from specwatch.health import Health
 from specwatch.settings import Settings
+from specwatch.sources.budget import ByteBudget, Held
 from specwatch.sources.vllm_response import SseSplitter, choice_text, event_data, first_choice
 
 log = structlog.get_logger("specwatch.shadow")
 
-SKIP_BUSY, SKIP_FAILED = "busy", "baseline_failed"
+SKIP_BUSY, SKIP_FAILED, SKIP_MEMORY = "busy", "baseline_failed", "memory_budget"
 
 
 def _choice_text(obj: Any) -> str | None:
@@ -70,9 +73,12 @@ class Shadow:
         settings: Settings,
         health: Health,
         session: Callable[[], aiohttp.ClientSession],
+        budget: ByteBudget,
         rng: random.Random | None = None,
     ) -> None:
         self._cfg = settings.shadow
+        self._budget = budget
+        self._max_response = settings.limits.max_response_bytes
         self._baseline = settings.ab.baseline_upstream
         self._health = health
         self._session = session
@@ -103,13 +109,24 @@ class Shadow:
         if len(self._tasks) >= self._cfg.max_in_flight:
             self._health.shadow_skipped[SKIP_BUSY] += 1
             return
-        task = asyncio.create_task(self._compare(path, body, headers, spec_output, stream))
+        held = Held(self._budget)  # given back when the comparison ends
+        if not held.take(len(spec_output)):
+            self._health.shadow_skipped[SKIP_MEMORY] += 1
+            return
+        task = asyncio.create_task(self._compare(path, body, headers, spec_output, stream, held))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _compare(
         self, path: str, body: dict[str, Any], headers: dict[str, str], spec_output: bytes,
-        stream: bool,
+        stream: bool, held: Held,
+    ) -> None:  # fmt: skip
+        with held:
+            await self._compare_held(path, body, headers, spec_output, stream, held)
+
+    async def _compare_held(
+        self, path: str, body: dict[str, Any], headers: dict[str, str], spec_output: bytes,
+        stream: bool, held: Held,
     ) -> None:  # fmt: skip
         model = self.model_label(body.get("model"))
         spec_text = output_text(spec_output, stream)
@@ -120,10 +137,13 @@ class Shadow:
                 async with self._session().post(
                     self._baseline + path, data=orjson.dumps(request), headers=headers
                 ) as response:
-                    data = await response.read()
+                    data = await self._read(response, held)
                     status = response.status
         except (aiohttp.ClientError, TimeoutError):
             self._health.shadow_skipped[SKIP_FAILED] += 1
+            return
+        if data is None:
+            self._health.shadow_skipped[SKIP_MEMORY] += 1
             return
         base_text = output_text(data, stream=False) if status == 200 else None
         if spec_text is None or base_text is None:
@@ -134,6 +154,17 @@ class Shadow:
         if at is not None:
             self._health.shadow_divergences[model] += 1
             log.warning("output_divergence", model=model, first_difference_at_char=at)
+
+    async def _read(self, response: aiohttp.ClientResponse, held: Held) -> bytes | None:
+        """The baseline's body, each piece held against the budget; None past the response
+        limit or when the budget has no room."""
+        parts, size = [], 0
+        async for piece in response.content.iter_any():
+            size += len(piece)
+            if size > self._max_response or not held.take(len(piece)):
+                return None
+            parts.append(piece)
+        return b"".join(parts)
 
     async def close(self) -> None:
         for task in list(self._tasks):
