@@ -166,6 +166,10 @@ async def test_a_comparison_holds_both_outputs_against_the_byte_budget() -> None
                 shadow.start("/v1/completions", {"prompt": "p"}, {}, spec_output, False)
                 await asyncio.gather(*shadow._tasks)
                 assert 0 == budget.held
+            shadow.start("/v1/completions", {"prompt": "p"}, {}, same, False)
+            assert len(same) == budget.held
+            await shadow.close()  # cancelled before it ran: what it held is given back too
+            assert 0 == budget.held
         finally:
             await runner.cleanup()
     # compared; baseline past the response limit; no room for the spec output (never started);

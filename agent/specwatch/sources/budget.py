@@ -36,8 +36,8 @@ class ByteBudget:
 
 
 class Held:
-    """What one holder (an exchange, a comparison) has taken from a budget: given back all at
-    once by `release`, or on leaving a `with` block."""
+    """What one holder (an exchange, a comparison) has taken from a budget, given back all at
+    once by `release` (which may be called again: it then gives nothing)."""
 
     __slots__ = ("_budget", "size")
 
@@ -54,9 +54,3 @@ class Held:
     def release(self) -> None:
         self._budget.give(self.size)
         self.size = 0
-
-    def __enter__(self) -> Held:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.release()

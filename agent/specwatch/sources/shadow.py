@@ -109,22 +109,16 @@ class Shadow:
         if len(self._tasks) >= self._cfg.max_in_flight:
             self._health.shadow_skipped[SKIP_BUSY] += 1
             return
-        held = Held(self._budget)  # given back when the comparison ends
+        held = Held(self._budget)
         if not held.take(len(spec_output)):
             self._health.shadow_skipped[SKIP_MEMORY] += 1
             return
         task = asyncio.create_task(self._compare(path, body, headers, spec_output, stream, held))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: held.release())  # however it ends, cancelled too
 
     async def _compare(
-        self, path: str, body: dict[str, Any], headers: dict[str, str], spec_output: bytes,
-        stream: bool, held: Held,
-    ) -> None:  # fmt: skip
-        with held:
-            await self._compare_held(path, body, headers, spec_output, stream, held)
-
-    async def _compare_held(
         self, path: str, body: dict[str, Any], headers: dict[str, str], spec_output: bytes,
         stream: bool, held: Held,
     ) -> None:  # fmt: skip
