@@ -386,7 +386,8 @@ OUTPUT_DIVERGENCE: Final = _metric(
 SHADOW_SKIPPED: Final = _metric(
     "specwatch_shadow_skipped",
     _C,
-    "Shadow comparisons not made: too many in flight, or the baseline failed.",
+    "Shadow comparisons not made: too many in flight, the baseline failed, or no room under "
+    "the byte budget (limits.max_observed_bytes).",
     (Label.REASON,),
 )
 REPLICA_COST_PER_HOUR: Final = _metric(
