@@ -365,8 +365,8 @@ def _describe(error: ValidationError) -> list[str]:
 
 
 def _check_yaml(path: Path) -> None:
-    """The file must be YAML holding a mapping of setting names (a number crashed the YAML
-    source instead of failing validation)."""
+    """The file must be YAML holding a mapping of setting names (fuzzing found that a number
+    as a name crashed the YAML source instead of failing validation)."""
     try:
         data = yaml.safe_load(path.read_bytes())
     except (OSError, ValueError, yaml.YAMLError) as error:

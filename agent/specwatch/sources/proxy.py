@@ -74,7 +74,6 @@ class Proxy:
         submit: Submit,
         clock: Callable[[], float] = time.time,
         router: ABRouter | None = None,
-        budget: ByteBudget | None = None,
     ) -> None:
         self._settings = settings
         self.router = router or ABRouter(settings.ab, settings.upstream, clock)
@@ -85,7 +84,7 @@ class Proxy:
         self._clock = clock
         self._max_response = settings.limits.max_response_bytes
         # what is held of responses to read them, shared with the analysis queue (runtime.py)
-        self.budget = budget or ByteBudget(settings.limits.max_observed_bytes)
+        self.budget = ByteBudget(settings.limits.max_observed_bytes)
         self.shadow = Shadow(settings, health, lambda: self.session, self.budget)
         self._max_concurrent = settings.limits.max_concurrent_requests
         self._pools: dict[str, UpstreamPool] = {}
