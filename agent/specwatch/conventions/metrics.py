@@ -1,47 +1,12 @@
-"""The metric table: every specwatch_* family (name, type, help, labels), the metric parts of
-recorded series, and vLLM's own metric names. The only file where those names are spelled."""
+"""Every specwatch_* family (name, type, help, labels), entered in the metric table
+(conventions/table.py). The only file where those names are spelled."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
 
 from specwatch.conventions.names import REQUEST_LABELS, SLICE_LABELS, Label
-
-# --- the metric table ------------------------------------------------------------------------
-
-
-class Kind(StrEnum):
-    COUNTER = "counter"
-    GAUGE = "gauge"
-    HISTOGRAM = "histogram"
-    INFO = "info"
-
-
-@dataclass(frozen=True, slots=True)
-class Metric:
-    """One family: `name` as registered (a counter's samples add `_total`, an info's
-    `_info` is part of the name), its type, help text and label names."""
-
-    name: str
-    kind: Kind
-    help: str
-    labels: tuple[str, ...] = ()
-
-    @property
-    def exposed(self) -> str:
-        """The name as it appears in /metrics and in queries."""
-        return self.name + "_total" if self.kind == Kind.COUNTER else self.name
-
-
-METRICS: dict[str, Metric] = {}
-
-
-def _metric(name: str, kind: Kind, help: str, labels: tuple[str, ...] = ()) -> str:
-    METRICS[name] = Metric(name, kind, help, labels)
-    return name
-
+from specwatch.conventions.table import Kind, _metric
 
 _C, _G, _H = Kind.COUNTER, Kind.GAUGE, Kind.HISTOGRAM
 _SLICE = SLICE_LABELS
