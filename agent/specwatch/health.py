@@ -28,6 +28,8 @@ class HealthSnapshot:
     shadow_skipped: dict[str, int]
     in_flight: dict[str, int]  # observed requests in flight through the proxy, per variant
     tasks: int  # the event loop's tasks (0 when read outside one: a test, a CLI)
+    held_bytes: int | None = None  # the proxy's byte budget (sources/budget.py): held, limit
+    held_limit_bytes: int | None = None
 
 
 class Health:
@@ -52,7 +54,8 @@ class Health:
     def parse_error(self, source: str, reason: str) -> None:
         self.parse_errors[source, reason] += 1
 
-    def snapshot(self) -> HealthSnapshot:
+    def snapshot(self, held: int | None = None, limit: int | None = None) -> HealthSnapshot:
+        """A copy; `held` and `limit`: the proxy's byte budget, when there is a proxy."""
         return HealthSnapshot(
             parse_errors=dict(self.parse_errors),
             dropped=self.dropped,
@@ -67,6 +70,8 @@ class Health:
             shadow_skipped=dict(self.shadow_skipped),
             in_flight=dict(self.in_flight),
             tasks=_task_count(),
+            held_bytes=held,
+            held_limit_bytes=limit,
         )
 
 

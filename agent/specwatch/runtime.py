@@ -142,8 +142,11 @@ class Sidecar:
 
     def read(self) -> Reading:
         """What export shows now: copies, never live state."""
+        budget = self.proxy.budget
         return Reading(
-            self.analyzer.snapshot(self._clock()), self.health.snapshot(), self.router.snapshot()
+            self.analyzer.snapshot(self._clock()),
+            self.health.snapshot(budget.held, budget.limit),
+            self.router.snapshot(),
         )
 
     # --- timers --------------------------------------------------------------------------------

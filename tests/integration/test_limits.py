@@ -17,7 +17,15 @@ from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sources.observation import Observation
 
-from tests.support.http import by_label, eventually, post, scrape, serve, sidecar_settings
+from tests.support.http import (
+    by_label,
+    eventually,
+    post,
+    scrape,
+    serve,
+    sidecar_settings,
+    total,
+)
 
 SLOW_STREAM = {"prompt": "x", "max_tokens": 150, "stream": True}  # ~3 s at 20 ms a step
 
@@ -191,6 +199,11 @@ async def parse_errors(car: Sidecar) -> dict[str, float]:
                     C.PARSE_ERRORS + "_total", C.Label.REASON)  # fmt: skip
 
 
+async def held_gauges(car: Sidecar) -> tuple[float, float]:
+    metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
+    return total(metrics, C.HELD_RESPONSE_BYTES), total(metrics, C.HELD_RESPONSE_LIMIT_BYTES)
+
+
 async def test_bodies_past_the_byte_budget_are_relayed_whole_and_counted_unread(
     gated_upstream: tuple[str, asyncio.Event, list[str]],
 ) -> None:
@@ -206,13 +219,14 @@ async def test_bodies_past_the_byte_budget_are_relayed_whole_and_counted_unread(
         async with aiohttp.ClientSession() as session:
             both = [asyncio.create_task(post(session, proxy, {"prompt": p})) for p in "ab"]
             await eventually(lambda: len(arrived) == 2 and car.proxy.budget.held == 2 * PIECE)
+            assert (2 * PIECE, 8192) == await held_gauges(car)  # what an operator sees
             gate.set()
             results = await asyncio.gather(*both)
         assert [(200, 2 * PIECE)] * 2 == [(status, len(data)) for status, data in results]
         assert [b"a", b"b"] == [orjson.loads(data)["id"].encode() for _, data in results]
         assert {C.ParseReason.MEMORY_BUDGET: 1} == await parse_errors(car)
         assert {C.Outcome.PARSE_ERROR: 1, C.Outcome.NO_SPEC_METRICS: 1} == await outcomes(car)
-        assert 0 == car.proxy.budget.held
+        assert (0, 8192) == await held_gauges(car)
     finally:
         await car.stop()
 

@@ -217,6 +217,17 @@ LOAD_ADVISED_K: Final = _metric(
     "the start: 0 where speculation does not pay at that load.",
     _LOAD,
 )
+HELD_RESPONSE_BYTES: Final = _metric(
+    "specwatch_held_response_bytes",
+    _G,
+    "Bytes specwatch holds of responses to read them: bodies arriving, shadow comparisons, "
+    "payloads waiting for the analysis.",
+)
+HELD_RESPONSE_LIMIT_BYTES: Final = _metric(
+    "specwatch_held_response_limit_bytes",
+    _G,
+    "limits.max_observed_bytes: a response that finds no room under it is relayed, not read.",
+)
 UPSTREAM_IN_FLIGHT: Final = _metric(
     "specwatch_upstream_in_flight_requests",
     _G,
