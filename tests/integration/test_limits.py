@@ -17,6 +17,7 @@ from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sources.observation import Observation
 
+from tests.support import assert_status_valid
 from tests.support.http import (
     by_label,
     eventually,
@@ -200,8 +201,15 @@ async def parse_errors(car: Sidecar) -> dict[str, float]:
 
 
 async def held_gauges(car: Sidecar) -> tuple[float, float]:
-    metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
-    return total(metrics, C.HELD_RESPONSE_BYTES), total(metrics, C.HELD_RESPONSE_LIMIT_BYTES)
+    """The byte budget as /metrics shows it; /status (valid against its schema) agrees."""
+    admin = f"http://127.0.0.1:{car.ports.admin}"
+    metrics = await scrape(admin + "/metrics")
+    gauges = total(metrics, C.HELD_RESPONSE_BYTES), total(metrics, C.HELD_RESPONSE_LIMIT_BYTES)
+    async with aiohttp.ClientSession() as session, session.get(admin + "/status") as response:
+        status = await response.json()
+    assert_status_valid(status)
+    assert gauges == (status["health"]["held_bytes"], status["health"]["held_limit_bytes"])
+    return gauges
 
 
 async def test_bodies_past_the_byte_budget_are_relayed_whole_and_counted_unread(

@@ -135,6 +135,11 @@ def status_document(reading: Reading) -> dict[str, Any]:
             "parse_errors": {f"{s}/{r}": n for (s, r), n in sorted(health.parse_errors.items())},
             "in_flight": dict(sorted(health.in_flight.items())),
         }
+        if health.held_bytes is not None:  # a proxy's: its byte budget
+            document["health"] |= {
+                "held_bytes": health.held_bytes,
+                "held_limit_bytes": health.held_limit_bytes,
+            }
         if health.shadow_comparisons or health.shadow_skipped:
             document["shadow"] = {
                 model: {
