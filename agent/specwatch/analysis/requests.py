@@ -34,9 +34,12 @@ class RequestSeries:
         self._models: set[str] = set()
         self.folded_models = 0
         self.requests: dict[tuple[RequestKey, str], int] = defaultdict(int)
-        self._tokens: dict[RequestKey, list[int]] = {}
+        self._tokens: dict[RequestKey, tuple[int, int]] = {}  # replaced, never changed
         self._histograms: dict[str, dict[RequestKey, Histogram]] = {n: {} for n in HISTOGRAMS}
-        self._copies: dict[str, dict[RequestKey, Histogram]] = {}
+        # what snapshots read: a copy per histogram, made again only for those observed since
+        # the last snapshot (`_observed`, in the order they were first observed)
+        self._copies: dict[str, dict[RequestKey, Histogram]] = {n: {} for n in HISTOGRAMS}
+        self._observed: dict[tuple[str, RequestKey], None] = {}
 
     def model_label(self, model: str, outcome: str) -> str:
         if model in self._models:
@@ -55,6 +58,7 @@ class RequestSeries:
         if histogram is None:
             histogram = per_key[key] = Histogram(HISTOGRAMS[name])
         histogram.observe(value)
+        self._observed[name, key] = None
 
     def add(self, record: RequestRecord) -> RequestKey:
         """Count one request (outcome, tokens, latency); its key, with the model's label."""
@@ -63,27 +67,24 @@ class RequestSeries:
         ctx = self._buckets.label(prompt) if prompt is not None else C.UNKNOWN_CTX
         key = RequestKey(model, ctx, record.task, record.variant)
         self.requests[key, record.outcome] += 1
-        tokens = self._tokens.setdefault(key, [0, 0])
-        tokens[0] += prompt or 0
-        tokens[1] += record.completion_tokens or 0
+        prompt_tokens, completion_tokens = self._tokens.get(key, (0, 0))
+        self._tokens[key] = (
+            prompt_tokens + (prompt or 0),
+            completion_tokens + (record.completion_tokens or 0),
+        )
         self.observe(C.TTFT_SECONDS, key, record.latency.ttft)
         self.observe(C.TPOT_SECONDS, key, record.latency.tpot)
         self.observe(C.REQUEST_DURATION_SECONDS, key, record.latency.e2e)
         return key
 
     def tokens(self) -> dict[RequestKey, tuple[int, int]]:
-        return {key: (v[0], v[1]) for key, v in self._tokens.items()}
+        return dict(self._tokens)
 
     def histograms(self) -> dict[str, dict[RequestKey, Histogram]]:
-        """Copies, kept while a histogram sees no new value (snapshots share them)."""
-        out = {}
-        for name, per_key in self._histograms.items():
-            kept = self._copies.setdefault(name, {})
-            copies = {}
-            for key, histogram in per_key.items():
-                copy = kept.get(key)
-                if copy is None or copy.count != histogram.count:
-                    copy = kept[key] = histogram.copy()
-                copies[key] = copy
-            out[name] = copies
-        return out
+        """Copies, kept while a histogram sees no new value (snapshots share them): only
+        those observed since the last call are copied again."""
+        copies, live = self._copies, self._histograms
+        for name, key in self._observed:
+            copies[name][key] = live[name][key].copy()
+        self._observed.clear()
+        return {name: dict(per_key) for name, per_key in copies.items()}
