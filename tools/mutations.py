@@ -33,6 +33,12 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "snapshots: a histogram observed again is not copied again",
+        "analysis/requests.py",
+        "        self._observed[name, key] = None\n",
+        "        self._observed.setdefault((name, key), None) if not self._copies[name] else None\n",
+    ),
+    Mutation(
         "byte budget: holds up to its limit, not a byte past it",
         "sources/budget.py",
         "if self.held + size > self.limit:",

@@ -394,3 +394,18 @@ def test_a_snapshot_is_what_it_was_whatever_the_analysis_does_after() -> None:
             next_evaluation += 10.0
         a.ingest(item)
     assert compared > 100
+
+
+def test_every_snapshot_counts_each_latency_observed_before_it() -> None:
+    """Snapshots copy only the histograms observed since the last one: each must still count
+    every observation so far, per request slice, however they interleave with snapshots."""
+    a = analyzer()
+    rng = random.Random(3)
+    expected: dict[str, int] = {}
+    for i in range(60):
+        task = rng.choice(("code", "chat", "rag"))
+        a.ingest(record(float(i), (1, 2), task=task))
+        expected[task] = expected.get(task, 0) + 1
+        if rng.random() < 0.4:
+            ttft = a.snapshot(float(i)).histograms[C.TTFT_SECONDS]
+            assert expected == {key.task: h.count for key, h in ttft.items()}, i
