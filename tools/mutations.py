@@ -36,7 +36,7 @@ MUTATIONS = (
         "snapshots: a histogram observed again is not copied again",
         "analysis/requests.py",
         "        self._observed[name, key] = None\n",
-        "        self._observed.setdefault((name, key), None) if not self._copies[name] else None\n",
+        "        if not self._copies[name]:\n            self._observed[name, key] = None\n",
     ),
     Mutation(
         "byte budget: holds up to its limit, not a byte past it",
