@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -26,16 +25,11 @@ import aiohttp
 import orjson
 import psutil
 from aiohttp import web
+from specwatch.sources.supervisor import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECWATCH = str(Path(sys.executable).with_name("specwatch"))
 PIECE = 64 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def body_of(mib: float) -> bytes:

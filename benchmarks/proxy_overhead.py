@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,12 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import aiohttp
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from specwatch.sources.supervisor import free_port
 
 
 @contextmanager
@@ -136,8 +130,8 @@ async def main() -> None:
     )
     print(f"{'':8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
     figures = {}
-    for name, (rps, latencies) in results.items():
-        figures[name] = (statistics.median(rps), pct(latencies, 50), pct(latencies, 99))
+    for name, (rates, latencies) in results.items():
+        figures[name] = (statistics.median(rates), pct(latencies, 50), pct(latencies, 99))
         print(f"{name:8} {figures[name][0]:8.1f} {figures[name][1]:8.1f} {figures[name][2]:8.1f}")
     d, p = figures["direct"], figures["proxy"]
     print(f"requests/s ratio proxy/direct: {p[0] / d[0]:.3f}")

@@ -19,6 +19,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from specwatch.sources.supervisor import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 NGRAM = {
@@ -27,14 +29,6 @@ NGRAM = {
     "prompt_lookup_max": 4,
     "prompt_lookup_min": 2,
 }
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def until_200(url: str, process: subprocess.Popen[bytes], started: float) -> float:
