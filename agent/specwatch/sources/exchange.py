@@ -36,8 +36,8 @@ _EVENT_STREAM = b"text/event-stream"
 
 class Exchange:
     __slots__ = (
-        "_budget", "_captured", "_client", "_head_sent", "_health", "_held", "_max", "_observed",
-        "_parts", "_rewriter", "_size", "_started", "_stream", "_unread", "capture",
+        "_budget", "_client", "_head_sent", "_health", "_held", "_max", "_observed", "_parts",
+        "_rewriter", "_started", "_stream", "_unread", "capture",
         "choice_stats", "finished", "first_byte", "flush", "hold", "inject", "outcome",
         "parse_failure", "payload", "upstream",
     )  # fmt: skip
@@ -61,11 +61,9 @@ class Exchange:
         self._started = time.perf_counter()
         self._rewriter: StreamRewriter | None = None  # set when the answer is relayed as SSE
         self._parts: list[bytes] = []
-        self._size = 0
         self._budget = budget
-        self._held = Held(budget)  # what _parts or capture hold of it
+        self._held = Held(budget)  # what _parts or capture hold of it: their size
         self._unread: str | None = None  # why the body is no longer kept (a ParseReason)
-        self._captured = 0
         self._head_sent = False
         self.outcome: str | None = None
         self.payload: bytes | None = None
@@ -120,8 +118,7 @@ class Exchange:
                 self._keep(data)
             return
         if self.capture is not None:
-            self._captured += len(data)
-            if self._captured > self._max or not self._held.take(len(data)):
+            if self._held.size + len(data) > self._max or not self._held.take(len(data)):
                 self.capture = None  # too large to compare, or no room: not shadowed
                 self._held.release()
             else:
@@ -135,8 +132,7 @@ class Exchange:
     def _keep(self, data: bytes) -> None:
         """One more piece of an observed body; past the response limit, or when the budget has
         no room for it, what was kept goes at once: the body will not be read."""
-        self._size += len(data)
-        if self._size > self._max:
+        if self._held.size + len(data) > self._max:
             self._unread = ParseReason.RESPONSE_TOO_LARGE
         elif not self._held.take(len(data)):
             self._unread = ParseReason.MEMORY_BUDGET
