@@ -60,10 +60,18 @@ def error_of(data: bytes) -> dict[str, object]:
     return dict(error)
 
 
-async def outcomes(car: Sidecar) -> dict[str, float]:
+async def counted(car: Sidecar, counter: str, label: str) -> dict[str, float]:
+    """A counter family by one label, once everything submitted has been analysed."""
     await car.drained()
-    return by_label(await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics"),
-                    C.REQUESTS + "_total", C.Label.OUTCOME)  # fmt: skip
+    return by_label(await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics"), counter, label)
+
+
+async def outcomes(car: Sidecar) -> dict[str, float]:
+    return await counted(car, C.REQUESTS + "_total", C.Label.OUTCOME)
+
+
+async def parse_errors(car: Sidecar) -> dict[str, float]:
+    return await counted(car, C.PARSE_ERRORS + "_total", C.Label.REASON)
 
 
 async def test_an_oversized_body_gets_a_413_in_openais_shape(limited: Sidecar) -> None:
@@ -192,12 +200,6 @@ async def gated_upstream() -> AsyncIterator[tuple[str, asyncio.Event, list[str]]
     runner, url = await serve(app)
     yield url, gate, arrived
     await runner.cleanup()
-
-
-async def parse_errors(car: Sidecar) -> dict[str, float]:
-    await car.drained()
-    return by_label(await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics"),
-                    C.PARSE_ERRORS + "_total", C.Label.REASON)  # fmt: skip
 
 
 async def held_gauges(car: Sidecar) -> tuple[float, float]:
