@@ -33,6 +33,18 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "readings in steps: a change held during a reading is made out of order",
+        "steps.py",
+        "                for change in held:\n",
+        "                for change in reversed(held):\n",
+    ),
+    Mutation(
+        "readings in steps: a request ingested between two steps goes unnoticed",
+        "analysis/analyzer.py",
+        "        self._changes += 1\n        request_key",
+        "        request_key",
+    ),
+    Mutation(
         "snapshots: a histogram observed again is not copied again",
         "analysis/requests.py",
         "        self._observed[name, key] = None\n",

@@ -87,13 +87,13 @@ async def run_demo(
         with Live(console=console, refresh_per_second=2, transient=False) as live:
             while not load.done():
                 elapsed = time.monotonic() - started
-                snapshot = sidecar.analyzer.snapshot(time.time())
+                snapshot = (await sidecar.reading()).snapshot
                 live.update(slice_table(snapshot, f"window of the last 60 s — t={elapsed:4.0f} s"))
                 await asyncio.sleep(0.5)
             result = await load
             await sidecar.drained()
-            sidecar.analyzer.evaluate(time.time())
-            snapshot = sidecar.analyzer.snapshot(time.time())
+            await sidecar.evaluate_now()
+            snapshot = (await sidecar.reading()).snapshot
             live.update(slice_table(snapshot, "final window"))
         _summary(console, snapshot, result.ok, result.failed, sim, admin_url)
         if args.keep_running:

@@ -3,6 +3,8 @@
 One event loop. The proxy hands observations to a bounded queue and returns; a consumer task
 reads them into records and feeds the analyzer; a timer evaluates zones; a prober watches the
 upstream's /health. An exception in analysis is counted and logged, never raised into a request.
+The admin endpoints read the analysis in steps, the loop relaying between them; nothing changes
+it meanwhile (steps.ReadGate).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 
 import structlog
 from aiohttp import web
@@ -24,6 +27,7 @@ from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading
 from specwatch.health import Health
+from specwatch.model import EngineSample
 from specwatch.settings import Settings
 from specwatch.sources.ab import LOOPBACK_HOSTS, ABRouter, admin_routes, read_token
 from specwatch.sources.cyclelog import CycleLogWriter
@@ -33,6 +37,7 @@ from specwatch.sources.proxy import Proxy
 from specwatch.sources.scraper import Scraper
 from specwatch.sources.state import StateFile
 from specwatch.sources.vllm_log import LogParseFailure, parse_line
+from specwatch.steps import ReadGate, finish
 
 log = structlog.get_logger("specwatch")
 
@@ -80,10 +85,11 @@ class Sidecar:
             else None
         )
         self.router = ABRouter(settings.ab, settings.upstream, clock)
+        self._gate = ReadGate(self._held_change_failed)
         collector = SpecwatchCollector(self.read, settings.cost)
         process = CollectorRegistry(auto_describe=False)
         ProcessCollector(registry=process)  # process_resident_memory_bytes, open fds...
-        self.exposition = Exposition(collector, process)
+        self.exposition = Exposition(collector, process, self.reading)
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
         self.proxy = Proxy(settings, self.health, self.submit, clock, self.router)
         self._runners: list[web.AppRunner] = []
@@ -123,12 +129,21 @@ class Sidecar:
             self.health.parse_error(ParseSource.LOG, failure.reason)
             return
         if record is not None:
-            self.analyzer.ingest_log(record)
+            self._gate.change(partial(self.analyzer.ingest_log, record))
+
+    def engine_sample(self, sample: EngineSample) -> None:
+        """vLLM's counters, scraped (what raises reaches the scraper, which counts it)."""
+        self._gate.change(partial(self.analyzer.ingest_engine, sample))
+
+    def _held_change_failed(self, error: Exception) -> None:
+        self.health.analysis_errors += 1
+        log.error("analysis_failed", exc_info=error)
 
     async def _consume(self) -> None:
         queue = self._queue
         while True:
             observation = await queue.get()
+            await self._gate.clear()  # then nothing reads in steps until the queue is empty
             self.ingest(observation)
             queue.task_done()
             # under load, take what else is queued in the same turn: one wake-up, many records
@@ -141,13 +156,24 @@ class Sidecar:
         await self._queue.join()
 
     def read(self) -> Reading:
-        """What export shows now: copies, never live state."""
+        """What export shows now, in one go: copies, never live state."""
+        return finish(self._reading_steps())
+
+    async def reading(self) -> Reading:
+        """`read`, the analysis taken in steps with the loop relaying in between (what the
+        admin endpoints do: at full cardinality it takes tens of milliseconds)."""
+        return await self._gate.read(self._reading_steps)
+
+    async def evaluate_now(self) -> None:
+        """One zone and drift evaluation now (the timer's, out of turn), after any reading."""
+        await self._gate.clear()
+        self.analyzer.evaluate(self._clock())
+
+    def _reading_steps(self) -> Generator[None, None, Reading]:
         budget = self.proxy.budget
-        return Reading(
-            self.analyzer.snapshot(self._clock()),
-            self.health.snapshot(budget.held, budget.limit),
-            self.router.snapshot(),
-        )
+        health, ab = self.health.snapshot(budget.held, budget.limit), self.router.snapshot()
+        snapshot = yield from self.analyzer.snapshot_steps(self._clock())
+        return Reading(snapshot, health, ab)
 
     # --- timers --------------------------------------------------------------------------------
 
@@ -155,6 +181,7 @@ class Sidecar:
         interval = self.settings.zones.evaluation_interval_seconds
         last_save = self._clock()
         while True:
+            await self._gate.clear()
             try:
                 now = self._clock()
                 self.analyzer.evaluate(now)
@@ -247,7 +274,7 @@ class Sidecar:
             self.settings.upstream,
             self.settings.scrape_interval_seconds,
             self.health,
-            self.analyzer.ingest_engine,
+            self.engine_sample,
             self._clock,
         )
         loops: list[Callable[[], Awaitable[None]]] = [self._consume, self._evaluate, scraper.run]
@@ -261,7 +288,7 @@ class Sidecar:
         admin_host = self.settings.admin_host or self.settings.host
         loopback = admin_host in LOOPBACK_HOSTS
         routes = admin_routes(self.router, token, loopback) if self.router.enabled else []
-        admin = admin_app(self.exposition.scrape, self.read, self.ready, routes)
+        admin = admin_app(self.exposition.scrape, self.reading, self.ready, routes)
         admin_port = await self._serve(admin, admin_host, self.settings.admin_port)
         proxy_port = await self.proxy.start(self.settings.host, self.settings.port)
         self.ports = Ports(proxy=proxy_port, admin=admin_port)

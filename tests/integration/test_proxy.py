@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import AsyncIterator
-from typing import Any
+import time
+from collections.abc import AsyncIterator, Generator
+from typing import Any, TypeVar
 
 import aiohttp
 import orjson
@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from specwatch import conventions as C
-from specwatch.export.status import Reading
 from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
@@ -23,6 +22,8 @@ from specwatch.sources.vllm_response import SseSplitter, event_data, is_usage_ev
 from tests.support import assert_status_valid
 from tests.support.http import by_label, post, scrape, serve, sidecar_settings, total
 from tests.support.workloads import mixed_requests
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -434,30 +435,47 @@ async def test_a_failure_inside_the_proxy_answers_502_and_serves_the_next_reques
     assert expected == {outcome for (_key, outcome) in outcomes}
 
 
-async def test_requests_are_relayed_while_a_scrape_is_being_written(
-    sim: tuple[SimServer, str], sidecar: Sidecar
+@pytest.mark.parametrize("held", ["reading", "writing"])
+async def test_requests_are_relayed_while_a_scrape_is_under_way(
+    sim: tuple[SimServer, str], sidecar: Sidecar, held: str
 ) -> None:
-    """/metrics takes its reading on the event loop and writes it in a worker thread: here the
-    writing is held until a proxied request has been answered. Written on the loop, the
-    request would wait for the scrape and the scrape for the request (the held write gives up
-    after 10 s: a 500). The reading counts the loop's tasks, which only the loop can count."""
-    entered, answered = threading.Event(), threading.Event()
-    render = sidecar.exposition.render
+    """/metrics runs on the event loop in steps, the loop relaying requests in between: here
+    the scrape is held between two steps of its reading, or of its writing, until a proxied
+    request has been answered (taken in one go, the request would wait for the scrape and the
+    scrape for the request: a 500 after 10 s). The reading is of one moment: the request
+    answered meanwhile waits to be counted until it is done (counting it in between would
+    mix two moments: the analysis refuses that, a 500), and the next reading counts it."""
+    answered = asyncio.Event()
+    entered = asyncio.Event()
 
-    def held(reading: Reading | None = None) -> bytes:
+    def holding(steps: Generator[None, None, T]) -> Generator[None, None, T]:
+        yield  # a step, then held until the request was answered
         entered.set()
-        assert answered.wait(10), "nothing was relayed while the scrape was written"
-        return render(reading)
+        deadline = time.monotonic() + 10.0
+        while not answered.is_set():
+            assert time.monotonic() < deadline, "nothing was relayed while the scrape was held"
+            yield
+        return (yield from steps)
 
-    sidecar.exposition.render = held  # type: ignore[method-assign]
-    admin = f"http://127.0.0.1:{sidecar.ports.admin}/metrics"
-    scraping = asyncio.create_task(scrape(admin))
-    assert await asyncio.to_thread(entered.wait, 10)
+    analyzer, exposition = sidecar.analyzer, sidecar.exposition
+    if held == "reading":
+        take = analyzer.snapshot_steps
+        analyzer.snapshot_steps = lambda now, step=0.001: holding(take(now, step))  # type: ignore[method-assign]
+    else:
+        render = exposition.render_steps
+        exposition.render_steps = lambda reading: holding(render(reading))  # type: ignore[method-assign]
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions"
     async with aiohttp.ClientSession() as session:
-        status, _ = await post(
-            session, f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions", {"prompt": "p"}
-        )
+        assert 200 == (await post(session, proxy, {"prompt": "before"}))[0]
+        await sidecar.drained()
+        scraping = asyncio.create_task(scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics"))
+        async with asyncio.timeout(10):
+            await entered.wait()
+        status, _ = await post(session, proxy, {"prompt": "meanwhile"})
     answered.set()
     assert 200 == status
     metrics = await scraping
+    assert 1 == total(metrics, C.REQUESTS + "_total")  # the reading came before it
+    await sidecar.drained()
+    assert 2 == sum(sidecar.read().snapshot.requests.values())
     assert total(metrics, C.ASYNCIO_TASKS) > 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -151,6 +151,10 @@ class NoFamilies:
         raise AssertionError("not read: families are written directly")
 
     def families(self, reading: Reading | None = None) -> list[Family]:
+        return []
+
+    def family_steps(self, reading: Reading) -> Generator[None, None, list[Family]]:
+        yield
         return []
 
 

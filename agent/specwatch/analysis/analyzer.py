@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
 
@@ -11,7 +13,7 @@ from specwatch import conventions as C
 from specwatch.analysis.advisor import advice_for
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector, DriftView
-from specwatch.analysis.engine import EngineCounters, LogTotals
+from specwatch.analysis.engine import EngineCounters, EngineView, LogTotals
 from specwatch.analysis.kept import KeptViews
 from specwatch.analysis.load import KTable, LoadBuckets, LoadTable, WindowedLoad, load_cells
 from specwatch.analysis.mix import TrafficMix
@@ -25,7 +27,7 @@ from specwatch.analysis.stats import (
     rate_interval,
     tau_interval,
 )
-from specwatch.analysis.views import EngineView, SliceView, Snapshot
+from specwatch.analysis.views import SliceView, Snapshot
 from specwatch.analysis.windows import SlidingWindow
 from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
 from specwatch.model import (
@@ -36,6 +38,7 @@ from specwatch.model import (
     SpecLogRecord,
 )
 from specwatch.settings import Settings
+from specwatch.steps import finish
 
 log = structlog.get_logger("specwatch.analysis")
 _NO_ZONE = ZoneState()  # read only: a slice no evaluation has judged yet
@@ -55,6 +58,7 @@ class Analyzer:
         self._buckets = CtxBuckets(settings.ctx_buckets)
         self._max_position = settings.limits.max_position
         self._started = started
+        self._changes = 0  # counts whatever changes the analysis: see snapshot_steps
         self._window: SlidingWindow[SliceKey] = SlidingWindow(
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
@@ -95,6 +99,7 @@ class Analyzer:
         self._mix.touched(ts)
 
     def ingest(self, record: RequestRecord) -> None:
+        self._changes += 1
         request_key = self._series.add(record)
         model, prompt = request_key.model, record.prompt_tokens
         baseline = record.variant == C.VARIANT_BASELINE
@@ -139,18 +144,14 @@ class Analyzer:
             if recent is not None:
                 recent.add(model, record.in_flight, counts, baseline, tpot, tokens)
 
-    def k_tables(self, table: LoadTable | None = None) -> tuple[KTable, ...]:
-        """The K table by batch size of every model that ran speculation under known load
-        (since the start, or of `table`)."""
-        cfg = self._cfg.speedup
-        source = self._load if table is None else table
-        tables = (
-            source.k_table(
-                model, cfg.cost_ratio.get(model, cfg.default_cost_ratio),
-                self._cfg.zones.confidence, cfg.min_baseline_requests,
-            )
-            for model in source.models()
-        )  # fmt: skip
+    def _k_tables(self, table: LoadTable) -> tuple[KTable, ...]:
+        """The K table by batch size of every model of `table` that ran speculation."""
+        cfg, confidence = self._cfg.speedup, self._cfg.zones.confidence
+        tables = [
+            table.k_table(m, cfg.cost_ratio.get(m, cfg.default_cost_ratio), confidence,
+                          cfg.min_baseline_requests)
+            for m in table.models()
+        ]  # fmt: skip
         return tuple(table for table in tables if table is not None)
 
     def drift_state(self) -> dict[str, Any]:
@@ -158,22 +159,17 @@ class Analyzer:
 
     def restore_drift(self, data: Any) -> None:
         """Raises ValueError when `data` is not a usable drift state."""
+        self._changes += 1
         self._drift.load_state(data)
         self._mix = TrafficMix(self._drift, self._cfg.drift)
 
     def ingest_engine(self, sample: EngineSample) -> None:
+        self._changes += 1
         self._engine.observe(sample)
 
     def ingest_log(self, record: SpecLogRecord | EngineLogRecord) -> None:
-        log_totals = self._log
-        if isinstance(record, SpecLogRecord):
-            log_totals.lines += 1
-            log_totals.accepted += record.accepted
-            log_totals.drafted += record.drafted
-        else:
-            log_totals.running = record.running
-            log_totals.waiting = record.waiting
-            log_totals.kv_cache_usage = record.kv_cache_usage
+        self._changes += 1
+        self._log.add(record)
 
     def _windows(
         self, now: float, live: bool = False
@@ -211,6 +207,7 @@ class Analyzer:
 
     def evaluate(self, now: float) -> None:
         """One zone and drift evaluation of every slice and rollup; logs each change."""
+        self._changes += 1
         cfg = self._cfg.zones
         self._drift.evaluate(now)
         windows, _ = self._windows(now, live=True)
@@ -332,14 +329,27 @@ class Analyzer:
         return order
 
     def snapshot(self, now: float) -> Snapshot:
-        confidence = self._cfg.zones.confidence
+        """Everything export reads at `now`, copied, in one go (`snapshot_steps`)."""
+        return finish(self.snapshot_steps(now))
+
+    def snapshot_steps(self, now: float, step: float = 0.001) -> Generator[None, None, Snapshot]:
+        """The snapshot at `now`, taken in steps of about `step` seconds: it yields between
+        them (the sidecar returns to its event loop there, runtime.ReadGate) and returns the
+        snapshot. Nothing may change the analysis until it is done: a change in between makes
+        it raise RuntimeError instead of mixing two moments."""
+        changes = self._changes
+        clock = time.perf_counter
         windows, engine_window = self._windows(now, live=True)
         costs = self._costs(windows, now)
-        engine_total = self._engine.since_start()
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
         default_cost, drift = self._cfg.speedup.default_cost_ratio, self._drift
+        last = clock()
         for key in self._ordered(windows):
+            if clock() - last >= step:
+                yield
+                self._unchanged_since(changes)
+                last = clock()
             counts, source = windows[key]
             cost = costs.get(key.model, default_cost)
             state = self._zones.get(key) or _NO_ZONE
@@ -354,20 +364,17 @@ class Analyzer:
                 continue
             view = self._view(key, counts, source, cost, now, drift.view(key))
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
-        engine_views = []
-        for model in sorted(engine_total):
-            counts = engine_window.get(model) or Counts(self._max_position)
-            seen = self._window_drafted(windows, model)
-            engine_views.append(
-                EngineView(
-                    model=model,
-                    since_start=engine_total[model],
-                    window=counts,
-                    stats=SliceStats.of(counts, confidence),
-                    coverage=seen / counts.drafted if counts.drafted else None,
-                    running=self._engine.running(model),
-                )
-            )
+        yield
+        self._unchanged_since(changes)
+        seen = {
+            key.model: counts.drafted
+            for key, (counts, source) in windows.items()
+            if key.ctx_bucket == C.ALL and source == C.SliceSource.PROXY
+        }
+        engine = self._engine.views(engine_window, seen, self._cfg.zones.confidence)
+        mix = self._mix(now)  # (computed again once per drift bucket: ~10 ms at full size)
+        yield
+        self._unchanged_since(changes)
         return Snapshot(
             at=now,
             started=self._started,
@@ -378,16 +385,15 @@ class Analyzer:
             tokens=self._series.tokens(),
             histograms=self._series.histograms(),
             folded_models=self._series.folded_models,
-            engine=tuple(engine_views),
+            engine=engine,
             vllm_log=replace(self._log),
             counter_resets=self._engine.resets,
-            mix=self._mix(now),
-            load=self.k_tables(),
-            load_window=self.k_tables(self._load_window.table(now)),
+            mix=mix,
+            load=self._k_tables(self._load),
+            load_window=self._k_tables(self._load_window.table(now)),
             load_cells=load_cells(self._load),
         )
 
-    @staticmethod
-    def _window_drafted(windows: dict[SliceKey, tuple[Counts, str]], model: str) -> int:
-        counts, source = windows.get(SliceKey(model, C.ALL, C.ALL), (None, ""))
-        return counts.drafted if counts is not None and source == C.SliceSource.PROXY else 0
+    def _unchanged_since(self, changes: int) -> None:
+        if self._changes != changes:
+            raise RuntimeError("the analysis changed while a snapshot was taken in steps")

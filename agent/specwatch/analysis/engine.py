@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specwatch.analysis.counts import Counts
+from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.model import EngineSample
+from specwatch.model import EngineLogRecord, EngineSample, SpecLogRecord
 
 
 def _delta_counts(
@@ -58,6 +59,18 @@ def _delta_counts(
     return counts, reset
 
 
+@dataclass(frozen=True, slots=True)
+class EngineView:
+    """vLLM's own counters for one model, and how much of them the proxy saw."""
+
+    model: str
+    since_start: Counts
+    window: Counts
+    stats: SliceStats
+    coverage: float | None  # draft tokens seen by the proxy / counted by vLLM, over the window
+    running: float | None = None  # vLLM's num_requests_running at the latest scrape
+
+
 class EngineCounters:
     """Deltas of vLLM's counters per model, since start and over the window.
 
@@ -99,6 +112,27 @@ class EngineCounters:
     def window(self, now: float) -> dict[str, Counts]:
         return self._window.totals(now)
 
+    def views(
+        self, window: dict[str, Counts], seen: dict[str, int], confidence: float
+    ) -> tuple[EngineView, ...]:
+        """Per model, its counts since the start and over `window` (this object's `window`),
+        with the draft tokens the proxy `seen` of them in the window."""
+        out = []
+        for model, since_start in sorted(self.since_start().items()):
+            counts = window.get(model) or Counts(self._max_position)
+            drafted = seen.get(model, 0)
+            out.append(
+                EngineView(
+                    model=model,
+                    since_start=since_start,
+                    window=counts,
+                    stats=SliceStats.of(counts, confidence),
+                    coverage=drafted / counts.drafted if counts.drafted else None,
+                    running=self.running(model),
+                )
+            )
+        return tuple(out)
+
 
 @dataclass(slots=True)
 class LogTotals:
@@ -110,3 +144,13 @@ class LogTotals:
     running: int | None = None  # from the latest `Engine` line
     waiting: int | None = None
     kv_cache_usage: float | None = None
+
+    def add(self, record: SpecLogRecord | EngineLogRecord) -> None:
+        if isinstance(record, SpecLogRecord):
+            self.lines += 1
+            self.accepted += record.accepted
+            self.drafted += record.drafted
+        else:
+            self.running = record.running
+            self.waiting = record.waiting
+            self.kv_cache_usage = record.kv_cache_usage

@@ -10,7 +10,7 @@ from specwatch import conventions as C
 from specwatch.analysis.advisor import Advice
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftView
-from specwatch.analysis.engine import LogTotals
+from specwatch.analysis.engine import EngineView, LogTotals
 from specwatch.analysis.load import KTable, LoadCell
 from specwatch.analysis.mix import MixView
 from specwatch.analysis.speedup import Gain
@@ -33,18 +33,6 @@ class SliceView:
     gain: Gain | None = None
     drift: DriftView | None = None
     advice: Advice | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EngineView:
-    """vLLM's own counters for one model, and how much of them the proxy saw."""
-
-    model: str
-    since_start: Counts
-    window: Counts
-    stats: SliceStats
-    coverage: float | None  # draft tokens seen by the proxy / counted by vLLM, over the window
-    running: float | None = None  # vLLM's num_requests_running at the latest scrape
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from specwatch.httpjson import json_response
 
 def admin_app(
     exposition: Callable[[], Awaitable[bytes]],
-    read: Callable[[], Reading],
+    read: Callable[[], Awaitable[Reading]],
     ready: Callable[[], tuple[bool, str]],
     routes: Iterable[web.RouteDef] = (),
 ) -> web.Application:
@@ -26,7 +26,7 @@ def admin_app(
         return web.Response(body=await exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def status(_request: web.Request) -> web.Response:
-        return json_response(status_document(read()))
+        return json_response(status_document(await read()))
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok\n")

@@ -11,7 +11,7 @@ last time for every quiet slice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Generator, Hashable, Iterator
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -28,6 +28,7 @@ from specwatch.export.status import Reading
 from specwatch.health import HealthSnapshot
 from specwatch.model import ABState, RequestKey, SliceKey
 from specwatch.settings import CostSettings
+from specwatch.steps import finish
 
 # a slice's since-start counters: the family and the Counts attribute it reads
 _SLICE_COUNTERS = (
@@ -154,9 +155,12 @@ class SpecwatchCollector(Collector):
 
     def families(self, reading: Reading | None = None) -> list[Family]:
         """Every family of one reading (a new one by default), in the order of the exposition.
-        Reads nothing but `reading` and what this collector made itself: any thread."""
-        if reading is None:
-            reading = self._read()
+        Reads nothing but `reading` and what this collector made itself."""
+        return finish(self.family_steps(self._read() if reading is None else reading))
+
+    def family_steps(self, reading: Reading) -> Generator[None, None, list[Family]]:
+        """`families`, in steps (a part of the exposition each, a few milliseconds at most at
+        full cardinality): yields between them."""
         snapshot = reading.snapshot
         for kept in (self._counters, self._judged):
             kept.turn()
@@ -166,9 +170,13 @@ class SpecwatchCollector(Collector):
         if self._cost is not None and self._cost.price_per_accelerator_hour is not None:
             out.append(self._replica_cost(self._cost))
         out += self._slice_counters(snapshot)
+        yield
         out += self._requests(snapshot, reading.health)
+        yield
         out += self._histograms(snapshot)
+        yield
         out += self._judgements(snapshot)
+        yield
         out += self._advice_and_mix(snapshot)
         out += self._by_load(snapshot)
         out += self._vllm(snapshot)

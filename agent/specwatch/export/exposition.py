@@ -20,16 +20,18 @@ like the series.
 Groups are compared as values (with the group at the same place last time), so a value that
 turned from 0.0 into -0.0 keeps its text "0.0" (generate_latest would write "-0.0": the same
 number to Prometheus).
+
+A scrape runs on the event loop in steps of about a millisecond (the reading, the families,
+the text), the loop relaying requests in between (steps.py): at full cardinality a scrape
+takes tens of milliseconds, which in one go every proxied stream would wait for.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
-import threading
+import time
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from itertools import chain, compress, count, repeat
 from operator import ne
 from typing import Protocol
@@ -41,6 +43,7 @@ from prometheus_client.utils import floatToGoString
 from specwatch import conventions as C
 from specwatch.export.families import Family, Group
 from specwatch.export.status import Reading
+from specwatch.steps import finish, run
 
 _KINDS = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "info": "gauge"}
 _SUFFIX = {"counter": "_total", "info": "_info"}
@@ -187,26 +190,12 @@ def _percent(text: str) -> str:
     return text.replace("%", "%%")
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a scrape reads and writes: it makes ~10^5
-    short-lived tuples and strings, none in a cycle, and left on, the collector runs every 700
-    allocations and now and then walks the whole heap (the analysis' counts), which cost about
-    as much as the writing itself. Only who turned it off turns it on again (a reading on the
-    loop and a writing in a thread may overlap)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 class FamilySource(Protocol):
     def read(self) -> Reading: ...
 
     def families(self, reading: Reading | None = None) -> list[Family]: ...
+
+    def family_steps(self, reading: Reading) -> Generator[None, None, list[Family]]: ...
 
 
 class Exposition:
@@ -214,40 +203,60 @@ class Exposition:
     changed, then any other collector's (the process metrics) as `text_exposition` writes
     them."""
 
-    def __init__(self, source: FamilySource, others: Collector | None = None) -> None:
+    def __init__(
+        self,
+        source: FamilySource,
+        others: Collector | None = None,
+        read: Callable[[], Awaitable[Reading]] | None = None,
+    ) -> None:
+        """`read`: how `scrape` takes the reading (the source's `read` by default)."""
         self._source = source
         self._others = others
+        self._read = read
         self._heads: dict[str, _Head] = {}
         self._kept: dict[str, tuple[list[Group | None], list[bytes], list[bytes]]] = {}
         self._numbers = _Numbers()
-        self._writing = threading.Lock()  # what one scrape keeps, the next reads: in turn
+        self._turn = asyncio.Lock()  # one scrape at a time: what one keeps, the next reads
 
     async def scrape(self) -> bytes:
-        """The body for /metrics: the reading is taken here, on the event loop that owns the
-        analysis; families and text are made in a worker thread (they read only the reading
-        and what this object kept), so the loop goes on relaying requests meanwhile, but for
-        the interpreter's switch interval (5 ms) at a time."""
-        with _collector_paused():
-            reading = self._source.read()
-        return await asyncio.to_thread(self.render, reading)
+        """The body for /metrics, on the event loop that owns the analysis, in steps of about
+        a millisecond with the loop relaying requests in between: the reading (with `read`),
+        then the families and their text, which read only the reading and what this object
+        kept."""
+        async with self._turn:
+            reading = self._source.read() if self._read is None else await self._read()
+            return await run(self.render_steps(reading))
 
     def render(self, reading: Reading | None = None) -> bytes:
-        """The body of `reading` (a new one by default), in the calling thread."""
-        with self._writing, _collector_paused():
-            body = self.write(self._source.families(reading))
-            if self._others is not None:
-                body += text_exposition(self._others)
-            return body
+        """The body of `reading` (a new one by default), at once."""
+        return finish(self.render_steps(self._source.read() if reading is None else reading))
+
+    def render_steps(self, reading: Reading) -> Generator[None, None, bytes]:
+        families = yield from self._source.family_steps(reading)
+        body = yield from self.write_steps(families)
+        if self._others is not None:
+            body += text_exposition(self._others)
+        return body
 
     def write(self, families: Iterable[Family]) -> bytes:
-        """The text of `families`. A group equal to the last scrape's at the same place (same
-        labels and values: tuples compared in C) takes its text from then; only the others
-        are formatted. Slices keep their order from one scrape to the next, so a new one
-        shifts the groups after it once."""
+        return finish(self.write_steps(families))
+
+    def write_steps(
+        self, families: Iterable[Family], step: float = 0.001
+    ) -> Generator[None, None, bytes]:
+        """The text of `families`, in steps of about `step` seconds. A group equal to the last
+        scrape's at the same place (same labels and values: tuples compared in C) takes its
+        text from then; only the others are formatted. Slices keep their order from one scrape
+        to the next, so a new one shifts the groups after it once."""
         out: list[bytes] = []
         escaped, numbers = _Escaped(), self._numbers
         kept, keep = self._kept, {}
+        clock = time.perf_counter
+        since = clock()
         for family in families:
+            if clock() - since >= step:
+                yield
+                since = clock()
             name = family.spec.name
             head = self._heads.get(name)
             if head is None:
@@ -269,6 +278,9 @@ class Exposition:
                 templates, texts = list(templates), list(texts)
             changed = compress(count(), map(ne, groups, before))
             for i in chain(changed, range(m, n)):
+                if not i & 63 and clock() - since >= step:
+                    yield
+                    since = clock()
                 group = groups[i]
                 if group is None:  # a place kept for a group absent now
                     texts[i] = b""

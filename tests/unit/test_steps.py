@@ -1,0 +1,145 @@
+"""Readings in steps (specwatch/steps.py, Analyzer.snapshot_steps, Exposition.render_steps):
+the same figures as in one go, of one moment, with held changes made after in order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Generator
+
+import pytest
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.export.collector import SpecwatchCollector
+from specwatch.export.exposition import Exposition
+from specwatch.export.status import Reading
+from specwatch.model import SpecLogRecord
+from specwatch.steps import ReadGate, finish, run
+
+from tests.unit.test_analyzer import (
+    _MIXED_SETTINGS,
+    _mixed_traffic,
+    _rendered,
+    analyzer,
+    engine_sample,
+    record,
+)
+
+
+def _fed(until: float) -> Analyzer:
+    a = analyzer(**_MIXED_SETTINGS)
+    next_evaluation = 10.0
+    for item in _mixed_traffic(2):
+        if item.ts >= until:
+            break
+        while item.ts >= next_evaluation:
+            a.evaluate(next_evaluation)
+            next_evaluation += 10.0
+        a.ingest(item)
+    return a
+
+
+@pytest.mark.parametrize("until", [300.0, 2000.0, 6000.0])
+def test_a_snapshot_in_steps_is_the_snapshot_in_one_go(until: float) -> None:
+    """Steps as small as they come (a yield at every slice): the same /metrics and /status."""
+    stepped, whole = _fed(until), _fed(until)
+    steps = stepped.snapshot_steps(until, step=0.0)
+    taken = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            snapshot = done.value
+            break
+        taken += 1
+    one_go = whole.snapshot(until)
+    assert taken > len(one_go.slices)
+    assert _rendered(snapshot) == _rendered(one_go)
+
+
+def test_the_text_in_steps_is_the_text_in_one_go() -> None:
+    a = _fed(6000.0)
+    reading = Reading(a.snapshot(6000.0))
+    stepped, whole = (Exposition(SpecwatchCollector(lambda: reading)) for _ in range(2))
+    families = stepped._source.families(reading)
+    steps = list(stepped.write_steps(families, step=0.0))
+    assert len(steps) > len(families)
+    assert finish(stepped.write_steps(families, step=0.0)) == whole.render(reading)
+
+
+_CHANGES: dict[str, Callable[[Analyzer], None]] = {
+    "request": lambda a: a.ingest(record(5999.0, (1, 2))),
+    "evaluation": lambda a: a.evaluate(6000.0),
+    "vllm counters": lambda a: a.ingest_engine(engine_sample(6000.0, 10, 5, 1)),
+    "vllm log": lambda a: a.ingest_log(SpecLogRecord(3, 4, None, ())),
+}
+
+
+@pytest.mark.parametrize("change", sorted(_CHANGES))
+def test_a_change_between_steps_is_refused(change: str) -> None:
+    """A reading is of one moment: the analysis changed under it raises, it does not mix."""
+    a = _fed(6000.0)
+    steps = a.snapshot_steps(6000.0, step=0.0)
+    next(steps)
+    _CHANGES[change](a)
+    with pytest.raises(RuntimeError, match="changed while a snapshot"):
+        finish(steps)
+
+
+def _counting(seen: list[str], n: int, name: str) -> Generator[None, None, str]:
+    for i in range(n):
+        seen.append(f"{name}{i}")
+        yield
+    return name
+
+
+async def test_changes_made_during_a_reading_wait_for_its_end_in_order() -> None:
+    failures: list[Exception] = []
+    gate = ReadGate(failures.append)
+    seen: list[str] = []
+
+    def fail() -> None:
+        raise ValueError("a bad change")
+
+    async def meanwhile() -> None:
+        await asyncio.sleep(0)  # the reading has started
+        assert gate.reading
+        for change in (lambda: seen.append("a"), fail, lambda: seen.append("b")):
+            gate.change(change)
+        assert "a" not in seen, "a change was made during the reading"
+
+    reading, _ = await asyncio.gather(gate.read(lambda: _counting(seen, 4, "r")), meanwhile())
+    assert reading == "r"
+    assert seen == ["r0", "r1", "r2", "r3", "a", "b"]
+    assert [str(error) for error in failures] == ["a bad change"]
+    assert not gate.reading
+    gate.change(lambda: seen.append("now"))
+    assert seen[-1] == "now"
+
+
+async def test_readings_take_turns_and_waiters_go_before_the_next_reading() -> None:
+    gate = ReadGate(lambda error: None)
+    seen: list[str] = []
+
+    async def feeder() -> None:
+        await asyncio.sleep(0)
+        await gate.clear()
+        seen.append("fed")
+
+    await asyncio.gather(
+        gate.read(lambda: _counting(seen, 3, "a")),
+        feeder(),
+        gate.read(lambda: _counting(seen, 3, "b")),
+    )
+    assert seen == ["a0", "a1", "a2", "fed", "b0", "b1", "b2"]
+
+
+async def test_run_returns_to_the_loop_between_steps() -> None:
+    seen: list[str] = []
+
+    async def other() -> None:
+        for i in range(3):
+            seen.append(f"o{i}")
+            await asyncio.sleep(0)
+
+    result, _ = await asyncio.gather(run(_counting(seen, 3, "s")), other())
+    assert result == "s"
+    assert seen[:4] == ["s0", "o0", "s1", "o1"]
