@@ -118,9 +118,9 @@ async def main() -> None:
     if args.ab:
         print(f"A/B and shadow at the end: {ab_totals}")
     if len(rows) > WARM_UP_MINUTES + 1:
-        base, last = rows[WARM_UP_MINUTES], rows[-1]
+        first, last = rows[WARM_UP_MINUTES], rows[-1]
         for i, name in enumerate(("RSS", "open fds", "tasks", "/metrics size")):
-            change = (last[i] - base[i]) / base[i] * 100 if base[i] else 0.0
+            change = (last[i] - first[i]) / first[i] * 100 if first[i] else 0.0
             print(f"{name} from minute {WARM_UP_MINUTES} to the end: {change:+.1f}%")
 
 

@@ -52,7 +52,7 @@ def beta(rng: np.random.Generator, mean: float, sd: float, n: int) -> np.ndarray
 
 def large_sample(rng: np.random.Generator, mean: float, sd: float) -> float:
     alphas = beta(rng, mean, sd, 400_000)
-    accepted = sum(alphas**i for i in range(1, K + 1))
+    accepted = np.sum([alphas**i for i in range(1, K + 1)], axis=0)
     return float(accepted.mean() / (accepted + 1 - alphas**K).mean())
 
 
@@ -70,7 +70,8 @@ def mean_for(rng: np.random.Generator, truth: float, sd: float) -> float:
 
 def request_steps(rng: np.random.Generator, alpha: float, steps: int) -> list[int]:
     """Tokens accepted per step: each step's draft positions accepted in turn with `alpha`."""
-    return np.cumprod(rng.random((steps, K)) < alpha, axis=1).sum(axis=1).tolist()
+    accepted: list[int] = np.cumprod(rng.random((steps, K)) < alpha, axis=1).sum(axis=1).tolist()
+    return accepted
 
 
 def slice_counts(rng: np.random.Generator, mean: float, sd: float, requests: int) -> Counts:
