@@ -122,12 +122,50 @@ async def stalls(
     return out
 
 
+def collections(
+    traffic: Callable[[], None], exposition: Exposition, rounds: int
+) -> dict[str, tuple[list[int], list[float], float]]:
+    """The cycle collector's work over traffic + scrape cycles, with the sidecar's thresholds
+    (commands/loop.settle_heap) and with Python's defaults, 10 cycles each in turn: per
+    generation, how many collections and the longest (ms), and the time in all of them."""
+    policies = {"the sidecar's": gc.get_threshold(), "Python's default": (700, 10, 10)}
+    out = {name: ([0, 0, 0], [0.0, 0.0, 0.0], 0.0) for name in policies}
+    started: list[float] = []
+    current = ""
+
+    def observe(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+            return
+        took = (time.perf_counter() - started[0]) * 1000.0
+        counts, longest, total = out[current]
+        generation = info["generation"]
+        counts[generation] += 1
+        longest[generation] = round(max(longest[generation], took), 1)
+        out[current] = (counts, longest, total + took)
+
+    gc.callbacks.append(observe)
+    try:
+        for _ in range(rounds):
+            for name, thresholds in policies.items():
+                gc.set_threshold(*thresholds)
+                current = name
+                for _ in range(10):
+                    traffic()
+                    exposition.render()
+    finally:
+        gc.callbacks.remove(observe)
+        gc.set_threshold(*policies["the sidecar's"])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scrapes", type=int, default=300)
     parser.add_argument("--reference-scrapes", type=int, default=20, help="generate_latest's")
     parser.add_argument("--rate", type=float, default=20.0, help="requests/s between scrapes")
     parser.add_argument("--stall-rounds", type=int, default=30, help="scrapes per way")
+    parser.add_argument("--gc-rounds", type=int, default=6, help="10 scrapes per policy each")
     args = parser.parse_args()
     configure("warning", "console")
     settings = load_settings()
@@ -217,6 +255,12 @@ def main() -> None:
         print(
             f"event loop's longest stall per scrape after traffic, {name}: median "
             f"{statistics.median(values):.1f} ms, max {max(values):.1f} ms over {len(values)}"
+        )
+    for name, (counts, longest, total) in collections(traffic, exposition, args.gc_rounds).items():
+        print(
+            f"cycle collector over {args.gc_rounds} x 10 traffic + scrape cycles, {name}: "
+            f"{counts} collections (young, middle, full), longest {longest}, "
+            f"{total:.0f} ms in all"
         )
     print(
         f"RSS over {args.scrapes * 3} more scrapes (after {args.scrapes} to warm up): "
