@@ -143,3 +143,20 @@ async def test_run_returns_to_the_loop_between_steps() -> None:
     result, _ = await asyncio.gather(run(_counting(seen, 3, "s")), other())
     assert result == "s"
     assert seen[:4] == ["s0", "o0", "s1", "o1"]
+
+
+async def test_a_reading_that_fails_still_makes_the_held_changes_and_opens_the_gate() -> None:
+    gate = ReadGate(lambda error: None)
+    seen: list[str] = []
+
+    def failing() -> Generator[None, None, str]:
+        yield
+        gate.change(lambda: seen.append("held"))
+        yield
+        raise ValueError("a bug in a reading")
+
+    with pytest.raises(ValueError, match="a bug"):
+        await gate.read(failing)
+    assert seen == ["held"]
+    assert not gate.reading
+    await asyncio.wait_for(gate.clear(), 1)
