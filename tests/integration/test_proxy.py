@@ -479,3 +479,28 @@ async def test_requests_are_relayed_while_a_scrape_is_under_way(
     await sidecar.drained()
     assert 2 == sum(sidecar.read().snapshot.requests.values())
     assert total(metrics, C.ASYNCIO_TASKS) > 0
+
+
+async def test_metrics_go_out_in_pieces_that_make_the_whole_body(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    """The /metrics body is written piece by piece (never joined): every piece arrives, under
+    the length announced, and the exposition reads whole, the process metrics last."""
+    sidecar.exposition.PIECE_BYTES = 2048
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions"
+    async with aiohttp.ClientSession() as session:
+        for i in range(6):
+            body = {"prompt": "p" * (50 + 400 * i), "stream": i % 2 == 0}
+            assert 200 == (await post(session, proxy, body, {"X-Task-Type": "code"}))[0]
+        await sidecar.drained()
+        async with (
+            asyncio.timeout(10),
+            session.get(f"http://127.0.0.1:{sidecar.ports.admin}/metrics") as response,
+        ):
+            assert 200 == response.status
+            text = await response.read()
+            assert int(response.headers["Content-Length"]) == len(text)
+    assert len(text) > 10 * 2048
+    metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
+    assert 6 == total(metrics, C.REQUESTS + "_total")
+    assert text.rstrip().splitlines()[-1].startswith(b"process_")

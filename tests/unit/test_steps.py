@@ -62,7 +62,11 @@ def test_the_text_in_steps_is_the_text_in_one_go() -> None:
     families = stepped._source.families(reading)
     steps = list(stepped.write_steps(families, step=0.0))
     assert len(steps) > len(families)
-    assert finish(stepped.write_steps(families, step=0.0)) == whole.render(reading)
+    stepped.PIECE_BYTES = 4096  # pieces of whole families, each at least this but the last
+    pieces = finish(stepped.write_steps(families, step=0.0))
+    assert b"".join(pieces) == whole.render(reading)
+    assert len(pieces) > 3
+    assert min(map(len, pieces[:-1])) >= 4096
 
 
 _CHANGES: dict[str, Callable[[Analyzer], None]] = {

@@ -17,13 +17,20 @@ from specwatch.httpjson import json_response
 
 
 def admin_app(
-    exposition: Callable[[], Awaitable[bytes]],
+    exposition: Callable[[], Awaitable[list[bytes]]],
     read: Callable[[], Awaitable[Reading]],
     ready: Callable[[], tuple[bool, str]],
     routes: Iterable[web.RouteDef] = (),
 ) -> web.Application:
-    async def metrics(_request: web.Request) -> web.Response:
-        return web.Response(body=await exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+    async def metrics(request: web.Request) -> web.StreamResponse:
+        pieces = await exposition()  # written one by one: never joined into one body
+        response = web.StreamResponse(headers={"Content-Type": CONTENT_TYPE_LATEST})
+        response.content_length = sum(map(len, pieces))
+        await response.prepare(request)
+        for piece in pieces:
+            await response.write(piece)
+        await response.write_eof()
+        return response
 
     async def status(_request: web.Request) -> web.Response:
         return json_response(status_document(await read()))
