@@ -249,10 +249,10 @@ class Exposition:
         self, families: Iterable[Family], step: float = 0.001
     ) -> Generator[None, None, list[bytes]]:
         """The text of `families` in pieces of about `PIECE_BYTES` (whole families), in steps
-        of about `step` seconds. A group equal to the last
-        scrape's at the same place (same labels and values: tuples compared in C) takes its
-        text from then; only the others are formatted. Slices keep their order from one scrape
-        to the next, so a new one shifts the groups after it once."""
+        of about `step` seconds. A group equal to the last scrape's at the same place (same
+        labels and values: tuples compared in C) takes its text from then; only the others
+        are formatted. Slices keep their order from one scrape to the next, so a new one
+        shifts the groups after it once."""
         out: list[bytes] = []
         pieces: list[bytes] = []
         size = 0  # of what `out` holds
