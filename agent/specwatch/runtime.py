@@ -164,10 +164,13 @@ class Sidecar:
         admin endpoints do: at full cardinality it takes tens of milliseconds)."""
         return await self._gate.read(self._reading_steps)
 
-    async def evaluate_now(self) -> None:
-        """One zone and drift evaluation now (the timer's, out of turn), after any reading."""
+    async def evaluate_now(self) -> float:
+        """One zone and drift evaluation now, after any reading (the timer's, and the demo's
+        out of turn); its time."""
         await self._gate.clear()
-        self.analyzer.evaluate(self._clock())
+        now = self._clock()
+        self.analyzer.evaluate(now)
+        return now
 
     def _reading_steps(self) -> Generator[None, None, Reading]:
         budget = self.proxy.budget
@@ -181,10 +184,8 @@ class Sidecar:
         interval = self.settings.zones.evaluation_interval_seconds
         last_save = self._clock()
         while True:
-            await self._gate.clear()
             try:
-                now = self._clock()
-                self.analyzer.evaluate(now)
+                now = await self.evaluate_now()
                 if self.router.enabled:
                     self.router.check_zones(self.analyzer.red_models(), now)
             except Exception:

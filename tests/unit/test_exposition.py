@@ -150,9 +150,6 @@ class NoFamilies:
     def read(self) -> Reading:
         raise AssertionError("not read: families are written directly")
 
-    def families(self, reading: Reading | None = None) -> list[Family]:
-        return []
-
     def family_steps(self, reading: Reading) -> Generator[None, None, list[Family]]:
         yield
         return []

@@ -58,8 +58,9 @@ def test_a_snapshot_in_steps_is_the_snapshot_in_one_go(until: float) -> None:
 def test_the_text_in_steps_is_the_text_in_one_go() -> None:
     a = _fed(6000.0)
     reading = Reading(a.snapshot(6000.0))
-    stepped, whole = (Exposition(SpecwatchCollector(lambda: reading)) for _ in range(2))
-    families = stepped._source.families(reading)
+    collector = SpecwatchCollector(lambda: reading)
+    stepped, whole = Exposition(collector), Exposition(SpecwatchCollector(lambda: reading))
+    families = collector.families(reading)
     steps = list(stepped.write_steps(families, step=0.0))
     assert len(steps) > len(families)
     stepped.PIECE_BYTES = 4096  # pieces of whole families, each at least this but the last
