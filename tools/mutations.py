@@ -202,6 +202,30 @@ MUTATIONS = (
         "    if spec.n < 2 or spec.x <= 0 or spec.y <= 0 or not _finite(spec):",
         "    if spec.n < 2 or spec.x <= 0 or spec.y <= 0:",
     ),
+    Mutation(
+        "a terminator cut between two pieces of an SSE event, missed",
+        "sources/vllm_response.py",
+        "max(0, seen - 3)",
+        "seen",
+    ),
+    Mutation(
+        "a partial SSE event charged to the budget again at every piece",
+        "sources/vllm_response.py",
+        "self._room.take(len(pending) - charged)",
+        "self._room.take(len(pending))",
+    ),
+    Mutation(
+        "a stream's event past the budget, not counted",
+        "sources/stream.py",
+        "            self.parse_failure = ParseReason.MEMORY_BUDGET\n",
+        "            pass\n",
+    ),
+    Mutation(
+        "a dropped stream still charging the budget",
+        "sources/vllm_response.py",
+        "        self.flush()\n        self._room = None\n",
+        "        self.flush()\n",
+    ),
 )
 
 

@@ -17,7 +17,7 @@ from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sources.observation import Observation
 
-from tests.support import assert_status_valid
+from tests.support import CAPTURES, assert_status_valid
 from tests.support.http import (
     by_label,
     eventually,
@@ -257,6 +257,90 @@ async def test_a_body_past_the_response_limit_is_relayed_whole_and_counted_unrea
         assert {C.ParseReason.RESPONSE_TOO_LARGE: 1} == await parse_errors(car)
         assert {C.Outcome.PARSE_ERROR: 1} == await outcomes(car)
         assert 0 == car.proxy.budget.held
+    finally:
+        await car.stop()
+
+
+PARTIAL = 900  # bytes of an SSE event sent before the gate; the event is 1,000
+
+
+@pytest.fixture
+async def gated_stream() -> AsyncIterator[tuple[str, asyncio.Event, list[str], bytes]]:
+    """vLLM's captured stream after a 1,000-byte event (an SSE comment) of which PARTIAL bytes
+    go out at once, the rest once `gate` is set. `arrived` lists the prompts whose partial
+    event went out."""
+    gate, arrived = asyncio.Event(), []
+    body = b": " + b"x" * 996 + b"\n\n" + (CAPTURES / "stream_usage.sse").read_bytes()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        prompt = (await request.json())["prompt"]
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(body[:PARTIAL])
+        arrived.append(prompt)
+        await gate.wait()
+        await response.write(body[PARTIAL:])
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", handler)
+    runner, url = await serve(app)
+    yield url, gate, arrived, body
+    await runner.cleanup()
+
+
+STREAM_WITH_USAGE = {"stream": True, "stream_options": {"include_usage": True}}
+
+
+async def test_a_partial_sse_event_holds_the_budget_and_past_it_is_passed_on(
+    gated_stream: tuple[str, asyncio.Event, list[str], bytes],
+) -> None:
+    """Two streams each stop in the middle of an event, 900 bytes of it arrived, under a
+    budget of 1,500: one partial event is held (and shown), the other finds no room and is
+    passed on unheld. Both clients get every byte, both requests are read from their usage
+    event, the one counted `memory_budget`; nothing is held after."""
+    url, gate, arrived, body = gated_stream
+    limits = {"max_response_bytes": 1024, "max_observed_bytes": 1500}
+    car = Sidecar(sidecar_settings(url, limits=limits))
+    await car.start()
+    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
+    try:
+        async with aiohttp.ClientSession() as session:
+            both = [
+                asyncio.create_task(post(session, proxy, {"prompt": p, **STREAM_WITH_USAGE}))
+                for p in "ab"
+            ]
+            await eventually(lambda: len(arrived) == 2)
+            await eventually(lambda: car.proxy.budget.held == PARTIAL)
+            assert (PARTIAL, 1500) == await held_gauges(car)
+            gate.set()
+            results = await asyncio.gather(*both)
+        assert [(200, body)] * 2 == results
+        assert {C.ParseReason.MEMORY_BUDGET: 1} == await parse_errors(car)
+        assert {C.Outcome.OBSERVED: 2} == await outcomes(car)
+        assert (0, 1500) == await held_gauges(car)
+    finally:
+        await car.stop()
+
+
+async def test_a_partial_sse_event_is_let_go_when_the_client_leaves(
+    gated_stream: tuple[str, asyncio.Event, list[str], bytes],
+) -> None:
+    url, _, arrived, _ = gated_stream
+    car = Sidecar(sidecar_settings(url))
+    await car.start()
+    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
+    try:
+        async with aiohttp.ClientSession() as session:
+            request = asyncio.create_task(post(session, proxy, {"prompt": "a", "stream": True}))
+            await eventually(lambda: car.proxy.budget.held == PARTIAL)
+            request.cancel()  # the client leaves in the middle of the event
+            with contextlib.suppress(asyncio.CancelledError):
+                await request
+        await eventually(lambda: car.proxy.budget.held == 0)
+        assert {C.Outcome.CLIENT_ABORTED: 1} == await outcomes(car)
+        assert 1 == len(arrived)
     finally:
         await car.stop()
 

@@ -6,14 +6,16 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from specwatch.analysis.tasks import features_of
 from specwatch.conventions import Outcome, ParseReason
 from specwatch.health import Health
 from specwatch.settings import TaskSettings
+from specwatch.sources.budget import ByteBudget, Held
 from specwatch.sources.observation import Observation, to_record
+from specwatch.sources.stream import StreamRewriter
 from specwatch.sources.vllm_response import (
     ParseFailure,
     SseSplitter,
@@ -205,6 +207,79 @@ def test_the_sse_splitter_returns_every_byte_in_order_however_it_is_chunked(
         position += size
     out.extend(splitter.feed(data[position:]))
     assert data == b"".join(out) + splitter.flush()
+
+
+# SSE-like bytes: every terminator (and pieces of them) often, so they straddle the cuts
+_sse_bytes = st.lists(
+    st.sampled_from([b"\n", b"\r", b"\r\n", b"data: x", b"y", b":", b"\n\n"]), max_size=80
+).map(b"".join)
+
+
+def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    pieces, position = [], 0
+    for size in cuts:
+        pieces.append(data[position : position + size])
+        position += size
+    return [*pieces, data[position:]]
+
+
+@settings(max_examples=400)
+@given(_sse_bytes, st.lists(st.integers(1, 12), max_size=40))
+@example(b"data: x\r\r", [7])  # the first `\r` of a held event in the last piece
+def test_the_sse_splitter_finds_the_same_events_however_the_bytes_are_cut(
+    data: bytes, cuts: list[int]
+) -> None:
+    """A partial event held over many pieces is searched only where a terminator can end (its
+    last 3 bytes and the new piece): the events are those of the bytes in one piece."""
+    whole = SseSplitter(1 << 20)
+    expected = [*whole.feed(data), whole.flush()]
+    splitter = SseSplitter(1 << 20)
+    events = [event for piece in _cut(data, cuts) for event in splitter.feed(piece)]
+    assert expected == [*events, splitter.flush()]
+
+
+@settings(max_examples=300)
+@given(_sse_bytes, st.lists(st.integers(1, 12), max_size=40), st.integers(0, 40))
+def test_the_sse_splitter_holds_of_the_budget_exactly_the_bytes_it_holds_back(
+    data: bytes, cuts: list[int], limit: int
+) -> None:
+    """After every piece the budget holds the bytes fed and not yet returned, as long as it has
+    room; without room the partial event is returned at once (`over_budget`), nothing held.
+    Every byte comes out, in order, and nothing is held after the flush."""
+    budget = ByteBudget(limit)
+    splitter = SseSplitter(1 << 20, Held(budget))
+    fed, out = 0, []
+    for piece in _cut(data, cuts):
+        fed += len(piece)
+        out.extend(splitter.feed(piece))
+        assert fed - sum(map(len, out)) == budget.held <= limit
+    rest = splitter.flush()
+    assert (data, 0) == (b"".join(out) + rest, budget.held)
+    assert not (splitter.over_budget and limit >= len(data))
+
+
+def test_an_sse_event_past_the_budget_is_passed_on_and_counted() -> None:
+    """A 300-byte event in 10-byte pieces under a budget of 100: held up to the budget, then
+    passed on as it comes; the stream is counted unread for the budget (not oversized)."""
+    budget = ByteBudget(100)
+    rewriter = StreamRewriter(True, 1 << 20, Held(budget))
+    event = b"data: " + b"x" * 292 + b"\n\n"
+    sent = [rewriter.feed(event[i : i + 10]) for i in range(0, len(event), 10)]
+    assert [b""] * 10 == sent[:10]  # held back while it fits: 100 bytes
+    assert (event, 0) == (b"".join(sent) + rewriter.finish(), budget.held)
+    assert ParseReason.MEMORY_BUDGET == rewriter.parse_failure
+
+
+def test_a_dropped_stream_holds_nothing_of_the_budget_again() -> None:
+    """Once its exchange is over, a stream's partial event is let go, and bytes that still
+    arrive are not charged to a budget nobody will give back."""
+    budget = ByteBudget(1000)
+    rewriter = StreamRewriter(False, 1 << 20, Held(budget))
+    rewriter.feed(b"data: {")
+    assert 7 == budget.held
+    rewriter.drop()
+    rewriter.feed(b'"late": 1')
+    assert 0 == budget.held
 
 
 @settings(max_examples=200)

@@ -1,13 +1,14 @@
 """One ceiling on the bytes specwatch holds of responses in order to read them.
 
 An observed JSON body is kept whole until it is complete, to be parsed (at most
-`limits.max_response_bytes`); both outputs of a shadow comparison are kept while it runs; and
-each observation's payload (the body, or a stream's usage event) waits in the analysis queue
-until the analysis reads it. Each is bounded alone, but together they could reach
-max_concurrent_requests x max_response_bytes plus a full queue of payloads: gigabytes beside a
-container limited to 512 MiB. The budget bounds their sum (`limits.max_observed_bytes`): what
-would take it past its limit is relayed to the client whole, as always, but not read, and
-counted (`parse_errors{reason="memory_budget"}`).
+`limits.max_response_bytes`); a stream's event is held until its terminator arrives (the same
+limit: vLLM's are a few hundred bytes, but one may come in many pieces); both outputs of a
+shadow comparison are kept while it runs; and each observation's payload (the body, or a
+stream's usage event) waits in the analysis queue until the analysis reads it. Each is bounded
+alone, but together they could reach max_concurrent_requests x max_response_bytes plus a full
+queue of payloads: gigabytes beside a container limited to 512 MiB. The budget bounds their sum
+(`limits.max_observed_bytes`): what would take it past its limit is relayed to the client
+whole, as always, but not read, and counted (`parse_errors{reason="memory_budget"}`).
 
 Single-threaded, like everything on the event loop: no lock.
 """

@@ -102,7 +102,7 @@ class Exchange:
                 self.parse_failure = ParseReason.ENCODED_BODY
             kind = wire.header(headers, b"content-type") or b""
             if self.outcome is None and kind.split(b";", 1)[0].strip().lower() == _EVENT_STREAM:
-                self._rewriter = StreamRewriter(self.inject, self._max)
+                self._rewriter = StreamRewriter(self.inject, self._max, Held(self._budget))
                 length = None  # the stream may be rewritten: chunked to the client
         size = int(length) if length is not None and length.isdigit() else None
         self._client.start(status, reason, wire.forwardable(headers), size)
@@ -226,5 +226,7 @@ class Exchange:
             self.upstream.resume()
 
     def _finish(self) -> None:
+        if self._rewriter is not None:
+            self._rewriter.drop()
         if not self.finished.done():
             self.finished.set_result(None)

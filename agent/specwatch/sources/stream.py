@@ -10,6 +10,8 @@ would have got without specwatch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from specwatch.conventions import ParseReason
 from specwatch.sources.vllm_response import (
     SseSplitter,
@@ -18,6 +20,9 @@ from specwatch.sources.vllm_response import (
     is_usage_event,
     restore_fingerprint,
 )
+
+if TYPE_CHECKING:
+    from specwatch.sources.budget import Held
 
 
 class StreamRewriter:
@@ -34,9 +39,9 @@ class StreamRewriter:
         "usage",
     )
 
-    def __init__(self, inject: bool, max_event_bytes: int) -> None:
+    def __init__(self, inject: bool, max_event_bytes: int, room: Held | None = None) -> None:
         self._inject = inject
-        self._splitter = SseSplitter(max_event_bytes)
+        self._splitter = SseSplitter(max_event_bytes, room)  # room: for a partial event
         self._held: bytes | None = None  # the last content chunk, until we know if usage follows
         self.usage: bytes | None = None  # the final usage event, as vLLM sent it
         # the finishing chunk, when its choice carries `speculative_decoding_stats` (the
@@ -98,9 +103,16 @@ class StreamRewriter:
         rest = self._splitter.flush()
         if self._splitter.oversized:
             self.parse_failure = ParseReason.OVERSIZED_EVENT
+        elif self._splitter.over_budget:
+            self.parse_failure = ParseReason.MEMORY_BUDGET
         elif rest.strip() or not self.done:
             self.parse_failure = ParseReason.TRUNCATED_STREAM
         if not self._inject:
             return b""  # every byte went out as it came
         held, self._held = self._held or b"", None
         return held + rest
+
+    def drop(self) -> None:
+        """The exchange is over (the client left, the upstream failed): a partial event is let
+        go, and what it held of the budget given back."""
+        self._splitter.drop()
