@@ -66,6 +66,7 @@ bench: setup
 	$(BIN)/python benchmarks/analysis_throughput.py
 	$(BIN)/python benchmarks/metrics_scrape.py
 	$(BIN)/python benchmarks/memory_ceiling.py
+	$(BIN)/python benchmarks/sse_pieces.py
 	@if command -v mtail >/dev/null; then \
 	  benchmarks/mtail_anchor.sh 1 -- '$(CURDIR)/$(BIN)/specwatch replay "$$JSONL" --json > /dev/null'; \
 	else echo "make bench: mtail not installed: no replay comparison with mtail"; fi
