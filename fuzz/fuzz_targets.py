@@ -24,10 +24,10 @@ import atheris
 with atheris.instrument_imports(include=["specwatch"], enable_loader_override=False):
     from specwatch.settings import ConfigError, load_settings
     from specwatch.sources.cyclelog import BadLine, _checked, from_line
+    from specwatch.sources.sse import SseSplitter
     from specwatch.sources.vllm_log import LogParseFailure, parse_line
     from specwatch.sources.vllm_response import (
         ParseFailure,
-        SseSplitter,
         decode_json,
         event_data,
         is_usage_event,

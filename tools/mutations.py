@@ -204,13 +204,13 @@ MUTATIONS = (
     ),
     Mutation(
         "a terminator cut between two pieces of an SSE event, missed",
-        "sources/vllm_response.py",
+        "sources/sse.py",
         "max(0, seen - 3)",
         "seen",
     ),
     Mutation(
         "a partial SSE event charged to the budget again at every piece",
-        "sources/vllm_response.py",
+        "sources/sse.py",
         "self._room.take(len(pending) - charged)",
         "self._room.take(len(pending))",
     ),
@@ -222,7 +222,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a dropped stream still charging the budget",
-        "sources/vllm_response.py",
+        "sources/sse.py",
         "        self.flush()\n        self._room = None\n",
         "        self.flush()\n",
     ),

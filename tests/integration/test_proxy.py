@@ -17,7 +17,8 @@ from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sources.proxy import _USAGE_OPTION
-from specwatch.sources.vllm_response import SseSplitter, event_data, is_usage_event
+from specwatch.sources.sse import SseSplitter
+from specwatch.sources.vllm_response import event_data, is_usage_event
 
 from tests.support import assert_status_valid
 from tests.support.http import by_label, post, scrape, serve, sidecar_settings, total

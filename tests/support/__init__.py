@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 from specwatch.model import SpecDecodeBlock
+from specwatch.sources.sse import SseSplitter
 from specwatch.sources.vllm_response import (
     ParsedResponse,
-    SseSplitter,
     decode_json,
     event_data,
     is_usage_event,

@@ -8,7 +8,8 @@ from typing import Any
 import aiohttp
 import orjson
 from specwatch.sim.server import SimServer
-from specwatch.sources.vllm_response import SseSplitter, event_data
+from specwatch.sources.sse import SseSplitter
+from specwatch.sources.vllm_response import event_data
 
 
 def shape(value: Any) -> Any:

@@ -15,10 +15,10 @@ from specwatch.health import Health
 from specwatch.settings import TaskSettings
 from specwatch.sources.budget import ByteBudget, Held
 from specwatch.sources.observation import Observation, to_record
+from specwatch.sources.sse import SseSplitter
 from specwatch.sources.stream import StreamRewriter
 from specwatch.sources.vllm_response import (
     ParseFailure,
-    SseSplitter,
     event_data,
     is_usage_event,
     parse_response_body,

@@ -19,9 +19,9 @@ import orjson
 
 from specwatch.bench.workload import BenchRequest
 from specwatch.model import SpecDecodeBlock
+from specwatch.sources.sse import SseSplitter
 from specwatch.sources.vllm_response import (
     ParseFailure,
-    SseSplitter,
     choice_text,
     event_data,
     first_choice,

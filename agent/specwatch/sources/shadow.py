@@ -26,7 +26,8 @@ from specwatch import conventions as C
 from specwatch.health import Health
 from specwatch.settings import Settings
 from specwatch.sources.budget import ByteBudget, Held
-from specwatch.sources.vllm_response import SseSplitter, choice_text, event_data, first_choice
+from specwatch.sources.sse import SseSplitter
+from specwatch.sources.vllm_response import choice_text, event_data, first_choice
 
 log = structlog.get_logger("specwatch.shadow")
 

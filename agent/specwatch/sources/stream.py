@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specwatch.conventions import ParseReason
+from specwatch.sources.sse import SseSplitter
 from specwatch.sources.vllm_response import (
-    SseSplitter,
     event_data,
     finishes,
     is_usage_event,
