@@ -203,6 +203,26 @@ MUTATIONS = (
         "    if spec.n < 2 or spec.x <= 0 or spec.y <= 0:",
     ),
     Mutation(
+        "an evaluation in steps judging slices the analysis changed under",
+        "analysis/analyzer.py",
+        "                yield\n                self._unchanged_since(changes)\n"
+        "                last = clock()\n            cost = costs",
+        "                yield\n                last = clock()\n            cost = costs",
+    ),
+    Mutation(
+        "an evaluation judging windows read while the analysis changed",
+        "analysis/analyzer.py",
+        "        windows, _ = yield from self._windows_steps(now, True, step)\n"
+        "        self._unchanged_since(changes)\n",
+        "        windows, _ = yield from self._windows_steps(now, True, step)\n",
+    ),
+    Mutation(
+        "the drift's judging in one step",
+        "analysis/drift.py",
+        "            if clock() - last >= step:\n                yield\n",
+        "            if clock() - last >= step:\n                pass\n",
+    ),
+    Mutation(
         "a terminator cut between two pieces of an SSE event, missed",
         "sources/sse.py",
         "max(0, seen - 3)",

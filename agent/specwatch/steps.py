@@ -7,7 +7,9 @@ gives it as a generator instead (`Analyzer.snapshot_steps`: about a millisecond 
 must not change until the last one: while a reading is under way the loops that feed the
 analysis wait (`ReadGate.clear`), and changes that cannot wait (callbacks: a vLLM log line, a
 scrape of vLLM's counters) are held and made, in order, the moment it ends, before the next
-reading starts. One reading at a time.
+reading starts. One reading at a time. An evaluation of the analysis (`Analyzer.evaluate_steps`,
+10-30 ms at full cardinality) goes through the same gate: it changes only what it judges, and
+nothing else may change or read the analysis until it is done.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ async def run(steps: Generator[None, None, T]) -> T:
 
 
 class ReadGate:
-    """Readings in steps, one at a time, with the analysis unchanged meanwhile.
+    """Readings (and evaluations) in steps, one at a time, with the analysis unchanged by
+    anything else meanwhile.
 
     `failed` is told of a held change that raised (it is counted and logged there: the
     reading that held it is not the place to fail)."""

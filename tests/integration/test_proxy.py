@@ -436,6 +436,23 @@ async def test_a_failure_inside_the_proxy_answers_502_and_serves_the_next_reques
     assert expected == {outcome for (_key, outcome) in outcomes}
 
 
+class Held:
+    """Work in steps held after its first step until a proxied request has been answered."""
+
+    def __init__(self) -> None:
+        self.answered = asyncio.Event()
+        self.entered = asyncio.Event()
+
+    def holding(self, steps: Generator[None, None, T]) -> Generator[None, None, T]:
+        yield  # a step, then held until the request was answered
+        self.entered.set()
+        deadline = time.monotonic() + 10.0
+        while not self.answered.is_set():
+            assert time.monotonic() < deadline, "nothing was relayed while the work was held"
+            yield
+        return (yield from steps)
+
+
 @pytest.mark.parametrize("held", ["reading", "writing"])
 async def test_requests_are_relayed_while_a_scrape_is_under_way(
     sim: tuple[SimServer, str], sidecar: Sidecar, held: str
@@ -446,18 +463,8 @@ async def test_requests_are_relayed_while_a_scrape_is_under_way(
     scrape for the request: a 500 after 10 s). The reading is of one moment: the request
     answered meanwhile waits to be counted until it is done (counting it in between would
     mix two moments: the analysis refuses that, a 500), and the next reading counts it."""
-    answered = asyncio.Event()
-    entered = asyncio.Event()
-
-    def holding(steps: Generator[None, None, T]) -> Generator[None, None, T]:
-        yield  # a step, then held until the request was answered
-        entered.set()
-        deadline = time.monotonic() + 10.0
-        while not answered.is_set():
-            assert time.monotonic() < deadline, "nothing was relayed while the scrape was held"
-            yield
-        return (yield from steps)
-
+    hold = Held()
+    holding, answered, entered = hold.holding, hold.answered, hold.entered
     analyzer, exposition = sidecar.analyzer, sidecar.exposition
     if held == "reading":
         take = analyzer.snapshot_steps
@@ -480,6 +487,32 @@ async def test_requests_are_relayed_while_a_scrape_is_under_way(
     await sidecar.drained()
     assert 2 == sum(sidecar.read().snapshot.requests.values())
     assert total(metrics, C.ASYNCIO_TASKS) > 0
+
+
+async def test_requests_are_relayed_while_an_evaluation_is_under_way(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    """An evaluation runs on the loop in steps through the reading's gate: held between two
+    steps until a proxied request has been answered, it ends without error (an ingestion
+    between its steps would mix two moments: it raises) and the request is counted after."""
+    hold = Held()
+    evaluate = sidecar.analyzer.evaluate_steps
+    sidecar.analyzer.evaluate_steps = lambda now, step=0.001: hold.holding(evaluate(now, step))  # type: ignore[method-assign]
+    proxy = f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions"
+    async with aiohttp.ClientSession() as session:
+        assert 200 == (await post(session, proxy, {"prompt": "before"}))[0]
+        await sidecar.drained()
+        evaluating = asyncio.create_task(sidecar.evaluate_now())
+        async with asyncio.timeout(10):
+            await hold.entered.wait()
+        status, _ = await post(session, proxy, {"prompt": "meanwhile"})
+    hold.answered.set()
+    assert 200 == status
+    async with asyncio.timeout(10):
+        await evaluating
+    await sidecar.drained()
+    assert 2 == sum(sidecar.read().snapshot.requests.values())
+    assert 0 == sidecar.health.analysis_errors
 
 
 async def test_metrics_go_out_in_pieces_that_make_the_whole_body(

@@ -16,13 +16,8 @@ from specwatch.analysis.baseline import (
     estimate_baseline,
     moments_of,
 )
-from specwatch.analysis.drift import (
-    DriftDetector,
-    cusum_step,
-    cusum_threshold,
-    predictive,
-    siegmund_arl,
-)
+from specwatch.analysis.cusum import cusum_step, cusum_threshold, siegmund_arl
+from specwatch.analysis.drift import DriftDetector, predictive
 from specwatch.model import SliceKey
 from specwatch.settings import DriftSettings
 

@@ -4,7 +4,9 @@ the same figures as in one go, of one moment, with held changes made after in or
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable, Generator
+from types import SimpleNamespace
 
 import pytest
 from specwatch.analysis.analyzer import Analyzer
@@ -24,14 +26,19 @@ from tests.unit.test_analyzer import (
 )
 
 
-def _fed(until: float) -> Analyzer:
+def _fed(until: float, stepped: bool = False) -> Analyzer:
+    """Mixed traffic up to `until`, evaluated every 10 s (`stepped`: each evaluation in steps
+    as small as they come, a yield at every slice)."""
     a = analyzer(**_MIXED_SETTINGS)
     next_evaluation = 10.0
     for item in _mixed_traffic(2):
         if item.ts >= until:
             break
         while item.ts >= next_evaluation:
-            a.evaluate(next_evaluation)
+            if stepped:
+                assert len(list(a.evaluate_steps(next_evaluation, step=0.0))) > 1
+            else:
+                a.evaluate(next_evaluation)
             next_evaluation += 10.0
         a.ingest(item)
     return a
@@ -53,6 +60,17 @@ def test_a_snapshot_in_steps_is_the_snapshot_in_one_go(until: float) -> None:
     one_go = whole.snapshot(until)
     assert taken > len(one_go.slices)
     assert _rendered(snapshot) == _rendered(one_go)
+
+
+@pytest.mark.parametrize("until", [300.0, 2000.0, 6000.0])
+def test_evaluations_in_steps_are_evaluations_in_one_go(until: float) -> None:
+    """Every evaluation of the history in steps: zones, drift, gains and what /metrics and
+    /status show are those of evaluating in one go."""
+    stepped, whole = _fed(until, stepped=True), _fed(until)
+    assert _rendered(stepped.snapshot(until)) == _rendered(whole.snapshot(until))
+    # a step per slice for its drift, one reading its window and one judging its zone
+    slices = len(whole.snapshot(until).slices) + len(whole.snapshot(until).rollups)
+    assert len(list(stepped.evaluate_steps(until, step=0.0))) >= 3 * slices
 
 
 def test_the_text_in_steps_is_the_text_in_one_go() -> None:
@@ -78,14 +96,42 @@ _CHANGES: dict[str, Callable[[Analyzer], None]] = {
 }
 
 
+@pytest.mark.parametrize("at", ["first", "last"])
+@pytest.mark.parametrize("taken", ["reading", "evaluation"])
 @pytest.mark.parametrize("change", sorted(_CHANGES))
-def test_a_change_between_steps_is_refused(change: str) -> None:
-    """A reading is of one moment: the analysis changed under it raises, it does not mix."""
+def test_a_change_between_steps_is_refused(change: str, taken: str, at: str) -> None:
+    """A reading is of one moment, and an evaluation judges one: the analysis changed under
+    either, after its first step (inside the windows' read) or its last, raises; it does not
+    mix two moments."""
+
+    def start(a: Analyzer) -> Generator[None, None, object]:
+        return (a.snapshot_steps if taken == "reading" else a.evaluate_steps)(6000.0, step=0.0)
+
     a = _fed(6000.0)
-    steps = a.snapshot_steps(6000.0, step=0.0)
-    next(steps)
+    steps = start(a)
+    for _ in range(1 if at == "first" else len(list(start(_fed(6000.0))))):
+        next(steps)
     _CHANGES[change](a)
-    with pytest.raises(RuntimeError, match="changed while a snapshot"):
+    with pytest.raises(RuntimeError, match="the analysis changed while"):
+        finish(steps)
+
+
+def test_a_change_while_an_evaluation_reads_its_windows_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The windows read in steps and the judging in one (a fast evaluation): a change made
+    while the windows were read still raises before anything is judged."""
+    from specwatch.analysis import analyzer as analyzer_module
+    from specwatch.analysis import windows as windows_module
+
+    ticks = itertools.count()
+    monkeypatch.setattr(windows_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+    monkeypatch.setattr(analyzer_module, "time", SimpleNamespace(perf_counter=lambda: 0.0))
+    a = _fed(6000.0)
+    steps = a.evaluate_steps(6000.0, step=0.5)
+    next(steps)
+    _CHANGES["request"](a)
+    with pytest.raises(RuntimeError, match="the analysis changed while"):
         finish(steps)
 
 

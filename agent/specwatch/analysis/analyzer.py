@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
-
-import structlog
 
 from specwatch import conventions as C
 from specwatch.analysis.advisor import advice_for
@@ -29,7 +28,7 @@ from specwatch.analysis.stats import (
 )
 from specwatch.analysis.views import SliceView, Snapshot
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
+from specwatch.analysis.zones import ZoneState, has_evidence, log_change, next_zone
 from specwatch.model import (
     EngineLogRecord,
     EngineSample,
@@ -40,7 +39,6 @@ from specwatch.model import (
 from specwatch.settings import Settings
 from specwatch.steps import finish
 
-log = structlog.get_logger("specwatch.analysis")
 _NO_ZONE = ZoneState()  # read only: a slice no evaluation has judged yet
 
 __all__ = ["Analyzer", "EngineView", "SliceView", "Snapshot"]
@@ -180,7 +178,15 @@ class Analyzer:
         flag missing) is judged on vLLM's own counters: its `all` slice, nothing finer.
         `live`: the window's own running totals, to read at once (copies otherwise).
         """
-        window = self._window.current(now) if live else self._window.totals(now)
+        return finish(self._windows_steps(now, live, math.inf))
+
+    def _windows_steps(
+        self, now: float, live: bool, step: float
+    ) -> Generator[None, None, tuple[dict[SliceKey, tuple[Counts, str]], dict[str, Counts]]]:
+        if live:
+            window = yield from self._window.current_steps(now, step)
+        else:
+            window = self._window.totals(now)
         engine = self._engine.window(now)
         out: dict[SliceKey, tuple[Counts, str]] = {
             key: (counts, C.SliceSource.PROXY) for key, counts in window.items()
@@ -206,14 +212,26 @@ class Analyzer:
         return self._speedup.gain(key.model, rollup, tau, counts.max_drafted, cost, now)
 
     def evaluate(self, now: float) -> None:
-        """One zone and drift evaluation of every slice and rollup; logs each change."""
+        """One zone and drift evaluation of every slice and rollup, in one go; logs each
+        change (`evaluate_steps`)."""
+        finish(self.evaluate_steps(now, math.inf))
+
+    def evaluate_steps(self, now: float, step: float = 0.001) -> Generator[None, None, None]:
+        """`evaluate` in steps of about `step` seconds, as `snapshot_steps`: nothing may change
+        the analysis until it is done (RuntimeError), nor read it (the sidecar's gate)."""
         self._changes += 1
-        cfg = self._cfg.zones
-        self._drift.evaluate(now)
-        windows, _ = self._windows(now, live=True)
+        changes, cfg, clock = self._changes, self._cfg.zones, time.perf_counter
+        yield from self._drift.evaluate_steps(now, step)
+        windows, _ = yield from self._windows_steps(now, True, step)
+        self._unchanged_since(changes)
         costs = self._costs(windows, now)
         default_cost, quiet = self._cfg.speedup.default_cost_ratio, self._quiet
+        last = clock()
         for key, (counts, source) in windows.items():
+            if clock() - last >= step:
+                yield
+                self._unchanged_since(changes)
+                last = clock()
             cost = costs.get(key.model, default_cost)
             # A finer slice that an evaluation left insufficient is a fixed point of the zone
             # rules while its window and the cost stay as they were: its counts did not pass
@@ -240,28 +258,7 @@ class Analyzer:
                 else:
                     quiet.pop(key, None)
             if change is not None:
-                log.info(
-                    "zone_changed",
-                    model=key.model,
-                    ctx_bucket=key.ctx_bucket,
-                    task=key.task,
-                    previous=change.previous,
-                    zone=change.current,
-                    metric=cfg.metric,
-                    estimate=None if interval is None else round(interval.estimate, 4),
-                    lower=None if interval is None else round(interval.lower, 4),
-                    upper=None if interval is None else round(interval.upper, 4),
-                    window_trials=counts.trials,
-                    window_requests=counts.requests,
-                    source=source,
-                    gain=None if gain is None else round(gain.ratio, 3),
-                    gain_lower=None if gain is None else round(gain.lower, 3),
-                    gain_upper=None if gain is None else round(gain.upper, 3),
-                    gain_method=None if gain is None else gain.method,
-                    design_effect=None
-                    if interval is None or interval.design_effect is None
-                    else round(interval.design_effect, 2),
-                )
+                log_change(key, change, cfg.metric, interval, counts, source, gain)
 
     def _verdict_intervals(
         self, key: SliceKey, counts: Counts, source: str
@@ -339,7 +336,7 @@ class Analyzer:
         it raise RuntimeError instead of mixing two moments."""
         changes = self._changes
         clock = time.perf_counter
-        windows, engine_window = self._windows(now, live=True)
+        windows, engine_window = yield from self._windows_steps(now, True, step)
         costs = self._costs(windows, now)
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
@@ -396,4 +393,4 @@ class Analyzer:
 
     def _unchanged_since(self, changes: int) -> None:
         if self._changes != changes:
-            raise RuntimeError("the analysis changed while a snapshot was taken in steps")
+            raise RuntimeError("the analysis changed while it was read or evaluated in steps")

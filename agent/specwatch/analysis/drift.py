@@ -44,7 +44,9 @@ benchmarks/drift_evaluation.py measures it.
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from itertools import takewhile
 from typing import Any
@@ -58,8 +60,10 @@ from specwatch.analysis.baseline import (
     baseline_of,
     design,
 )
+from specwatch.analysis.cusum import cusum_step, cusum_threshold
 from specwatch.model import SliceKey
 from specwatch.settings import DriftSettings
+from specwatch.steps import finish
 
 log = structlog.get_logger("specwatch.drift")
 
@@ -75,24 +79,6 @@ WANDER_INFLATION = 2.0
 STATE_VERSION = 3
 
 
-def siegmund_arl(h: float, k: float) -> float:
-    """Average run length of a one-sided CUSUM without change, N(0,1) increments."""
-    b = 2.0 * k * (h + 1.166)
-    return (math.exp(b) - b - 1.0) / (2.0 * k * k)
-
-
-def cusum_threshold(arl0: float, k: float) -> float:
-    """The h whose in-control average run length is `arl0` (bisection on Siegmund)."""
-    low, high = 0.0, 100.0
-    for _ in range(200):
-        mid = (low + high) / 2.0
-        if siegmund_arl(mid, k) < arl0:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2.0
-
-
 def predictive(buckets: int) -> float:
     """How much the plug-in variance of a bucket's innovation understates its predictive one
     when p0 and the noise scale come from `buckets` baseline buckets: (1 + 1/m) for p0's own
@@ -102,11 +88,6 @@ def predictive(buckets: int) -> float:
     10,080 buckets (tests/unit/test_drift.py's `sparse`, 6 seeds, the demo's threshold)."""
     nu = max(3, buckets - 1)
     return (1.0 + 1.0 / buckets) * nu / (nu - 2)
-
-
-def cusum_step(statistic: float, residual: float, k: float) -> float:
-    """One lower-CUSUM update: a negative residual (acceptance below baseline) adds up."""
-    return max(0.0, statistic - residual - k)
 
 
 @dataclass(slots=True)
@@ -178,11 +159,21 @@ class DriftDetector:
 
     def evaluate(self, now: float) -> None:
         """Feed every completed bucket of every slice to its CUSUM."""
+        finish(self.evaluate_steps(now, math.inf))
+
+    def evaluate_steps(self, now: float, step: float) -> Generator[None, None, None]:
+        """`evaluate`, yielding after about every `step` seconds (steps.py): a new bucket's
+        judging takes ~20 ms at full cardinality. Nothing may be added until it returns."""
         current = int(now // self._cfg.bucket_seconds)
         prune = current != self._pruned_at  # old buckets go once per bucket, not per call
         self._pruned_at = current
         keep = current - self._cfg.gap_buckets - self._cfg.baseline_buckets - 1
-        for key, state in self._slices.items():
+        clock = time.perf_counter
+        last = clock()
+        for key, state in tuple(self._slices.items()):  # a copy: as SlidingWindow.current_steps
+            if clock() - last >= step:
+                yield
+                last = clock()
             buckets = state.buckets
             if buckets and self._due(state, current):
                 for index in self._unjudged(state, current):

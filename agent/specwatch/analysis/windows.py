@@ -5,13 +5,16 @@ Memory is bounded by slices x buckets per window, never by the number of request
 
 from __future__ import annotations
 
+import math
+import time
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from itertools import accumulate
 from typing import Generic, TypeVar
 
 from specwatch.analysis.counts import Counts
+from specwatch.steps import finish
 
 K = TypeVar("K")
 
@@ -110,9 +113,20 @@ class SlidingWindow(Generic[K]):
     def current(self, now: float) -> dict[K, Counts]:
         """The totals of the window ending at `now`, every key included: live objects owned
         by the window, to read before the next `add` (`totals` for copies)."""
+        return finish(self.current_steps(now, math.inf))
+
+    def current_steps(self, now: float, step: float) -> Generator[None, None, dict[K, Counts]]:
+        """`current`, yielding after about every `step` seconds (steps.py); nothing may be
+        added until it returns."""
         newest = self._index(now)
         out = {}
-        for key, ring in self._rings.items():
+        clock = time.perf_counter
+        last = clock()
+        # a copy: a key added between steps is for the caller's guard to find, not the loop
+        for key, ring in tuple(self._rings.items()):
+            if clock() - last >= step:
+                yield
+                last = clock()
             self._prune(ring, newest)
             out[key] = ring.window()
         return out

@@ -23,11 +23,20 @@ bound clears `green` with requests, not tokens, as the sampling unit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
 
 from specwatch.analysis.speedup import MEASURED, Gain
 from specwatch.analysis.stats import Interval
 from specwatch.conventions import Zone
 from specwatch.settings import ZoneSettings
+
+if TYPE_CHECKING:
+    from specwatch.analysis.counts import Counts
+    from specwatch.model import SliceKey
+
+log = structlog.get_logger("specwatch.analysis")
 
 
 @dataclass(slots=True)
@@ -165,3 +174,37 @@ def _held_or_left(state: ZoneState, interval: Interval, now: float, cfg: ZoneSet
     target = _entry_verdict(interval, cfg)
     # Leaving green/red on the exit rule but not yet past the other side's entry: yellow.
     return target if target != zone else Zone.YELLOW
+
+
+def log_change(
+    key: SliceKey,
+    change: ZoneChange,
+    metric: str,
+    interval: Interval | None,
+    counts: Counts,
+    source: str,
+    gain: Gain | None,
+) -> None:
+    """`zone_changed`, with the evidence the verdict rests on."""
+    log.info(
+        "zone_changed",
+        model=key.model,
+        ctx_bucket=key.ctx_bucket,
+        task=key.task,
+        previous=change.previous,
+        zone=change.current,
+        metric=metric,
+        estimate=None if interval is None else round(interval.estimate, 4),
+        lower=None if interval is None else round(interval.lower, 4),
+        upper=None if interval is None else round(interval.upper, 4),
+        window_trials=counts.trials,
+        window_requests=counts.requests,
+        source=source,
+        gain=None if gain is None else round(gain.ratio, 3),
+        gain_lower=None if gain is None else round(gain.lower, 3),
+        gain_upper=None if gain is None else round(gain.upper, 3),
+        gain_method=None if gain is None else gain.method,
+        design_effect=None
+        if interval is None or interval.design_effect is None
+        else round(interval.design_effect, 2),
+    )
