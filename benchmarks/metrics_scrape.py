@@ -30,6 +30,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Generator
+from functools import partial
 
 import psutil
 from prometheus_client import CollectorRegistry, generate_latest
@@ -83,7 +84,7 @@ def rss_mib() -> float:
 
 
 async def stalls(
-    exposition: Exposition, read: Callable[[], Reading], traffic: Callable[[], None], rounds: int
+    exposition: Exposition, read: Callable[[], Reading], traffic: Callable[[], object], rounds: int
 ) -> dict[str, list[float]]:
     """Per scrape after traffic, the longest the loop went without running a ready task
     (ms): the scrape in one go, the reading in one go and the text written in a thread, and
@@ -122,8 +123,41 @@ async def stalls(
     return out
 
 
+async def evaluation_stalls(
+    analyzer: Analyzer, traffic: Callable[[], float], rounds: int
+) -> dict[str, list[float]]:
+    """Per evaluation after traffic, the longest the loop went without running a ready task
+    (ms): the evaluation in one go, and in steps through the gate (the sidecar's), in turn."""
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+    gate = ReadGate(failed=lambda error: None)
+
+    async def ticker() -> None:
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.0005)
+            gaps.append(loop.time() - last)
+            last = loop.time()
+
+    ways = ("in one go on the loop", "in steps on the loop (the sidecar's)")
+    out: dict[str, list[float]] = {way: [] for way in ways}
+    tick = asyncio.create_task(ticker())
+    for i in range(len(ways) * rounds):
+        now = traffic()
+        await asyncio.sleep(0.01)
+        gaps.clear()
+        if i % 2 == 0:
+            analyzer.evaluate(now)
+        else:
+            await gate.read(partial(analyzer.evaluate_steps, now))
+        await asyncio.sleep(0.002)
+        out[ways[i % 2]].append(max(gaps) * 1000.0)
+    tick.cancel()
+    return out
+
+
 def collections(
-    traffic: Callable[[], None], exposition: Exposition, rounds: int
+    traffic: Callable[[], object], exposition: Exposition, rounds: int
 ) -> dict[str, tuple[list[int], list[float], float]]:
     """The cycle collector's work over traffic + scrape cycles, with the sidecar's thresholds
     (commands/loop.settle_heap) and with Python's default ones, 10 cycles each in turn (the
@@ -197,15 +231,18 @@ def main() -> None:
     series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
     rng = random.Random(2)
 
-    def traffic() -> None:
-        """Between two scrapes: a 15 s scrape interval of `--rate` requests/s, spread over
-        random slices, and the clock moves on (windows slide, drift is judged)."""
+    def traffic(evaluate: bool = True, rate: float = args.rate) -> float:
+        """Between two scrapes: a 15 s scrape interval of `rate` requests/s, spread over
+        random slices, and the clock moves on (windows slide, drift is judged: `evaluate`);
+        the clock's time."""
         nonlocal now
-        for _ in range(int(args.rate * 15)):
-            now += 15.0 / (args.rate * 15)
+        for _ in range(int(rate * 15)):
+            now += 15.0 / (rate * 15)
             ingest(analyzer, rng, now, f"model-{rng.randrange(MODELS)}", rng.choice(TASKS),
                    rng.choice(PROMPTS))  # fmt: skip
-        analyzer.evaluate(now)
+        if evaluate:
+            analyzer.evaluate(now)
+        return now
 
     times: dict[str, list[float]] = {"unchanged": [], "traffic": [], "generate_latest": []}
     for i in range(args.scrapes):
@@ -257,6 +294,14 @@ def main() -> None:
             f"event loop's longest stall per scrape after traffic, {name}: median "
             f"{statistics.median(values):.1f} ms, max {max(values):.1f} ms over {len(values)}"
         )
+    for rate in (args.rate, args.rate * 10):
+        evaluations = evaluation_stalls(analyzer, partial(traffic, False, rate), args.stall_rounds)
+        for name, values in asyncio.run(evaluations).items():
+            print(
+                f"event loop's longest stall per evaluation after {rate:g} req/s for 15 s, "
+                f"{name}: median {statistics.median(values):.1f} ms, max {max(values):.1f} ms "
+                f"over {len(values)}"
+            )
     for name, (counts, longest, total) in collections(traffic, exposition, args.gc_rounds).items():
         print(
             f"cycle collector over {args.gc_rounds} x 10 traffic + scrape cycles, {name}: "
