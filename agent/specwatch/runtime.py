@@ -168,8 +168,11 @@ class Sidecar:
         """One zone and drift evaluation now (the timer's, and the demo's out of turn), in
         steps through the gate like a reading: at full cardinality it takes 10-30 ms; its
         time."""
-        now = self._clock()
-        await self._gate.read(partial(self.analyzer.evaluate_steps, now))
+        return await self._gate.read(self._evaluation_steps)
+
+    def _evaluation_steps(self) -> Generator[None, None, float]:
+        now = self._clock()  # when its turn comes, not when it was asked for
+        yield from self.analyzer.evaluate_steps(now)
         return now
 
     def _reading_steps(self) -> Generator[None, None, Reading]:
