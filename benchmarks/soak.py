@@ -40,7 +40,9 @@ async def sample(admin: str, process: psutil.Process) -> tuple[float, int, float
 
 
 async def totals(admin: str) -> dict[str, float]:
-    """Requests by variant and the shadow counters, from /metrics."""
+    """Requests by variant, the shadow counters and the sidecar's own errors, from /metrics
+    (an input left out of the analysis, a loop that failed, an evaluation or a reading that
+    found the analysis changed under it: analysis_errors; bad vLLM output: parse_errors)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     async with aiohttp.ClientSession() as session, session.get(admin + "/metrics") as response:
@@ -54,6 +56,8 @@ async def totals(admin: str) -> dict[str, float]:
                 "specwatch_shadow_comparisons_total",
                 "specwatch_output_divergence_total",
                 "specwatch_shadow_skipped_total",
+                "specwatch_analysis_errors_total",
+                "specwatch_parse_errors_total",
             ):
                 key = s.name.removeprefix("specwatch_").removesuffix("_total")
             else:
@@ -105,7 +109,7 @@ async def main() -> None:
             print(f"{minute:6d} {row[0]:9.1f} {row[1]:5d} {row[2]:6.0f} {row[3] / 1024:13.1f}",
                   flush=True)  # fmt: skip
         result = await load
-        ab_totals = await totals(admin) if args.ab else {}
+        at_end = await totals(admin)
     finally:
         proxy.terminate()
         sim.terminate()
@@ -115,8 +119,10 @@ async def main() -> None:
             base.terminate()
             await base.wait()
     print(f"requests: {result.ok} served, {result.failed} failed")
+    errors = {k: at_end.pop(k, 0.0) for k in ("analysis_errors", "parse_errors")}
+    print(f"the sidecar's own errors at the end: {errors}")
     if args.ab:
-        print(f"A/B and shadow at the end: {ab_totals}")
+        print(f"A/B and shadow at the end: {at_end}")
     if len(rows) > WARM_UP_MINUTES + 1:
         first, last = rows[WARM_UP_MINUTES], rows[-1]
         for i, name in enumerate(("RSS", "open fds", "tasks", "/metrics size")):
