@@ -83,21 +83,23 @@ def rss_mib() -> float:
     return float(psutil.Process().memory_info().rss) / 2**20
 
 
+async def ticker(gaps: list[float]) -> None:
+    """Note how long the loop went between this task's turns (s), one every 0.5 ms."""
+    loop = asyncio.get_running_loop()
+    last = loop.time()
+    while True:
+        await asyncio.sleep(0.0005)
+        gaps.append(loop.time() - last)
+        last = loop.time()
+
+
 async def stalls(
     exposition: Exposition, read: Callable[[], Reading], traffic: Callable[[], object], rounds: int
 ) -> dict[str, list[float]]:
     """Per scrape after traffic, the longest the loop went without running a ready task
     (ms): the scrape in one go, the reading in one go and the text written in a thread, and
     `Exposition.scrape` (in steps), in turn."""
-    loop = asyncio.get_running_loop()
     gaps: list[float] = []
-
-    async def ticker() -> None:
-        last = loop.time()
-        while True:
-            await asyncio.sleep(0.0005)
-            gaps.append(loop.time() - last)
-            last = loop.time()
 
     ways = (
         "in one go on the loop",
@@ -105,7 +107,7 @@ async def stalls(
         "in steps on the loop (the sidecar's)",
     )
     out: dict[str, list[float]] = {way: [] for way in ways}
-    tick = asyncio.create_task(ticker())
+    tick = asyncio.create_task(ticker(gaps))
     for i in range(len(ways) * rounds):
         traffic()
         await asyncio.sleep(0.01)
@@ -128,20 +130,12 @@ async def evaluation_stalls(
 ) -> dict[str, list[float]]:
     """Per evaluation after traffic, the longest the loop went without running a ready task
     (ms): the evaluation in one go, and in steps through the gate (the sidecar's), in turn."""
-    loop = asyncio.get_running_loop()
     gaps: list[float] = []
     gate = ReadGate(failed=lambda error: None)
 
-    async def ticker() -> None:
-        last = loop.time()
-        while True:
-            await asyncio.sleep(0.0005)
-            gaps.append(loop.time() - last)
-            last = loop.time()
-
     ways = ("in one go on the loop", "in steps on the loop (the sidecar's)")
     out: dict[str, list[float]] = {way: [] for way in ways}
-    tick = asyncio.create_task(ticker())
+    tick = asyncio.create_task(ticker(gaps))
     for i in range(len(ways) * rounds):
         now = traffic()
         await asyncio.sleep(0.01)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 import orjson
@@ -175,31 +175,47 @@ async def test_draining_finishes_streams_in_flight_and_refuses_new_ones(
 PIECE = 3000  # bytes of an upstream body piece; bodies are two pieces
 
 
-@pytest.fixture
-async def gated_upstream() -> AsyncIterator[tuple[str, asyncio.Event, list[str]]]:
-    """JSON bodies of 2 x PIECE bytes: the first piece at once, the second once `gate` is set.
-    `arrived` lists the prompts whose first piece went out."""
+@contextlib.asynccontextmanager
+async def gated(
+    body_for: Callable[[str], bytes], first: int, kind: str, sized: bool
+) -> AsyncIterator[tuple[str, asyncio.Event, list[str]]]:
+    """An upstream whose answer to a prompt goes out in two writes: its `first` bytes at once,
+    the rest once `gate` is set. `arrived` lists the prompts whose first write went out."""
     gate, arrived = asyncio.Event(), []
 
     async def handler(request: web.Request) -> web.StreamResponse:
         prompt = (await request.json())["prompt"]
-        body = orjson.dumps({"id": prompt, "model": "m", "pad": "x" * (2 * PIECE - 40)})
-        body = body[:-2] + b" " * (2 * PIECE - len(body)) + body[-2:]  # exactly 2 x PIECE
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        response.content_length = len(body)
+        body = body_for(prompt)
+        response = web.StreamResponse(headers={"Content-Type": kind})
+        if sized:
+            response.content_length = len(body)
         await response.prepare(request)
-        await response.write(body[:PIECE])
+        await response.write(body[:first])
         arrived.append(prompt)
         await gate.wait()
-        await response.write(body[PIECE:])
+        await response.write(body[first:])
         await response.write_eof()
         return response
 
     app = web.Application()
     app.router.add_post("/v1/completions", handler)
     runner, url = await serve(app)
-    yield url, gate, arrived
-    await runner.cleanup()
+    try:
+        yield url, gate, arrived
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def gated_upstream() -> AsyncIterator[tuple[str, asyncio.Event, list[str]]]:
+    """JSON bodies of 2 x PIECE bytes: the first piece at once, the second once `gate` is set."""
+
+    def body_for(prompt: str) -> bytes:
+        body = orjson.dumps({"id": prompt, "model": "m", "pad": "x" * (2 * PIECE - 40)})
+        return body[:-2] + b" " * (2 * PIECE - len(body)) + body[-2:]  # exactly 2 x PIECE
+
+    async with gated(body_for, PIECE, "application/json", sized=True) as served:
+        yield served
 
 
 async def held_gauges(car: Sidecar) -> tuple[float, float]:
@@ -267,27 +283,10 @@ PARTIAL = 900  # bytes of an SSE event sent before the gate; the event is 1,000
 @pytest.fixture
 async def gated_stream() -> AsyncIterator[tuple[str, asyncio.Event, list[str], bytes]]:
     """vLLM's captured stream after a 1,000-byte event (an SSE comment) of which PARTIAL bytes
-    go out at once, the rest once `gate` is set. `arrived` lists the prompts whose partial
-    event went out."""
-    gate, arrived = asyncio.Event(), []
+    go out at once, the rest once `gate` is set."""
     body = b": " + b"x" * 996 + b"\n\n" + (CAPTURES / "stream_usage.sse").read_bytes()
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        prompt = (await request.json())["prompt"]
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        await response.write(body[:PARTIAL])
-        arrived.append(prompt)
-        await gate.wait()
-        await response.write(body[PARTIAL:])
-        await response.write_eof()
-        return response
-
-    app = web.Application()
-    app.router.add_post("/v1/completions", handler)
-    runner, url = await serve(app)
-    yield url, gate, arrived, body
-    await runner.cleanup()
+    async with gated(lambda _: body, PARTIAL, "text/event-stream", sized=False) as served:
+        yield (*served, body)
 
 
 STREAM_WITH_USAGE = {"stream": True, "stream_options": {"include_usage": True}}
