@@ -212,9 +212,9 @@ MUTATIONS = (
     Mutation(
         "an evaluation judging windows read while the analysis changed",
         "analysis/analyzer.py",
-        "        windows, _ = yield from self._windows_steps(now, True, step)\n"
+        "        windows, _ = yield from self._windows_steps(now, step)\n"
         "        self._unchanged_since(changes)\n",
-        "        windows, _ = yield from self._windows_steps(now, True, step)\n",
+        "        windows, _ = yield from self._windows_steps(now, step)\n",
     ),
     Mutation(
         "the drift's judging in one step",

@@ -169,24 +169,16 @@ class Analyzer:
         self._changes += 1
         self._log.add(record)
 
-    def _windows(
-        self, now: float, live: bool = False
-    ) -> tuple[dict[SliceKey, tuple[Counts, str]], dict[str, Counts]]:
-        """Window counts per key with their source, and vLLM's own per model.
+    def _windows_steps(
+        self, now: float, step: float
+    ) -> Generator[None, None, tuple[dict[SliceKey, tuple[Counts, str]], dict[str, Counts]]]:
+        """Window counts per key with their source, and vLLM's own per model, read in steps
+        of about `step` seconds: the window's own running totals, to read at once.
 
         A model whose requests carried no per-request data in the window (an older vLLM, or the
         flag missing) is judged on vLLM's own counters: its `all` slice, nothing finer.
-        `live`: the window's own running totals, to read at once (copies otherwise).
         """
-        return finish(self._windows_steps(now, live, math.inf))
-
-    def _windows_steps(
-        self, now: float, live: bool, step: float
-    ) -> Generator[None, None, tuple[dict[SliceKey, tuple[Counts, str]], dict[str, Counts]]]:
-        if live:
-            window = yield from self._window.current_steps(now, step)
-        else:
-            window = self._window.totals(now)
+        window = yield from self._window.current_steps(now, step)
         engine = self._engine.window(now)
         out: dict[SliceKey, tuple[Counts, str]] = {
             key: (counts, C.SliceSource.PROXY) for key, counts in window.items()
@@ -222,7 +214,7 @@ class Analyzer:
         self._changes += 1
         changes, cfg, clock = self._changes, self._cfg.zones, time.perf_counter
         yield from self._drift.evaluate_steps(now, step)
-        windows, _ = yield from self._windows_steps(now, True, step)
+        windows, _ = yield from self._windows_steps(now, step)
         self._unchanged_since(changes)
         costs = self._costs(windows, now)
         default_cost, quiet = self._cfg.speedup.default_cost_ratio, self._quiet
@@ -336,7 +328,7 @@ class Analyzer:
         it raise RuntimeError instead of mixing two moments."""
         changes = self._changes
         clock = time.perf_counter
-        windows, engine_window = yield from self._windows_steps(now, True, step)
+        windows, engine_window = yield from self._windows_steps(now, step)
         costs = self._costs(windows, now)
         slices: list[SliceView] = []
         rollups: list[SliceView] = []

@@ -45,11 +45,12 @@ class SseSplitter:
                 return self._hold(seen)  # still no whole event: nothing joined, nothing out
             data = bytes(pending)  # one copy per event, however many pieces it came in
             pending.clear()
+            plain = not self._cr
         else:
             data = chunk
+            plain = b"\r" not in data  # the usual case: only one separator to look for
         events: list[bytes] = []
         start = 0
-        plain = b"\r" not in data  # the usual case: only one separator to look for
         while True:
             if plain:  # inline: this runs once per event the rewriter's fast path does not take
                 end, sep_len = data.find(b"\n\n", start), 2
