@@ -218,6 +218,17 @@ async def gated_upstream() -> AsyncIterator[tuple[str, asyncio.Event, list[str]]
         yield served
 
 
+@contextlib.asynccontextmanager
+async def running(url: str, **limits: int) -> AsyncIterator[tuple[Sidecar, str]]:
+    """A started Sidecar in front of `url` with these limits, and its proxy's completions URL."""
+    car = Sidecar(sidecar_settings(url, limits=limits))
+    await car.start()
+    try:
+        yield car, f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
+    finally:
+        await car.stop()
+
+
 async def held_gauges(car: Sidecar) -> tuple[float, float]:
     """The byte budget as /metrics shows it; /status (valid against its schema) agrees."""
     admin = f"http://127.0.0.1:{car.ports.admin}"
@@ -237,11 +248,7 @@ async def test_bodies_past_the_byte_budget_are_relayed_whole_and_counted_unread(
     halves arrive, the second half of one finds no room. That one is not read (and its held
     half let go at once); both clients get every byte; nothing is held after."""
     url, gate, arrived = gated_upstream
-    limits = {"max_response_bytes": 8192, "max_observed_bytes": 8192}
-    car = Sidecar(sidecar_settings(url, limits=limits))
-    await car.start()
-    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
-    try:
+    async with running(url, max_response_bytes=8192, max_observed_bytes=8192) as (car, proxy):
         async with aiohttp.ClientSession() as session:
             both = [asyncio.create_task(post(session, proxy, {"prompt": p})) for p in "ab"]
             await eventually(lambda: len(arrived) == 2 and car.proxy.budget.held == 2 * PIECE)
@@ -253,8 +260,6 @@ async def test_bodies_past_the_byte_budget_are_relayed_whole_and_counted_unread(
         assert {C.ParseReason.MEMORY_BUDGET: 1} == await parse_errors(car)
         assert {C.Outcome.PARSE_ERROR: 1, C.Outcome.NO_SPEC_METRICS: 1} == await outcomes(car)
         assert (0, 8192) == await held_gauges(car)
-    finally:
-        await car.stop()
 
 
 async def test_a_body_past_the_response_limit_is_relayed_whole_and_counted_unread(
@@ -262,19 +267,13 @@ async def test_a_body_past_the_response_limit_is_relayed_whole_and_counted_unrea
 ) -> None:
     url, gate, _ = gated_upstream
     gate.set()
-    car = Sidecar(sidecar_settings(url, limits={"max_response_bytes": 4096}))
-    await car.start()
-    try:
+    async with running(url, max_response_bytes=4096) as (car, proxy):
         async with aiohttp.ClientSession() as session:
-            status, data = await post(
-                session, f"http://127.0.0.1:{car.ports.proxy}/v1/completions", {"prompt": "a"}
-            )
+            status, data = await post(session, proxy, {"prompt": "a"})
         assert (200, 2 * PIECE, "a") == (status, len(data), orjson.loads(data)["id"])
         assert {C.ParseReason.RESPONSE_TOO_LARGE: 1} == await parse_errors(car)
         assert {C.Outcome.PARSE_ERROR: 1} == await outcomes(car)
         assert 0 == car.proxy.budget.held
-    finally:
-        await car.stop()
 
 
 PARTIAL = 900  # bytes of an SSE event sent before the gate; the event is 1,000
@@ -300,11 +299,7 @@ async def test_a_partial_sse_event_holds_the_budget_and_past_it_is_passed_on(
     passed on unheld. Both clients get every byte, both requests are read from their usage
     event, the one counted `memory_budget`; nothing is held after."""
     url, gate, arrived, body = gated_stream
-    limits = {"max_response_bytes": 1024, "max_observed_bytes": 1500}
-    car = Sidecar(sidecar_settings(url, limits=limits))
-    await car.start()
-    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
-    try:
+    async with running(url, max_response_bytes=1024, max_observed_bytes=1500) as (car, proxy):
         async with aiohttp.ClientSession() as session:
             both = [
                 asyncio.create_task(post(session, proxy, {"prompt": p, **STREAM_WITH_USAGE}))
@@ -319,18 +314,13 @@ async def test_a_partial_sse_event_holds_the_budget_and_past_it_is_passed_on(
         assert {C.ParseReason.MEMORY_BUDGET: 1} == await parse_errors(car)
         assert {C.Outcome.OBSERVED: 2} == await outcomes(car)
         assert (0, 1500) == await held_gauges(car)
-    finally:
-        await car.stop()
 
 
 async def test_a_partial_sse_event_is_let_go_when_the_client_leaves(
     gated_stream: tuple[str, asyncio.Event, list[str], bytes],
 ) -> None:
     url, _, arrived, _ = gated_stream
-    car = Sidecar(sidecar_settings(url))
-    await car.start()
-    proxy = f"http://127.0.0.1:{car.ports.proxy}/v1/completions"
-    try:
+    async with running(url) as (car, proxy):
         async with aiohttp.ClientSession() as session:
             request = asyncio.create_task(post(session, proxy, {"prompt": "a", "stream": True}))
             await eventually(lambda: car.proxy.budget.held == PARTIAL)
@@ -340,8 +330,6 @@ async def test_a_partial_sse_event_is_let_go_when_the_client_leaves(
         await eventually(lambda: car.proxy.budget.held == 0)
         assert {C.Outcome.CLIENT_ABORTED: 1} == await outcomes(car)
         assert 1 == len(arrived)
-    finally:
-        await car.stop()
 
 
 async def test_payloads_waiting_for_the_analysis_hold_the_budget_until_it_reads_them() -> None:
