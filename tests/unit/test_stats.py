@@ -5,9 +5,12 @@ import pytest
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import (
     SliceStats,
+    cornish_fisher_t,
     proportion_interval,
     robust_variance,
     t_quantile,
+    t_table_df,
+    tail_confidence,
     wilson,
 )
 
@@ -102,9 +105,31 @@ def test_per_request_moments_add_up_across_requests_and_merges() -> None:
 
 
 def test_t_quantiles_match_the_tables_where_verdicts_are_given() -> None:
-    for df, exact in ((14, 2.1448), (29, 2.0452), (99, 1.9842)):
-        assert pytest.approx(exact, abs=5e-4) == t_quantile(0.95, df)
+    for df, exact in ((1, 12.7062), (2, 4.3027), (14, 2.1448), (29, 2.0452), (99, 1.9842)):
+        assert pytest.approx(exact, abs=5e-5) == t_quantile(0.95, df)
     assert t_quantile(0.95, 14) > t_quantile(0.95, 29) > 1.96
+
+
+@pytest.mark.parametrize("confidence", [0.6, 0.9, 0.95, 0.99, tail_confidence(16.0)])
+def test_t_quantiles_are_scipys_for_any_degrees_of_freedom(confidence: float) -> None:
+    """Exact where the Cornish-Fisher polynomial is not (24% short at 1 degree of freedom),
+    and for the non-integer degrees of freedom of Welch's gain interval."""
+    from scipy import stats as reference  # a dev dependency: the sidecar does without
+
+    for df in [*range(1, 121), 1.5, 2.7, 13.3, 250.0, 1e5]:
+        expected = float(reference.t.ppf(0.5 + confidence / 2, df))
+        assert pytest.approx(expected, rel=1e-9) == t_quantile(confidence, df), df
+
+
+@pytest.mark.parametrize("confidence", [0.95, tail_confidence(16.0)])
+def test_the_rules_polynomial_is_within_4e6_of_t_past_their_table(confidence: float) -> None:
+    top = t_table_df(confidence)
+    worst = max(
+        abs(cornish_fisher_t(confidence, df) / t_quantile(confidence, df) - 1.0)
+        for df in range(top + 1, 2000)
+    )
+    assert worst < 4e-6
+    assert cornish_fisher_t(confidence, 1) < 0.9 * t_quantile(confidence, 1)  # why the table
 
 
 def test_identical_requests_pay_little_for_the_request_level_interval() -> None:
