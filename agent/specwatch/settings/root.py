@@ -1,0 +1,169 @@
+"""The settings root and how it is loaded: defaults < YAML < SPECWATCH_* < flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from specwatch.settings.analysis import (
+    DriftSettings,
+    LoadSettings,
+    SpeedupSettings,
+    WindowSettings,
+    ZoneSettings,
+)
+from specwatch.settings.base import http_url, split_csv
+from specwatch.settings.service import (
+    ABSettings,
+    AlertSettings,
+    CostSettings,
+    CycleLogSettings,
+    LimitSettings,
+    ServeSettings,
+    ShadowSettings,
+    TaskSettings,
+)
+
+
+class Settings(BaseSettings):
+    """The root: every command reads its part of this."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SPECWATCH_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    host: str = "127.0.0.1"
+    admin_host: str | None = None  # where /metrics and /status listen; default: `host`
+    port: int = Field(default=8000, ge=0, le=65535)
+    admin_port: int = Field(default=9400, ge=0, le=65535)
+    upstream: str = "http://127.0.0.1:8001"
+    upstream_timeout_seconds: float = Field(default=600.0, gt=0)
+    scrape_interval_seconds: float = Field(default=5.0, gt=0)
+    vllm_log: Path | None = None
+    state_dir: Path | None = None  # drift baselines and detector state survive restarts here
+    ctx_buckets: Annotated[tuple[int, ...], NoDecode] = (512, 2048, 4096, 8192, 32768)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["console", "json"] = "console"
+    tasks: TaskSettings = TaskSettings()
+    window: WindowSettings = WindowSettings()
+    zones: ZoneSettings = ZoneSettings()
+    drift: DriftSettings = DriftSettings()
+    speedup: SpeedupSettings = SpeedupSettings()
+    load: LoadSettings = LoadSettings()
+    limits: LimitSettings = LimitSettings()
+    cycle_log: CycleLogSettings = CycleLogSettings()
+    serve: ServeSettings = ServeSettings()
+    alerts: AlertSettings = AlertSettings()
+    ab: ABSettings = ABSettings()
+    shadow: ShadowSettings = ShadowSettings()
+    cost: CostSettings = CostSettings()
+
+    _split = field_validator("ctx_buckets", mode="before")(split_csv)
+
+    @field_validator("ctx_buckets")
+    @classmethod
+    def _buckets_increase(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value:
+            raise ValueError("at least one bucket bound is needed")
+        if any(b <= 0 for b in value) or list(value) != sorted(set(value)):
+            raise ValueError(f"bucket bounds must be positive and strictly increasing: {value}")
+        return value
+
+    @field_validator("upstream")
+    @classmethod
+    def _upstream_is_http(cls, value: str) -> str:
+        return http_url(value)
+
+    @model_validator(mode="after")
+    def _parts_agree(self) -> Settings:
+        if self.port and self.port == self.admin_port:
+            raise ValueError(f"port and admin_port are both {self.port}")
+        if self.shadow.fraction > 0 and self.ab.baseline_upstream is None:
+            raise ValueError("shadow.fraction needs ab.baseline_upstream (where to compare)")
+        if self.limits.max_observed_bytes < self.limits.max_response_bytes:
+            raise ValueError("limits.max_observed_bytes must be >= limits.max_response_bytes")
+        shortest = min(self.zones.evidence_windows_seconds)
+        if shortest <= self.window.length_seconds:
+            raise ValueError(
+                f"zones.evidence_windows_seconds must be longer than window.length_seconds "
+                f"({self.window.length_seconds:g}), got {shortest:g}"
+            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls))
+
+
+class ConfigError(Exception):
+    """Bad configuration: one line per bad field, ready to print."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _describe(error: ValidationError) -> list[str]:
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "settings"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown setting"
+        lines.append(f"{where}: {message} (got {item.get('input')!r})")
+    return lines
+
+
+def _check_yaml(path: Path) -> None:
+    """The file must be YAML holding a mapping of setting names (fuzzing found that a number
+    as a name crashed the YAML source instead of failing validation)."""
+    try:
+        data = yaml.safe_load(path.read_bytes())
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise ConfigError([f"config: {' '.join(str(error).split())}"]) from None
+    if data is not None and not isinstance(data, dict):
+        kind = type(data).__name__
+        raise ConfigError([f"config: {str(path)!r} must hold a mapping of settings, not a {kind}"])
+    for key in data or {}:
+        if not isinstance(key, str):
+            raise ConfigError([f"config: setting names are text, got {key!r}"])
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the root settings; raise ConfigError with one line per bad field."""
+    cls: type[Settings] = Settings
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigError([f"config: no such file {str(config_file)!r}"])
+        _check_yaml(config_file)
+        cls = type(
+            "Settings",
+            (Settings,),
+            {"model_config": {**Settings.model_config, "yaml_file": config_file}},
+        )
+    try:
+        return cls(**overrides)
+    except ValidationError as error:
+        raise ConfigError(_describe(error)) from None
+    except (OSError, ValueError, yaml.YAMLError) as error:  # unreadable or malformed YAML
+        raise ConfigError([f"config: {' '.join(str(error).split())}"]) from None
