@@ -45,7 +45,7 @@ def test_stable_uids_a_datasource_variable_and_current_panel_types_only() -> Non
 
 
 def test_acceptance_panels_are_coloured_by_the_zone_thresholds_of_the_settings() -> None:
-    settings = load_settings(zones={"green": 0.8, "green_exit": 0.75, "red": 0.4, "red_exit": 0.45})
+    settings = load_settings(zones={"green": 0.8, "red": 0.4})
     coloured = 0
     for data in render_dashboards(settings).values():
         for panel in json.loads(data)["panels"]:

@@ -75,6 +75,36 @@ def test_counts_land_in_the_slice_of_each_step_and_in_the_model_rollup() -> None
     assert {(RequestKey("m", "0-512", "code", "spec"), C.Outcome.OBSERVED): 1} == snapshot.requests
 
 
+def test_a_request_across_ctx_buckets_is_one_unit_of_its_model_with_its_whole_moments() -> None:
+    """Its rollup moments are those of its whole accepted tokens and trials, (a1 + a2)^2, not
+    a1^2 + a2^2: the covariance between its buckets stays in the model's variance; and the
+    per-model counters export exactly these."""
+    from prometheus_client import CollectorRegistry
+    from specwatch.export.collector import SpecwatchCollector
+    from specwatch.export.status import Reading
+
+    a = analyzer()
+    a.ingest(record(1.0, (3, 1, 2), prompt=505))  # 3 then 1 in 0-512 (trials 3 + 2), 2 after
+    a.ingest(record(1.5, (0, 3), prompt=100))  # one bucket: its own moments either way
+    snapshot = a.snapshot(2.0)
+    (rollup,) = snapshot.rollups
+    total = rollup.since_start
+    assert (2, 9, 12) == (total.requests, total.accepted, total.trials)  # trials 5 + 3, 1 + 3
+    assert (6 * 6 + 3 * 3, 6 * 8 + 3 * 4, 8 * 8 + 4 * 4) == (total.aa, total.at, total.tt)
+    parts = [v.since_start for v in snapshot.slices]
+    assert sum(p.aa for p in parts) == 4 * 4 + 2 * 2 + 3 * 3  # the slices split the request
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SpecwatchCollector(lambda: Reading(snapshot)))
+    value = registry.get_sample_value
+    model = {"model": "m"}
+    assert (2, 45, 60, 80) == (
+        value(C.MODEL_REQUESTS + "_total", model),
+        value(C.MODEL_REQUEST_ACCEPTED_SQUARED + "_total", model),
+        value(C.MODEL_REQUEST_ACCEPTED_X_TRIALS + "_total", model),
+        value(C.MODEL_REQUEST_TRIALS_SQUARED + "_total", model),
+    )
+
+
 def test_a_request_without_usage_counts_in_the_unknown_bucket() -> None:
     a = analyzer()
     a.ingest(record(1.0, (1,), prompt=None))
@@ -145,12 +175,12 @@ def test_without_per_request_data_the_model_is_judged_on_vllms_own_counters() ->
         fresh_engine=True,
     )
     a.ingest(record(1.0, (), model="old-vllm", outcome=C.Outcome.NO_SPEC_METRICS))
-    a.ingest_engine(engine_sample(2.0, 100, 40, 0))
+    a.ingest_engine(engine_sample(2.0, 300, 120, 0))  # alpha-hat 0.29 on 420 trials
     a.evaluate(3.0)
     snapshot = a.snapshot(3.0)
     assert [] == [view for view in snapshot.slices if view.window.steps]
     (rollup,) = snapshot.rollups
-    assert (C.SliceSource.VLLM_METRICS, 100, C.Zone.RED) == (
+    assert (C.SliceSource.VLLM_METRICS, 300, C.Zone.RED) == (
         rollup.source,
         rollup.window.steps,
         rollup.zone,
@@ -181,15 +211,51 @@ def test_ab_baseline_requests_are_counted_apart_and_measure_the_gain() -> None:
     assert ("measured", 2.5) == (rollup.gain.method, round(rollup.gain.ratio, 6))
 
 
-def test_ab_gain_needs_enough_baseline_requests() -> None:
+def test_a_thin_ab_window_gives_an_insufficient_gain_never_a_modelled_one() -> None:
+    from dataclasses import replace
+
+    a = analyzer(speedup={"min_baseline_requests": 20, "cost_ratio": {"m": 0.05}})
+    a.ingest(record(1.0, (3, 3)))
+    a.ingest(replace(record(1.0, (1,)), spec=None, variant=C.VARIANT_BASELINE))
+    (rollup,) = a.snapshot(2.0).rollups
+    assert rollup.gain is not None
+    assert ("insufficient", 3600.0) == (rollup.gain.method, rollup.gain.window_seconds)
+    assert not rollup.gain.slower
+    (finer,) = a.snapshot(2.0).slices  # a finer slice has no baseline: modelled at the known c
+    assert finer.gain is not None
+    assert ("modelled", 0.05, "configured") == (
+        finer.gain.method,
+        finer.gain.cost_ratio,
+        finer.gain.cost_source,
+    )
+
+
+def test_a_thin_window_is_measured_over_the_lookback() -> None:
+    """20 requests a side over the hour, 2 in the last 5 minutes: the gain is the hour's."""
     from dataclasses import replace
 
     a = analyzer(speedup={"min_baseline_requests": 20})
-    a.ingest(record(1.0, (3, 3)))
-    a.ingest(replace(record(1.0, ()), variant=C.VARIANT_BASELINE))
-    (rollup,) = a.snapshot(2.0).rollups
+    for i in range(20):
+        ts = 100.0 + i * 170.0  # over the hour before 3500
+        a.ingest(record(ts, (3, 3)))  # spec: tpot 2 ms
+        base = replace(record(ts, (1,)), spec=None, variant=C.VARIANT_BASELINE)
+        a.ingest(replace(base, latency=Latency(tpot=0.005)))
+    (rollup,) = a.snapshot(3500.0).rollups
     assert rollup.gain is not None
-    assert "modelled" == rollup.gain.method
+    assert ("measured", 3600.0) == (rollup.gain.method, rollup.gain.window_seconds)
+    assert 2.5 == pytest.approx(rollup.gain.ratio)
+    (rollup,) = a.snapshot(3700.0 + 3600.0).rollups  # nothing left even in the lookback
+    assert rollup.gain is not None
+    assert "insufficient" == rollup.gain.method
+
+
+def test_without_a_known_draft_cost_no_gain_is_modelled() -> None:
+    """No baseline and no configured c: the assumed default is for the K advice only."""
+    a = analyzer()
+    a.ingest(record(1.0, (3, 3)))
+    snapshot = a.snapshot(2.0)
+    assert [None, None] == [view.gain for view in (*snapshot.slices, *snapshot.rollups)]
+    assert all(view.advice is not None for view in snapshot.slices)
 
 
 def short_drift_analyzer() -> Analyzer:
@@ -262,8 +328,16 @@ class _Forgetful(dict[SliceKey, Any]):
 
 # every zone reachable in _mixed_traffic, a measured cost and gain from its A/B requests
 _MIXED_SETTINGS: dict[str, Any] = {
-    "speedup": {"default_cost_ratio": 0.6, "min_baseline_requests": 3},
-    "zones": {"min_trials": 60, "min_requests": 6, "min_dwell_seconds": 0, "slower_seconds": 30},
+    "speedup": {"cost_ratio": {"m0": 0.6, "m1": 0.6}, "min_baseline_requests": 3},
+    # a low bar: windows of a dozen requests still reach every zone
+    "zones": {
+        "min_trials": 60,
+        "min_requests": 6,
+        "min_dwell_seconds": 0,
+        "slower_seconds": 30,
+        "evidence": 1.5,
+        "exit_evidence": 0.5,
+    },
 }
 
 

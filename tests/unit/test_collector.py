@@ -32,7 +32,10 @@ def record(i: int, accepted: tuple[int, ...]) -> RequestRecord:
 
 
 def reading() -> Reading:
-    settings = load_settings(zones={"min_trials": 10, "min_requests": 2, "min_dwell_seconds": 0})
+    settings = load_settings(
+        zones={"min_trials": 10, "min_requests": 2, "min_dwell_seconds": 0},
+        speedup={"cost_ratio": {"m": 0.05}},  # a known draft cost: gains are modelled
+    )
     analyzer = Analyzer(settings, started=0.0)
     analyzer.ingest(record(1, (3, 0, 1)))  # accepted 4, trials 6
     analyzer.ingest(record(2, (2, 3)))  # accepted 5, trials 6

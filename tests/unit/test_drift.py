@@ -107,6 +107,24 @@ def test_a_drop_of_ten_points_raises_the_alarm_within_minutes_and_it_ends_after_
     assert not after.alarm
 
 
+def test_an_alarm_ends_only_when_acceptance_is_back_within_half_the_effect_size() -> None:
+    """After a drop of 0.10, acceptance back at 0.675 (0.025 below the baseline's 0.70: more
+    than min_delta / 2 = 0.015 short, less than min_delta = 0.03) is not a recovery: the alarm
+    stays; at 0.70 it ends."""
+    detector = DriftDetector(DriftSettings())
+    rng = random.Random(2)
+    stream(detector, rng, 0.7, 0, 400)
+    stream(detector, rng, 0.6, 400, 10)
+    stream(detector, rng, 0.675, 410, 20)
+    view = detector.view(KEY)
+    assert view is not None
+    assert view.alarm
+    stream(detector, rng, 0.7, 430, 30)
+    after = detector.view(KEY)
+    assert after is not None
+    assert not after.alarm
+
+
 def test_a_drop_below_the_effect_size_gate_raises_nothing() -> None:
     detector = DriftDetector(DriftSettings(min_delta=0.2))
     rng = random.Random(3)

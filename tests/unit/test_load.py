@@ -82,6 +82,20 @@ def test_the_k_table_fills_gaps_merges_and_ends_at_the_largest_load() -> None:
     assert 12 == k_table.ranges[-1].last
 
 
+def test_a_bucket_without_traffic_takes_the_k_of_the_nearest_bucket_below() -> None:
+    """K 4 at load 1, 0 at 3 and 4 at 12: loads 5-8 have no traffic and stay off, as at 2-4;
+    the lowest known bucket's K would turn speculation on between two that measured it off."""
+    table = LoadTable(LoadBuckets((1, 4, 8, 16)), max_position=4)
+    good = Counts.of_request((4,) * 10, (4,) * 10, 4)
+    bad = Counts.of_request((4,) * 10, (0,) * 10, 4)
+    table.add("m", 1, good, False, None, None)
+    table.add("m", 3, bad, False, None, None)
+    table.add("m", 12, good, False, None, None)
+    k_table = table.k_table("m", cost_ratio=0.05, confidence=0.95, min_requests=20)
+    assert k_table is not None
+    assert [[1, 1, 4], [2, 8, 0], [9, 12, 4]] == k_table.schedule()
+
+
 def test_advise_gives_vllm_a_schedule_that_turns_speculation_off_where_it_is_slower(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -103,6 +117,30 @@ def test_advise_gives_vllm_a_schedule_that_turns_speculation_off_where_it_is_slo
     slow = next(r for r in model["ranges"] if r["first"] == 33)
     assert "measured" == slow["method"]
     assert slow["upper"] < 1.0
+
+
+def test_advise_computes_the_k_table_at_the_given_cost_ratio(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--cost-ratio 0.6` is what the modelled ranges are computed at, not the default 0.05:
+    drafting that costs 60% of a target step pays only for the first position at alpha 0.75."""
+    log = tmp_path / "cycles.jsonl"
+    records = [replace(r, variant=C.VARIANT_SPEC, in_flight=1) for r in _spec_only(log, 400)]
+    log.write_bytes(b"".join(map(to_line, records)))
+    schedules = {}
+    for cost in ("0.6", "0.05"):
+        assert 0 == main(["advise", "--cycle-log", str(log), "--cost-ratio", cost, "--json"])
+        (model,) = json.loads(capsys.readouterr().out)["batch_size"]
+        assert "given" == model["cost_ratio_source"]
+        schedules[cost] = model["num_speculative_tokens_per_batch_size"]
+    assert [[1, 1, 1]] == schedules["0.6"]
+    assert [[1, 1, 4]] == schedules["0.05"]
+
+
+def _spec_only(path: Path, requests: int) -> list[RequestRecord]:
+    """`write_log`'s speculative records only (no A/B baseline: every range is modelled)."""
+    write_log(path, requests)
+    return [r for r in records_of(path) if r.spec is not None]
 
 
 def records_of(path: Path) -> list[RequestRecord]:

@@ -53,7 +53,7 @@ def test_each_bad_field_gets_its_own_line() -> None:
 def test_thresholds_out_of_order_are_rejected() -> None:
     with pytest.raises(ConfigError) as error:
         load_settings(zones={"green": 0.5, "red": 0.6})
-    assert "red <= red_exit <= green_exit <= green" in error.value.lines[0]
+    assert "red + indifference <= green - indifference" in error.value.lines[0]
 
 
 def test_unknown_settings_in_yaml_are_named(tmp_path: Path) -> None:

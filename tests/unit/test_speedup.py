@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.speedup import MEASURED, MODELLED, measured_gain, modelled_gain
+from specwatch.analysis.speedup import MEASURED, MODELLED, Cost, measured_gain, modelled_gain
 from specwatch.analysis.stats import Interval
 from specwatch.analysis.windows import RatioSums
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
@@ -26,7 +26,7 @@ def all_accepted_at_20ms(settings: Settings) -> Analyzer:
 def test_the_modelled_gain_is_tau_over_the_cost_of_drafting() -> None:
     # alpha 0.8, K = 4, i.i.d.: tau = (1 - 0.8^5) / 0.2 = 3.3616; c = 0.05 -> 3.3616 / 1.2
     tau = (1 - 0.8**5) / (1 - 0.8)
-    gain = modelled_gain(Interval(tau, tau - 0.12, tau + 0.12), 4, 0.05)
+    gain = modelled_gain(Interval(tau, tau - 0.12, tau + 0.12), 4, Cost(0.05, "configured"))
     assert MODELLED == gain.method
     assert pytest.approx(2.8013, abs=1e-4) == gain.ratio
     assert pytest.approx((tau - 0.12) / 1.2) == gain.lower

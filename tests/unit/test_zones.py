@@ -1,104 +1,193 @@
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import pytest
+from specwatch.analysis.evidence import Evidence, Sums, WindowEvidence, gathered, log_ratio
 from specwatch.analysis.speedup import Gain
-from specwatch.analysis.stats import Interval
-from specwatch.analysis.zones import ZoneState, has_evidence, next_zone
+from specwatch.analysis.zones import ZoneState, entering, next_zone
 from specwatch.conventions import Zone
 from specwatch.settings import ZoneSettings
 
 CFG = ZoneSettings(min_dwell_seconds=0.0, slower_seconds=0.0)
+H, EXIT = CFG.evidence, CFG.exit_evidence
 
 
-def interval(estimate: float, half: float = 0.01) -> Interval:
-    return Interval(estimate, estimate - half, estimate + half)
+def evidence(green: float = 0.0, red: float = 0.0, full: bool = True) -> Evidence:
+    """One window's evidence (positive: above the threshold, negative: below)."""
+    return Evidence((WindowEvidence(300.0, full, green, red),))
 
 
-def run(estimates: list[float], cfg: ZoneSettings = CFG, half: float = 0.01) -> list[str]:
+def windows(*parts: tuple[float, float, float]) -> Evidence:
+    """Windows (seconds, green, red), all past the whole gates."""
+    return Evidence(tuple(WindowEvidence(s, True, g, r) for s, g, r in sorted(parts)))
+
+
+GREEN = evidence(green=2 * H, red=4 * H)  # far above both thresholds
+YELLOW = evidence(green=-2 * H, red=2 * H)  # surely between them
+RED = evidence(green=-4 * H, red=-2 * H)
+UNSURE = evidence(green=-1.0, red=1.0)  # neither way far enough
+
+
+def run(seen: Sequence[Evidence | None], cfg: ZoneSettings = CFG) -> list[str]:
     state = ZoneState()
     zones = []
-    for t, estimate in enumerate(estimates):
-        next_zone(state, interval(estimate, half), True, float(t * 10), cfg)
+    for t, e in enumerate(seen):
+        next_zone(state, e, float(t * 10), cfg)
         zones.append(state.zone)
     return zones
 
 
-def test_a_slice_below_the_sample_gate_is_insufficient_whatever_its_estimate() -> None:
-    state = ZoneState()
-    next_zone(state, interval(0.95), False, 0.0, CFG)
-    assert Zone.INSUFFICIENT == state.zone
-    next_zone(state, interval(0.10), False, 10.0, CFG)
-    assert Zone.INSUFFICIENT == state.zone
+def test_a_slice_without_a_window_past_the_gates_is_insufficient() -> None:
+    assert [Zone.INSUFFICIENT, Zone.INSUFFICIENT] == run([None, None])
 
 
-def test_first_verdicts_follow_the_confidence_bounds() -> None:
-    assert [Zone.GREEN] == run([0.80])
-    assert [Zone.RED] == run([0.40])
-    assert [Zone.YELLOW] == run([0.60])
-    # estimate above 0.70 but the lower bound is not: not green yet
-    assert [Zone.YELLOW] == run([0.71], half=0.03)
+def test_first_verdicts_follow_the_evidence() -> None:
+    assert [Zone.GREEN] == run([GREEN])
+    assert [Zone.RED] == run([RED])
+    assert [Zone.YELLOW] == run([YELLOW])
+    assert [Zone.YELLOW] == run([UNSURE])  # not sure of either: yellow, never green or red
 
 
-def test_a_series_oscillating_around_the_green_threshold_does_not_flap() -> None:
-    zones = run([0.75] + [0.69, 0.71] * 20)
-    assert {Zone.GREEN} == set(zones)
+def test_a_verdict_is_entered_at_exactly_the_evidence_it_needs_and_not_below() -> None:
+    """The edge: zones and the alert rules (SpecDecodeSliceRed) both enter at >=."""
+    assert [Zone.RED] == run([evidence(green=-2 * H, red=-H)])
+    assert [Zone.YELLOW] == run([evidence(green=-2 * H, red=-H + 1e-9)])
+    assert [Zone.GREEN] == run([evidence(green=H, red=2 * H)])
+    assert [Zone.YELLOW] == run([evidence(green=H - 1e-9, red=2 * H)])
 
 
-def test_a_series_oscillating_around_the_red_threshold_does_not_flap() -> None:
-    zones = run([0.40] + [0.49, 0.52] * 20)
-    assert {Zone.RED} == set(zones)
+def test_where_windows_disagree_the_shortest_sure_one_decides() -> None:
+    """A collapse: the hour still says above green, the last 5 minutes say below red. A
+    recovery: the hour still says below red, the last minutes above it. The newer data wins."""
+    collapse = windows((300.0, -3 * H, -2 * H), (3600.0, 2 * H, 4 * H))
+    assert [Zone.RED] == run([collapse])
+    assert [Zone.GREEN, Zone.RED] == run([GREEN, collapse])
+    recovery = windows((300.0, -H, 2 * H), (3600.0, -4 * H, -2 * H))
+    assert [Zone.RED, Zone.YELLOW, Zone.YELLOW] == run([RED, recovery, recovery])
+    # a short window that cannot tell leaves the verdict to the longer ones
+    small = windows((300.0, 1.0, 3 * H), (1800.0, 2.0, 4 * H), (3600.0, 1.2 * H, 6 * H))
+    assert [Zone.GREEN] == run([small])
 
 
-def test_green_is_left_after_three_evaluations_at_or_below_the_exit() -> None:
-    zones = run([0.80, 0.66, 0.66, 0.66, 0.66])
-    assert [Zone.GREEN, Zone.GREEN, Zone.GREEN, Zone.YELLOW, Zone.YELLOW] == zones
+def test_green_stands_until_the_evidence_turns_against_it() -> None:
+    """Unsure evidence (a lucky or unlucky window) keeps green; the deciding window below
+    green at the exit bar, exactly, ends it."""
+    assert [Zone.GREEN] * 6 == run([GREEN] + [UNSURE] * 5)
+    assert [Zone.GREEN, Zone.GREEN] == run([GREEN, evidence(green=-EXIT + 1e-9, red=H)])
+    assert [Zone.GREEN, Zone.YELLOW] == run([GREEN, evidence(green=-EXIT, red=H)])
+    # leaving looks at windows past half the gates too
+    assert [Zone.GREEN, Zone.YELLOW] == run([GREEN, evidence(-EXIT, H, full=False)])
 
 
-def test_red_is_left_after_three_evaluations_at_or_above_the_exit() -> None:
-    zones = run([0.40, 0.60, 0.60, 0.60])
-    assert [Zone.RED, Zone.RED, Zone.RED, Zone.YELLOW] == zones
+def test_red_stands_until_the_evidence_turns_against_it() -> None:
+    assert [Zone.RED] * 6 == run([RED] + [UNSURE] * 5)
+    assert [Zone.RED, Zone.RED] == run([RED, evidence(green=-H, red=EXIT - 1e-9)])
+    assert [Zone.RED, Zone.YELLOW] == run([RED, evidence(green=-H, red=EXIT)])
+    assert [Zone.RED, Zone.GREEN] == run([RED, GREEN])  # a recovery past green at once
 
 
-def test_a_collapse_from_green_goes_straight_to_red() -> None:
-    zones = run([0.80, 0.30, 0.30, 0.30])
-    assert Zone.RED == zones[-1]
+def test_yellow_takes_the_full_evidence_to_become_green_or_red() -> None:
+    assert [Zone.YELLOW, Zone.YELLOW] == run([YELLOW, evidence(green=H - 0.01, red=H)])
+    assert [Zone.YELLOW, Zone.GREEN] == run([YELLOW, GREEN])
+    assert [Zone.YELLOW, Zone.RED] == run([YELLOW, RED])
+    # windows past only half the gates keep or end a verdict, never enter one
+    assert [Zone.YELLOW, Zone.YELLOW] == run([YELLOW, evidence(-2 * H, -2 * H, full=False)])
 
 
-def test_no_two_verdict_changes_come_closer_than_the_dwell_time() -> None:
+def test_no_two_verdict_changes_come_closer_than_the_dwell_time_but_for_red() -> None:
     cfg = ZoneSettings(min_dwell_seconds=60.0)
     # evaluations every 10 s: yellow at t=0, could go green at t=10 but must wait until t=60
-    zones = run([0.60] + [0.90] * 8, cfg)
+    zones = run([YELLOW] + [GREEN] * 8, cfg)
     assert Zone.YELLOW == zones[5]
     assert Zone.GREEN == zones[6]
+    # bad news is not held back: green at t=0, red at t=10, then no way out before t=70
+    zones = run([GREEN, RED] + [GREEN] * 6, cfg)
+    assert [Zone.GREEN] + [Zone.RED] * 6 + [Zone.GREEN] == zones
 
 
 def test_losing_evidence_drops_to_insufficient_at_once() -> None:
     state = ZoneState()
-    next_zone(state, interval(0.9), True, 0.0, CFG)
-    change = next_zone(state, interval(0.9), False, 10.0, CFG)
+    next_zone(state, GREEN, 0.0, CFG)
+    change = next_zone(state, None, 10.0, CFG)
     assert change is not None
     assert (Zone.GREEN, Zone.INSUFFICIENT) == (change.previous, change.current)
+
+
+def sums(requests: int, accepted: int, trials: int, spread: float = 0.0) -> Sums:
+    """Requests of equal size; `spread` their acceptance's spread around the mean, in tokens."""
+    each = trials // requests
+    a = accepted / requests
+    aa = requests * (a * a + spread * spread)
+    return Sums(requests, accepted, trials, round(aa), round(a * each * requests), each * trials)
 
 
 def test_the_sample_gates_have_hysteresis_so_a_slice_at_the_gate_does_not_flap() -> None:
     cfg = ZoneSettings(min_trials=1000, min_requests=30)
     state = ZoneState()
-    assert not has_evidence(state, 5000, 29, cfg)  # entering needs the full gate
-    assert has_evidence(state, 1000, 30, cfg)
-    next_zone(state, interval(0.6), True, 0.0, cfg)
+    assert entering(state)
+    assert gathered([(300.0, sums(29, 3500, 5000))], cfg, entering(state)) is None
+    seen = gathered([(300.0, sums(30, 600, 1000))], cfg, entering(state))
+    next_zone(state, seen, 0.0, cfg)
     assert Zone.YELLOW == state.zone
-    assert has_evidence(state, 600, 20, cfg)  # keeping a verdict needs half
-    assert not has_evidence(state, 600, 14, cfg)
+    assert not entering(state)  # keeping a verdict needs half the gates
+    assert gathered([(300.0, sums(20, 360, 600))], cfg, entering(state)) is not None
+    assert gathered([(300.0, sums(14, 360, 600))], cfg, entering(state)) is None
+    assert gathered([(300.0, sums(20, 300, 499))], cfg, entering(state)) is None
+
+
+def test_evidence_holds_every_window_past_half_the_gates_shortest_first() -> None:
+    short = sums(40, 2920, 4000, spread=6.0)  # 0.73 on few requests: not sure
+    hour = sums(480, 34560, 48000, spread=6.0)  # 0.72 on many: stronger evidence
+    half = sums(20, 1330, 1900)  # 0.70 past half the gates only
+    thin = sums(10, 950, 1000)  # 0.95, but too few requests to count at all
+    seen = gathered([(3600.0, hour), (1800.0, thin), (300.0, short), (900.0, half)], CFG, True)
+    assert seen is not None
+    assert [300.0, 900.0, 3600.0] == [w.seconds for w in seen.windows]
+    assert [True, False, True] == [w.full for w in seen.windows]
+    bar = CFG.evidence
+    for window, source in zip(seen.windows, (short, half, hour), strict=True):
+        assert log_ratio(source, 0.70, CFG.indifference, bar) == window.green
+        assert log_ratio(source, 0.50, CFG.indifference, bar) == window.red
+    assert seen.windows[0].green < bar < seen.windows[2].green  # only the hour is sure
+    assert seen.windows[2].green == seen.decided("green", bar, full=True)
+    assert 0.0 == seen.decided("green", 10 * bar, full=True)  # none sure that far
+
+
+def test_the_log_ratio_is_the_normal_likelihood_ratio_with_the_request_level_variance() -> None:
+    """Inside the indifference zone Wald's 2 delta (p - c) / v, outside the squared distance
+    from the nearer hypothesis over 2 v; v = design effect x (t/z)^2 x c (1 - c) / trials,
+    t and z at the tail where the bar sits."""
+    n, x, y, xx, xy, yy = 40, 2800, 4000, 210_000, 284_000, 400_000
+    deff = (n / (n - 1) * (xx - 2 * 0.7 * xy + 0.49 * yy) / y**2) / (0.7 * 0.3 / y)
+    # Student's t on 39 degrees of freedom at the tail of the bar 16 (z = sqrt(32))
+    t, z = 7.1043265794206105, 32**0.5
+    window = Sums(n, x, y, xx, xy, yy)
+    cases: list[tuple[float, Callable[[float], float]]] = [
+        (0.69, lambda v: 2 * 0.02 * (0.7 - 0.69) / v),  # inside: p = 0.70 within 0.69 +- 0.02
+        (0.71, lambda v: 2 * 0.02 * (0.7 - 0.71) / v),
+        (0.60, lambda v: (0.7 - 0.58) ** 2 / (2 * v)),  # above c + delta: from c - delta
+        (0.75, lambda v: -((0.77 - 0.7) ** 2) / (2 * v)),  # below c - delta: from c + delta
+    ]
+    for c, expected in cases:
+        variance = deff * (t / z) ** 2 * c * (1 - c) / y
+        assert expected(variance) == pytest.approx(log_ratio(window, c, 0.02, 16.0))
+    # at the threshold: no evidence either way; more trials at the same mean: more evidence
+    assert 0.0 == log_ratio(window, 0.7, 0.02, 16.0)
+    alike = Sums(n, x, y, 4 * 4900, 4 * 7000, 4 * 10000)  # requests alike: deff 1
+    twice = Sums(2 * n, 2 * x, 2 * y, 2 * alike.xx, 2 * alike.xy, 2 * alike.yy)
+    assert log_ratio(twice, 0.6, 0.02, 16.0) > 1.9 * log_ratio(alike, 0.6, 0.02, 16.0)
 
 
 def gain(ratio: float, half: float, method: str = "measured") -> Gain:
     return Gain(ratio, method, ratio - half, ratio + half)
 
 
-def run_with_gains(gains: list[Gain | None], estimate: float = 0.80) -> list[str]:
+def run_with_gains(gains: list[Gain | None], seen: Evidence | None = GREEN) -> list[str]:
     state = ZoneState()
     zones = []
     for t, g in enumerate(gains):
-        next_zone(state, interval(estimate), True, float(t * 10), CFG, g)
+        next_zone(state, seen, float(t * 10), CFG, g)
         zones.append(state.zone)
     return zones
 
@@ -134,7 +223,7 @@ def test_slowness_must_persist_for_slower_seconds_before_the_slice_turns_red() -
     slow, fine = gain(0.80, 0.1), gain(1.2, 0.1)
     zones = []
     for t, g in enumerate([slow, slow, fine, slow, slow, slow, slow]):  # every 10 s
-        next_zone(state, interval(0.80), True, float(t * 10), cfg, g)
+        next_zone(state, GREEN, float(t * 10), cfg, g)
         zones.append(state.zone)
     # one fine evaluation restarts the clock: red 30 s after the slowness began again (t=30)
     assert [Zone.GREEN] * 6 + [Zone.RED] == zones
@@ -143,27 +232,22 @@ def test_slowness_must_persist_for_slower_seconds_before_the_slice_turns_red() -
 def test_a_measured_red_holds_while_acceptance_evidence_dips_below_the_gate() -> None:
     state = ZoneState()
     slow = gain(0.80, 0.1)
-    next_zone(state, interval(0.8), True, 0.0, CFG, slow)
+    next_zone(state, GREEN, 0.0, CFG, slow)
     assert Zone.RED == state.zone
-    next_zone(state, interval(0.8), False, 10.0, CFG, slow)  # too few requests for acceptance
+    next_zone(state, None, 10.0, CFG, slow)  # too few requests for acceptance
     assert Zone.RED == state.zone
-    next_zone(state, None, False, 20.0, CFG, None)  # and no gain either: no evidence at all
+    next_zone(state, None, 20.0, CFG, None)  # and no gain either: no evidence at all
     assert Zone.INSUFFICIENT == state.zone
 
 
 def test_a_modelled_gain_needs_the_acceptance_gates_to_make_a_slice_red() -> None:
     state = ZoneState()
-    next_zone(state, interval(0.8), False, 0.0, CFG, gain(0.80, 0.1, "modelled"))
+    next_zone(state, None, 0.0, CFG, gain(0.80, 0.1, "modelled"))
     assert Zone.INSUFFICIENT == state.zone
 
 
-def test_green_holds_inside_its_exit_band_between_the_exit_and_the_entry_threshold() -> None:
-    """0.68 is below green's 0.70 but above its exit 0.67: a green slice stays green."""
-    assert [Zone.GREEN] * 6 == run([0.80] + [0.68] * 5)
-    assert Zone.YELLOW == run([0.80] + [0.665] * 4)[-1]  # at or below 0.67: it leaves
-
-
-def test_red_holds_inside_its_exit_band_between_the_entry_and_the_exit_threshold() -> None:
-    """0.51 is above red's 0.50 but below its exit 0.53: a red slice stays red."""
-    assert [Zone.RED] * 6 == run([0.40] + [0.51] * 5)
-    assert Zone.YELLOW == run([0.40] + [0.535] * 4)[-1]  # at or above 0.53: it leaves
+def test_zone_settings_refuse_overlapping_indifference_zones_and_a_higher_exit_bar() -> None:
+    with pytest.raises(ValueError, match="must not overlap"):
+        ZoneSettings(green=0.6, red=0.55, indifference=0.03)
+    with pytest.raises(ValueError, match="exit_evidence"):
+        ZoneSettings(evidence=5.0, exit_evidence=6.0)

@@ -13,12 +13,13 @@ from specwatch.analysis.advisor import advice_for
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, EngineView, LogTotals
+from specwatch.analysis.evidence import Evidence, EvidenceWindows, Sums, gathered
 from specwatch.analysis.kept import KeptViews
-from specwatch.analysis.load import KTable, LoadBuckets, LoadTable, WindowedLoad, load_cells
+from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
 from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, split_steps
-from specwatch.analysis.speedup import Gain, SpeedupTracker
+from specwatch.analysis.speedup import ASSUMED, Cost, Gain, SpeedupTracker
 from specwatch.analysis.stats import (
     Interval,
     SliceStats,
@@ -28,7 +29,7 @@ from specwatch.analysis.stats import (
 )
 from specwatch.analysis.views import SliceView, Snapshot
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.analysis.zones import ZoneState, has_evidence, log_change, next_zone
+from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone
 from specwatch.model import (
     EngineLogRecord,
     EngineSample,
@@ -60,9 +61,15 @@ class Analyzer:
         self._window: SlidingWindow[SliceKey] = SlidingWindow(
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
+        zones = settings.zones
+        self._evidence: EvidenceWindows[SliceKey] = EvidenceWindows(
+            zones.evidence_windows_seconds,
+            max(settings.window.bucket_seconds, min(zones.evidence_windows_seconds) / 30),
+        )
+        self._judged: dict[SliceKey, tuple[tuple[int, int, bool], Evidence | None]] = {}
         self._zones: dict[SliceKey, ZoneState] = {}
         self._verdict_cache: dict[SliceKey, tuple[int, Interval | None, Interval | None]] = {}
-        self._quiet: dict[SliceKey, tuple[int, float]] = {}  # see evaluate
+        self._quiet: dict[SliceKey, tuple[int, int, Cost]] = {}  # see evaluate
         self._kept = KeptViews(self._window, settings.zones.confidence)
         self._order: tuple[set[SliceKey], list[SliceKey]] = (set(), [])  # see _ordered
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
@@ -76,11 +83,8 @@ class Analyzer:
         self._drift = DriftDetector(settings.drift)
         self._mix = TrafficMix(self._drift, settings.drift)
         self._speedup = SpeedupTracker(settings)
-        load_buckets = LoadBuckets(settings.load.batch_edges)
-        self._load = LoadTable(load_buckets, self._max_position)
-        self._load_window = WindowedLoad(
-            load_buckets, self._max_position, settings.load.window_seconds
-        )
+        self._default_cost = Cost(settings.speedup.default_cost_ratio, ASSUMED)
+        self._load = LoadTracker(settings)
 
     @property
     def buckets(self) -> CtxBuckets:
@@ -89,10 +93,11 @@ class Analyzer:
     @property
     def load_table(self) -> LoadTable:
         """Per model and batch-size bucket, since the start (what `advise` reads)."""
-        return self._load
+        return self._load.since_start
 
     def _add(self, key: SliceKey, ts: float, counts: Counts) -> None:
         self._window.add(key, ts, counts)  # since start too (SlidingWindow.since_start)
+        self._evidence.add(key, ts, counts)
         self._drift.add(key, ts, counts.accepted, counts.trials, counts.steps)
         self._mix.touched(ts)
 
@@ -107,7 +112,7 @@ class Analyzer:
             )
         spec = record.spec
         if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
-            self._by_load(record, model, baseline, None)
+            self._load.add(record, model, baseline, None)
             return
         tau = 1.0 + sum(spec.accepted) / spec.steps
         self._series.observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, tau)
@@ -121,36 +126,12 @@ class Analyzer:
         if len(parts) == 1:  # the usual case: the rollup gets the same counts (read, not kept)
             (rollup,) = parts.values()
         else:
-            rollup = Counts(self._max_position)
-            for counts in parts.values():
-                rollup.merge(counts)
-            # One request; its moments stay those of its parts: a request that crosses a
-            # context bucket is one sampling unit per bucket in the rollup too, exactly what
-            # Prometheus gets by summing the slices' counters (gen/rules.py).
-            rollup.requests = 1
+            # One request, one sampling unit: its moments are those of its whole accepted
+            # tokens and trials, not the sum of its parts' (which would drop the covariance
+            # between its buckets). Prometheus gets the same from the per-model counters.
+            rollup = Counts.of_request(spec.drafted, spec.accepted, self._max_position)
         self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
-        self._by_load(record, model, False, rollup)
-
-    def _by_load(
-        self, record: RequestRecord, model: str, baseline: bool, counts: Counts | None
-    ) -> None:
-        """Per model and batch-size bucket, since the start and over the load window."""
-        if record.in_flight is not None:
-            tpot, tokens = record.latency.tpot, record.completion_tokens
-            self._load.add(model, record.in_flight, counts, baseline, tpot, tokens)
-            recent = self._load_window.table_at(record.ts)
-            if recent is not None:
-                recent.add(model, record.in_flight, counts, baseline, tpot, tokens)
-
-    def _k_tables(self, table: LoadTable) -> tuple[KTable, ...]:
-        """The K table by batch size of every model of `table` that ran speculation."""
-        cfg, confidence = self._cfg.speedup, self._cfg.zones.confidence
-        tables = [
-            table.k_table(m, cfg.cost_ratio.get(m, cfg.default_cost_ratio), confidence,
-                          cfg.min_baseline_requests)
-            for m in table.models()
-        ]  # fmt: skip
-        return tuple(table for table in tables if table is not None)
+        self._load.add(record, model, False, rollup)
 
     def drift_state(self) -> dict[str, Any]:
         return self._drift.to_state()
@@ -189,7 +170,7 @@ class Analyzer:
                 out[key] = (counts, C.SliceSource.VLLM_METRICS)
         return out, engine
 
-    def _costs(self, windows: dict[SliceKey, tuple[Counts, str]], now: float) -> dict[str, float]:
+    def _costs(self, windows: dict[SliceKey, tuple[Counts, str]], now: float) -> dict[str, Cost]:
         """c per model, from each model's `all` window."""
         return {
             key.model: self._speedup.cost_ratio(key.model, counts, now)
@@ -198,7 +179,7 @@ class Analyzer:
         }
 
     def _gain(
-        self, key: SliceKey, counts: Counts, tau: Interval | None, now: float, cost: float
+        self, key: SliceKey, counts: Counts, tau: Interval | None, now: float, cost: Cost
     ) -> Gain | None:
         rollup = key.ctx_bucket == C.ALL
         return self._speedup.gain(key.model, rollup, tau, counts.max_drafted, cost, now)
@@ -217,7 +198,7 @@ class Analyzer:
         windows, _ = yield from self._windows_steps(now, step)
         self._unchanged_since(changes)
         costs = self._costs(windows, now)
-        default_cost, quiet = self._cfg.speedup.default_cost_ratio, self._quiet
+        default_cost, quiet = self._default_cost, self._quiet
         last = clock()
         for key, (counts, source) in windows.items():
             if clock() - last >= step:
@@ -234,7 +215,7 @@ class Analyzer:
             # (tests/unit/test_analyzer.py checks every state against evaluating them all).
             finer = key.ctx_bucket != C.ALL and source == C.SliceSource.PROXY
             if finer:
-                mark = (self._window.version(key), cost)
+                mark = (self._window.version(key), self._evidence.version(key, now), cost)
                 if quiet.get(key) == mark:
                     continue
             interval, tau = self._verdict_intervals(key, counts, source)
@@ -242,15 +223,42 @@ class Analyzer:
             state = self._zones.get(key)
             if state is None:
                 state = self._zones[key] = ZoneState()
-            enough = has_evidence(state, counts.trials, counts.requests, cfg)
-            change = next_zone(state, interval, enough, now, cfg, gain)
+            evidence = self._judge(key, counts, source, now, entering(state))
+            change = next_zone(state, evidence, now, cfg, gain)
             if finer:
                 if state.zone == C.Zone.INSUFFICIENT:
                     quiet[key] = mark
                 else:
                     quiet.pop(key, None)
             if change is not None:
-                log_change(key, change, cfg.metric, interval, counts, source, gain)
+                log_change(key, now, change, cfg.metric, interval, evidence, counts, source, gain)
+
+    def _judge(
+        self, key: SliceKey, counts: Counts, source: str, now: float, entry: bool
+    ) -> Evidence | None:
+        """The evidence of the verdict window and the longer ones (analysis/evidence.py),
+        computed again only when one of them changed, or whether the slice is `entry`ing a
+        verdict. vLLM's own counters (a model without per-request data) have the verdict
+        window only."""
+        proxy = source == C.SliceSource.PROXY
+        versions = (
+            (self._window.version(key), self._evidence.version(key, now), entry) if proxy else None
+        )
+        cached = self._judged.get(key)
+        if versions is not None and cached is not None and cached[0] == versions:
+            return cached[1]
+        metric, cfg = self._cfg.zones.metric, self._cfg.zones
+        windows = [(self._cfg.window.length_seconds, Sums.of(counts, metric))]
+        if proxy:
+            windows += self._evidence.read(key, now, metric)
+        evidence = gathered(windows, cfg, entry)
+        self._judged[key] = (versions or (-1, -1, entry), evidence)
+        return evidence
+
+    def evidence(self, key: SliceKey) -> Evidence | None:
+        """The evidence the latest evaluation judged `key` on (None: none, or not judged)."""
+        judged = self._judged.get(key)
+        return None if judged is None else judged[1]
 
     def _verdict_intervals(
         self, key: SliceKey, counts: Counts, source: str
@@ -281,7 +289,7 @@ class Analyzer:
         key: SliceKey,
         counts: Counts,
         source: str,
-        cost: float,
+        cost: Cost,
         now: float,
         drift: DriftView | None,
     ) -> SliceView:
@@ -290,7 +298,7 @@ class Analyzer:
         else:
             counts, total = counts.copy(), self._engine.total(key.model)
             stats = SliceStats.of(counts, self._cfg.zones.confidence)
-            advice = advice_for(counts, stats, cost)
+            advice = advice_for(counts, stats, cost.ratio)
         state = self._zones.get(key) or _NO_ZONE
         return SliceView(
             key=key,
@@ -303,6 +311,7 @@ class Analyzer:
             gain=self._gain(key, counts, stats.tau, now, cost),
             drift=drift,
             advice=advice,
+            evidence=self.evidence(key),
         )
 
     def _ordered(self, windows: dict[SliceKey, tuple[Counts, str]]) -> list[SliceKey]:
@@ -332,7 +341,7 @@ class Analyzer:
         costs = self._costs(windows, now)
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
-        default_cost, drift = self._cfg.speedup.default_cost_ratio, self._drift
+        default_cost, drift = self._default_cost, self._drift
         last = clock()
         for key in self._ordered(windows):
             if clock() - last >= step:
@@ -344,7 +353,9 @@ class Analyzer:
             state = self._zones.get(key) or _NO_ZONE
             if source == C.SliceSource.PROXY and key.ctx_bucket != C.ALL:  # see analysis/kept
                 verdict = drift.view(key)
-                mark = self._kept.mark(key, cost, state.zone, state.since, verdict)
+                mark = self._kept.mark(
+                    key, cost, state.zone, state.since, verdict, self.evidence(key)
+                )
                 view = self._kept.view(key, mark)
                 if view is None:
                     view = self._view(key, counts, source, cost, now, verdict)
@@ -378,9 +389,9 @@ class Analyzer:
             vllm_log=replace(self._log),
             counter_resets=self._engine.resets,
             mix=mix,
-            load=self._k_tables(self._load),
-            load_window=self._k_tables(self._load_window.table(now)),
-            load_cells=load_cells(self._load),
+            load=self._load.k_tables(None),
+            load_window=self._load.k_tables(now),
+            load_cells=load_cells(self._load.since_start),
         )
 
     def _unchanged_since(self, changes: int) -> None:

@@ -17,14 +17,16 @@ from typing import NamedTuple
 from specwatch.analysis.advisor import Advice, advice_for
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftView
+from specwatch.analysis.evidence import Evidence
+from specwatch.analysis.speedup import Cost
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.views import SliceView
 from specwatch.analysis.windows import SlidingWindow
 from specwatch.model import SliceKey
 
 # a finer slice's view is kept while these are equal: window version, cost, zone, zone since,
-# drift verdict
-ViewMark = tuple[int, float, str, float | None, DriftView | None]
+# drift verdict, zone evidence
+ViewMark = tuple[int, Cost, str, float | None, DriftView | None, Evidence | None]
 
 
 class _KeptCounts(NamedTuple):
@@ -32,7 +34,7 @@ class _KeptCounts(NamedTuple):
     window: Counts
     since_start: Counts
     stats: SliceStats
-    cost: float
+    cost: Cost
     advice: Advice | None
 
 
@@ -44,7 +46,7 @@ class KeptViews:
         self._views: dict[SliceKey, tuple[ViewMark, SliceView]] = {}
 
     def counts(
-        self, key: SliceKey, live: Counts, cost: float
+        self, key: SliceKey, live: Counts, cost: Cost
     ) -> tuple[Counts, Counts, SliceStats, Advice | None]:
         """A proxy slice's window and since-start counts (copies), their statistics and the
         advice at `cost`: computed again only when the slice's counts (or the cost) changed."""
@@ -53,18 +55,25 @@ class KeptViews:
         if kept is None or kept.version != version:
             counts = live.copy()
             stats = SliceStats.of(counts, self._confidence)
-            kept = _KeptCounts(version, counts, self._window.since_start(key), stats, cost,
-                               advice_for(counts, stats, cost))  # fmt: skip
+            advice = advice_for(counts, stats, cost.ratio)
+            kept = _KeptCounts(version, counts, self._window.since_start(key), stats, cost, advice)
             self._counts[key] = kept
         elif kept.cost != cost:
-            kept = kept._replace(cost=cost, advice=advice_for(kept.window, kept.stats, cost))
+            advice = advice_for(kept.window, kept.stats, cost.ratio)
+            kept = kept._replace(cost=cost, advice=advice)
             self._counts[key] = kept
         return kept.window, kept.since_start, kept.stats, kept.advice
 
     def mark(
-        self, key: SliceKey, cost: float, zone: str, since: float | None, drift: DriftView | None
+        self,
+        key: SliceKey,
+        cost: Cost,
+        zone: str,
+        since: float | None,
+        drift: DriftView | None,
+        evidence: Evidence | None,
     ) -> ViewMark:
-        return (self._window.version(key), cost, zone, since, drift)
+        return (self._window.version(key), cost, zone, since, drift, evidence)
 
     def view(self, key: SliceKey, mark: ViewMark) -> SliceView | None:
         """The view kept for `key` under an equal mark, if any."""

@@ -30,6 +30,8 @@ from specwatch.analysis.speedup import MEASURED, MODELLED, cost_from_times, meas
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import RatioSums
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC
+from specwatch.model import RequestRecord
+from specwatch.settings import Settings
 
 # one bucket's choice: K (-1: no evidence), method, gain, its lower and upper bound
 _Choice = tuple[int, str | None, float | None, float | None, float | None]
@@ -264,6 +266,43 @@ class WindowedLoad:
             if index >= oldest:
                 out.merge(table)
         return out
+
+
+class LoadTracker:
+    """Per model and batch-size bucket, since the start (what `advise` reads) and over the
+    load window (what the gauges and SpecDecodeSlowerAtLoad read)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._cfg = settings
+        buckets, positions = LoadBuckets(settings.load.batch_edges), settings.limits.max_position
+        self.since_start = LoadTable(buckets, positions)
+        self._window = WindowedLoad(buckets, positions, settings.load.window_seconds)
+
+    def add(self, record: RequestRecord, model: str, baseline: bool, counts: Counts | None) -> None:
+        """A request with a known load; `counts` its speculative steps (None: a baseline's or
+        one without)."""
+        if record.in_flight is not None:
+            tpot, tokens = record.latency.tpot, record.completion_tokens
+            self.since_start.add(model, record.in_flight, counts, baseline, tpot, tokens)
+            recent = self._window.table_at(record.ts)
+            if recent is not None:
+                recent.add(model, record.in_flight, counts, baseline, tpot, tokens)
+
+    def k_tables(self, now: float | None) -> tuple[KTable, ...]:
+        """The K table of every model that ran speculation, since the start (`now` None) or
+        over the load window ending at `now`."""
+        table = self.since_start if now is None else self._window.table(now)
+        cfg, confidence = self._cfg.speedup, self._cfg.zones.confidence
+        tables = [
+            table.k_table(
+                m,
+                cfg.cost_ratio.get(m, cfg.default_cost_ratio),
+                confidence,
+                cfg.min_baseline_requests,
+            )
+            for m in table.models()
+        ]
+        return tuple(table for table in tables if table is not None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,17 +6,23 @@ does: a long answer weighs by its tokens, not as one vote), with an interval ove
 log of the gain has the variance v_base + v_spec, each the cluster-robust variance of its
 ratio over the ratio squared, and Student's t with Welch-Satterthwaite degrees of freedom.
 A configured baseline (`speedup.baseline_tpot_ms`) is a constant: only speculation's side
-varies then.
+varies then. A model with a baseline (A/B traffic in the lookback, or a configured figure)
+is measured over the window when both sides have `min_baseline_requests` there, else over
+`speedup.lookback_seconds`, else its gain is `insufficient`: never modelled in its place (a
+model whose measured gain is 0.95 was once shown a modelled 2.78 when its window ran thin).
 
 Modelled (Leviathan et al. 2023, with the measured mean acceptance length tau in place of the
 i.i.d. formula): gain = tau / (1 + K c), c = draft step cost / target step cost, its bounds
-those of tau. Always labelled with its method.
+those of tau; only where c is known, configured (`speedup.cost_ratio`) or measured from A/B
+decode times, never from the assumed `default_cost_ratio` (which only the K advice uses).
+Always labelled with its method, the window it covers and, modelled, where c came from.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
@@ -25,24 +31,50 @@ from specwatch.settings import Settings
 
 MEASURED = "measured"
 MODELLED = "modelled"
+INSUFFICIENT = "insufficient"  # a model with a baseline, too few requests to measure the gain
+
+# where the draft cost c came from
+CONFIGURED = "configured"
+ASSUMED = "assumed"  # speedup.default_cost_ratio: for the K advice, never for a gain
+
+
+class Cost(NamedTuple):
+    """The draft cost ratio c of a model and where it came from (CONFIGURED, MEASURED from
+    A/B decode times, or ASSUMED)."""
+
+    ratio: float
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
 class Gain:
+    """The gain of speculation over none. `insufficient` has NaN for its figures (/status shows
+    null); `window_seconds` is what a measured gain covers, the verdict window for a modelled
+    one; `cost_ratio` and `cost_source` the c a modelled gain rests on."""
+
     ratio: float
     method: str
     lower: float
     upper: float
+    window_seconds: float | None = None
+    cost_ratio: float | None = None
+    cost_source: str | None = None
 
     @property
     def slower(self) -> bool:
         """Speculation is slower than none: the whole interval lies below 1."""
         return self.upper < 1.0
 
+    @classmethod
+    def insufficient(cls, window_seconds: float) -> Gain:
+        nan = math.nan
+        return cls(nan, INSUFFICIENT, nan, nan, window_seconds)
 
-def modelled_gain(tau: Interval, k: int, cost_ratio: float) -> Gain:
-    cost = 1.0 + k * cost_ratio
-    return Gain(tau.estimate / cost, MODELLED, tau.lower / cost, tau.upper / cost)
+
+def modelled_gain(tau: Interval, k: int, cost: Cost, window_seconds: float | None = None) -> Gain:
+    scale = 1.0 + k * cost.ratio
+    estimate, lower, upper = tau.estimate / scale, tau.lower / scale, tau.upper / scale
+    return Gain(estimate, MODELLED, lower, upper, window_seconds, cost.ratio, cost.source)
 
 
 def cost_from_times(spec_tpot: float, base_tpot: float, counts: Counts) -> float | None:
@@ -96,13 +128,14 @@ def measured_gain(
 
 class SpeedupTracker:
     """Per model, decode seconds and tokens of speculative and of A/B baseline requests over
-    the window: the measured gain where there is a baseline, the cost ratio c per model."""
+    the window and over the lookback: the measured gain where there is a baseline, the cost
+    ratio c per model."""
 
     def __init__(self, settings: Settings) -> None:
         self._window = settings.window
         self._cfg = settings.speedup
         self._confidence = settings.zones.confidence
-        self._sums: dict[tuple[str, bool], WindowedRatio] = {}  # (model, baseline?)
+        self._sums: dict[tuple[str, bool], tuple[WindowedRatio, WindowedRatio]] = {}
 
     def add(
         self, model: str, baseline: bool, ts: float, tpot: float | None, tokens: int | None
@@ -112,58 +145,61 @@ class SpeedupTracker:
             return
         sums = self._sums.get((model, baseline))
         if sums is None:
-            window = self._window
-            sums = self._sums[model, baseline] = WindowedRatio(
-                window.length_seconds, window.bucket_seconds
+            window, lookback = self._window, self._cfg.lookback_seconds
+            sums = self._sums[model, baseline] = (
+                WindowedRatio(window.length_seconds, window.bucket_seconds),
+                WindowedRatio(lookback, max(window.bucket_seconds, lookback / 60)),
             )
         decode = tokens - 1
-        sums.add(ts, tpot * decode, decode)
+        for windowed in sums:
+            windowed.add(ts, tpot * decode, decode)
 
-    def _window_sums(self, model: str, baseline: bool, now: float) -> RatioSums | None:
+    def _sums_over(self, model: str, baseline: bool, now: float, long: bool) -> RatioSums | None:
         sums = self._sums.get((model, baseline))
-        return None if sums is None else sums.total(now)
+        return None if sums is None else sums[long].total(now)
 
-    def _live_baseline(self, model: str, now: float) -> RatioSums | None:
-        """Live A/B baseline traffic over the window, with enough requests to count."""
-        base = self._window_sums(model, True, now)
-        if base is None or base.n < self._cfg.min_baseline_requests or base.y <= 0:
+    def _enough(self, sums: RatioSums | None) -> RatioSums | None:
+        """Sums with the requests a measured gain needs on one side, else None."""
+        if sums is None or sums.n < self._cfg.min_baseline_requests or sums.y <= 0:
             return None
-        return base
+        return sums
 
     def _configured(self, model: str) -> float | None:
         ms = self._cfg.baseline_tpot_ms.get(model)
         return ms / 1000.0 if ms else None
 
-    def cost_ratio(self, model: str, counts: Counts, now: float) -> float:
-        """c: configured; else estimated from the measured per-token latencies,
-        c_eff = (TPOT_spec * tau / TPOT_base - 1) / K; else the default."""
+    def cost_ratio(self, model: str, counts: Counts, now: float) -> Cost:
+        """c: configured; else estimated from the measured per-token latencies over the window,
+        c_eff = (TPOT_spec * tau / TPOT_base - 1) / K; else the assumed default."""
         configured = self._cfg.cost_ratio.get(model)
         if configured is not None:
-            return configured
-        live = self._live_baseline(model, now)
+            return Cost(configured, CONFIGURED)
+        live = self._enough(self._sums_over(model, True, now, long=False))
         base = live.x / live.y if live is not None else self._configured(model)
-        spec = self._window_sums(model, False, now)
+        spec = self._sums_over(model, False, now, long=False)
         if base and spec is not None and spec.y > 0:
             cost = cost_from_times(spec.x / spec.y, base, counts)
             if cost is not None:
-                return cost
-        return self._cfg.default_cost_ratio
+                return Cost(cost, MEASURED)
+        return Cost(self._cfg.default_cost_ratio, ASSUMED)
 
     def gain(
-        self, model: str, rollup: bool, tau: Interval | None, k: int, cost: float, now: float
+        self, model: str, rollup: bool, tau: Interval | None, k: int, cost: Cost, now: float
     ) -> Gain | None:
-        """Measured (per model: a `rollup`) when speculation's and a baseline's decode times
-        are known, else modelled from tau when it is; else None."""
-        spec = self._window_sums(model, False, now) if rollup else None
-        if spec is not None and spec.n < self._cfg.min_baseline_requests:
-            spec = None  # as little evidence on speculation's side is no measurement either
-        if spec is not None:  # (a finer slice is never measured: no baseline to look up)
-            live = self._live_baseline(model, now)
-            configured = None if live is not None else self._configured(model)
-            if live is not None or configured:
-                measured = measured_gain(spec, live, self._confidence, configured)
-                if measured is not None:
-                    return measured
-        if tau is None or k <= 0:
+        """A model (a `rollup`) with a baseline: measured over the window, else over the
+        lookback, else insufficient. Otherwise, and for a finer slice (which has no baseline to
+        look up), modelled from tau where c is known; else None."""
+        configured = self._configured(model)
+        if rollup and (configured or self._sums_over(model, True, now, long=True)):
+            spans = (self._window.length_seconds, self._cfg.lookback_seconds)
+            for long, seconds in enumerate(spans):
+                spec = self._enough(self._sums_over(model, False, now, bool(long)))
+                base = self._enough(self._sums_over(model, True, now, bool(long)))
+                if spec is not None and (base is not None or configured):
+                    measured = measured_gain(spec, base, self._confidence, configured)
+                    if measured is not None:
+                        return replace(measured, window_seconds=seconds)
+            return Gain.insufficient(spans[-1])
+        if tau is None or k <= 0 or cost.source == ASSUMED:
             return None
-        return modelled_gain(tau, k, cost)
+        return modelled_gain(tau, k, cost, self._window.length_seconds)

@@ -11,6 +11,7 @@ from specwatch.analysis.advisor import Advice
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftView
 from specwatch.analysis.engine import EngineView, LogTotals
+from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.load import KTable, LoadCell
 from specwatch.analysis.mix import MixView
 from specwatch.analysis.speedup import Gain
@@ -33,6 +34,7 @@ class SliceView:
     gain: Gain | None = None
     drift: DriftView | None = None
     advice: Advice | None = None
+    evidence: Evidence | None = None  # what the zone was judged on at the latest evaluation
 
 
 @dataclass(frozen=True, slots=True)

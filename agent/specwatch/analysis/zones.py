@@ -1,14 +1,20 @@
-"""Green / yellow / red verdicts per slice, with evidence gates and anti-flapping.
+"""Green / yellow / red verdicts per slice, on evidence that holds over many looks.
 
-- A slice below the gates (trials, requests in the window) is `insufficient`: no evidence is
-  no verdict, and never green or red. A slice with a verdict keeps it down to half the gates,
-  so a slice whose traffic hovers at the gate does not flap in and out of `insufficient`.
-- From `insufficient` the first verdict is given at once: green when the lower confidence bound
-  reaches `green`, red when the upper bound is below `red`, yellow otherwise.
-- Entering green or red needs the interval, not the point estimate, past the threshold.
-- Leaving green needs the estimate at or below `green_exit` (leaving red: at or above
-  `red_exit`) for `exit_evaluations` evaluations in a row.
-- Between two verdict changes at least `min_dwell_seconds` pass.
+- The evidence (analysis/evidence.py) is, per window ending now (the verdict window and the
+  longer `evidence_windows`) and per threshold, a log-likelihood ratio with an indifference
+  zone; where windows disagree, the shortest one sure at a bar decides. A window counts only
+  past the sample gates (trials and requests): the whole gates to enter a verdict, half of
+  them to keep or leave one. A slice without such a window is `insufficient`: no evidence is
+  no verdict, and never green or red; a slice with a verdict keeps being judged down to half
+  the gates, so one whose traffic hovers at the gate does not flap in and out of it.
+- Entering: red when the deciding evidence at the bar `evidence` says below `red`, else green
+  when it says above `green`, else yellow.
+- Leaving: green when the deciding evidence at the bar `exit_evidence` says below `green` (or
+  red's entry holds), red when it says above `red` (or green's entry holds). A verdict stands
+  until the data turns against it; one estimate past a far exit is not that.
+- Between two verdict changes at least `min_dwell_seconds` pass, but for entering red: bad
+  news on full evidence is not held back (a collapse from green shows red within minutes,
+  not after the dwell that leaving green started).
 - A slice whose gain is surely below 1 (the whole interval: speculation slower than none) at
   every evaluation for `slower_seconds` (a window's length: the verdict rests on fresh data,
   not on one unlucky window) is red, whatever its acceptance. It leaves that red only on
@@ -16,8 +22,8 @@
   estimate at 1 or above at every evaluation for as long, and `exit_evaluations` of them at
   least; then the acceptance rules apply again. A window without that evidence holds the red.
 
-The intervals are request-level (analysis/stats.py), so a slice is green only when the lower
-bound clears `green` with requests, not tokens, as the sampling unit.
+What a zone means over time, and how often each rule is wrong over an hour of evaluations,
+is measured by benchmarks/zone_verdicts.py (README, Zones).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.speedup import MEASURED, Gain
 from specwatch.analysis.stats import Interval
 from specwatch.conventions import Zone
@@ -56,50 +63,48 @@ class ZoneChange:
     current: str
 
 
-def has_evidence(state: ZoneState, trials: int, requests: int, cfg: ZoneSettings) -> bool:
-    """The sample gates, with hysteresis: entering a verdict needs them, keeping one half."""
-    scale = 1.0 if state.zone == Zone.INSUFFICIENT else 0.5
-    return trials >= cfg.min_trials * scale and requests >= cfg.min_requests * scale
+def entering(state: ZoneState) -> bool:
+    """Whether the slice has no verdict to keep: then only windows past the whole sample gates
+    can give it one (analysis/evidence.gathered)."""
+    return state.zone == Zone.INSUFFICIENT
 
 
-def _entry_verdict(interval: Interval, cfg: ZoneSettings) -> str:
-    if interval.lower >= cfg.green:
-        return Zone.GREEN
-    if interval.upper < cfg.red:
+def _entry_verdict(evidence: Evidence, cfg: ZoneSettings) -> str:
+    if evidence.decided("red", cfg.evidence, full=True) < 0:
         return Zone.RED
+    if evidence.decided("green", cfg.evidence, full=True) > 0:
+        return Zone.GREEN
     return Zone.YELLOW
 
 
 def next_zone(
     state: ZoneState,
-    interval: Interval | None,
-    enough: bool,
+    evidence: Evidence | None,
     now: float,
     cfg: ZoneSettings,
     gain: Gain | None = None,
 ) -> ZoneChange | None:
     """Advance one slice's state by one evaluation; return the change, if any.
 
-    `enough`: the acceptance evidence passes the sample gates. A measured gain has gates of
-    its own (enough requests on both sides), so it can make or hold a red without them; a
-    modelled one rests on acceptance and needs them.
+    `evidence`: None when no window passes the sample gates (`entering`). A measured
+    gain has gates of its own (enough requests on both sides), so it can make or hold a red
+    without acceptance evidence; a modelled one rests on acceptance and needs it.
     """
     previous = state.zone
-    judged = interval if enough else None
-    slower = _slower_for_long(state, gain, now, cfg) and (enough or _measured(gain))
+    slower = _slower_for_long(state, gain, now, cfg) and (evidence is not None or _measured(gain))
     if slower:
         state.exit_streak = 0
         dwelt = previous == Zone.INSUFFICIENT or _dwelt(state, now, cfg)
         target = Zone.RED if dwelt else previous
     elif state.slow_method is not None and previous == Zone.RED:
-        target = _still_slow(state, judged, gain, now, cfg)
-    elif judged is None:
+        target = _still_slow(state, evidence, gain, now, cfg)
+    elif evidence is None:
         target = Zone.INSUFFICIENT
         state.exit_streak = 0
     elif previous == Zone.INSUFFICIENT:
-        target = _entry_verdict(judged, cfg)
+        target = _entry_verdict(evidence, cfg)
     else:
-        target = _held_or_left(state, judged, now, cfg)
+        target = _held_or_left(state, evidence, now, cfg)
     if slower and target == Zone.RED:
         assert gain is not None
         state.slow_method = gain.method
@@ -137,12 +142,12 @@ def _dwelt(state: ZoneState, now: float, cfg: ZoneSettings) -> bool:
 
 
 def _still_slow(
-    state: ZoneState, interval: Interval | None, gain: Gain | None, now: float, cfg: ZoneSettings
+    state: ZoneState, evidence: Evidence | None, gain: Gain | None, now: float, cfg: ZoneSettings
 ) -> str:
     """Red because slower: held until the same kind of gain is back at 1 for long enough,
     or until there is no evidence of any kind left (insufficient)."""
     same = gain is not None and gain.method == state.slow_method
-    if not same and interval is None:
+    if not same and evidence is None:
         state.exit_streak = 0
         return Zone.INSUFFICIENT
     recovering = same and gain is not None and gain.ratio >= 1.0
@@ -155,56 +160,62 @@ def _still_slow(
     if not long_enough or state.exit_streak < cfg.exit_evaluations or not _dwelt(state, now, cfg):
         return Zone.RED
     state.slow_method = None  # from here on, acceptance decides
-    return Zone.INSUFFICIENT if interval is None else _entry_verdict(interval, cfg)
+    return Zone.INSUFFICIENT if evidence is None else _entry_verdict(evidence, cfg)
 
 
-def _held_or_left(state: ZoneState, interval: Interval, now: float, cfg: ZoneSettings) -> str:
-    zone = state.zone
-    if zone == Zone.GREEN:
-        leaving = interval.estimate <= cfg.green_exit
-    elif zone == Zone.RED:
-        leaving = interval.estimate >= cfg.red_exit
+def _held_or_left(state: ZoneState, evidence: Evidence, now: float, cfg: ZoneSettings) -> str:
+    zone, entry, bar = state.zone, _entry_verdict(evidence, cfg), cfg.exit_evidence
+    if zone == Zone.GREEN and entry != Zone.RED:
+        target = Zone.YELLOW if evidence.decided("green", bar, full=False) < 0 else zone
+    elif zone == Zone.RED and entry != Zone.GREEN:
+        target = Zone.YELLOW if evidence.decided("red", bar, full=False) > 0 else zone
     else:
-        leaving = _entry_verdict(interval, cfg) != Zone.YELLOW
-    if zone in (Zone.GREEN, Zone.RED):
-        state.exit_streak = state.exit_streak + 1 if leaving else 0
-        leaving = state.exit_streak >= cfg.exit_evaluations
-    if not (leaving and _dwelt(state, now, cfg)):
-        return zone
-    target = _entry_verdict(interval, cfg)
-    # Leaving green/red on the exit rule but not yet past the other side's entry: yellow.
-    return target if target != zone else Zone.YELLOW
+        target = entry
+    return target if target == Zone.RED or _dwelt(state, now, cfg) else zone
+
+
+def _rounded(source: object | None, field: str, digits: int) -> float | None:
+    value = None if source is None else getattr(source, field)
+    return None if value is None else round(value, digits)
 
 
 def log_change(
     key: SliceKey,
+    at: float,
     change: ZoneChange,
     metric: str,
     interval: Interval | None,
+    evidence: Evidence | None,
     counts: Counts,
     source: str,
     gain: Gain | None,
 ) -> None:
-    """`zone_changed`, with the evidence the verdict rests on."""
+    """`zone_changed` at evaluation time `at` (the records' clock on replay), with the evidence
+    the verdict rests on."""
+    windows = None
+    if evidence is not None:  # [seconds, past the whole gates, green, red] per window
+        windows = [
+            [w.seconds, w.full, round(w.green, 2), round(w.red, 2)] for w in evidence.windows
+        ]
     log.info(
         "zone_changed",
         model=key.model,
         ctx_bucket=key.ctx_bucket,
         task=key.task,
+        at=at,
         previous=change.previous,
         zone=change.current,
         metric=metric,
-        estimate=None if interval is None else round(interval.estimate, 4),
-        lower=None if interval is None else round(interval.lower, 4),
-        upper=None if interval is None else round(interval.upper, 4),
+        estimate=_rounded(interval, "estimate", 4),
+        lower=_rounded(interval, "lower", 4),
+        upper=_rounded(interval, "upper", 4),
         window_trials=counts.trials,
         window_requests=counts.requests,
         source=source,
-        gain=None if gain is None else round(gain.ratio, 3),
-        gain_lower=None if gain is None else round(gain.lower, 3),
-        gain_upper=None if gain is None else round(gain.upper, 3),
+        gain=_rounded(gain, "ratio", 3),
+        gain_lower=_rounded(gain, "lower", 3),
+        gain_upper=_rounded(gain, "upper", 3),
         gain_method=None if gain is None else gain.method,
-        design_effect=None
-        if interval is None or interval.design_effect is None
-        else round(interval.design_effect, 2),
+        design_effect=_rounded(interval, "design_effect", 2),
+        evidence=windows,
     )

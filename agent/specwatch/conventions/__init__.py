@@ -5,11 +5,13 @@ the README's metric table (a test compares them) all read METRICS. Renaming anyt
 BREAKING change for users' dashboards and alerts: note it in CHANGELOG.md.
 
 `names` holds the StrEnums (labels and values, outcomes, zones, sources, headers, alerts),
-`table` what a metric family is and the table METRICS, `metrics` every specwatch_* family,
+`table` what a metric family is and the table METRICS, `counters` the acceptance counters and
+`metrics` every other specwatch_* family,
 `recorded` the parts of recorded series names, `vllm` vLLM's own metric names and paths; all
 are re-exported here.
 """
 
+from specwatch.conventions.counters import *  # noqa: F403
 from specwatch.conventions.metrics import *  # noqa: F403
 from specwatch.conventions.names import *  # noqa: F403
 from specwatch.conventions.recorded import *  # noqa: F403

@@ -1,72 +1,18 @@
-"""Every specwatch_* family (name, type, help, labels), entered in the metric table
-(conventions/table.py). The only file where those names are spelled."""
+"""Every specwatch_* family (name, type, help, labels) but the acceptance counters
+(conventions/counters.py), entered in the metric table (conventions/table.py). With
+counters.py and recorded.py, the only files where those names are spelled."""
 
 from __future__ import annotations
 
 from typing import Final
 
+from specwatch.conventions.counters import *  # noqa: F403  (first in the metric table)
 from specwatch.conventions.names import REQUEST_LABELS, SLICE_LABELS, Label
 from specwatch.conventions.table import Kind, _metric
 
 _C, _G, _H = Kind.COUNTER, Kind.GAUGE, Kind.HISTOGRAM
 _SLICE = SLICE_LABELS
 _REQUEST = REQUEST_LABELS
-
-# Per-slice counters: numerators and denominators; sum across pods before dividing.
-SPEC_STEPS: Final = _metric(
-    "specwatch_spec_steps", _C, "Speculative steps (vLLM's drafts) seen by the proxy.", _SLICE
-)
-DRAFT_TOKENS: Final = _metric("specwatch_draft_tokens", _C, "Draft tokens proposed.", _SLICE)
-ACCEPTED_TOKENS: Final = _metric(
-    "specwatch_accepted_tokens", _C, "Draft tokens accepted by the target.", _SLICE
-)
-ACCEPTANCE_TRIALS: Final = _metric(
-    "specwatch_acceptance_trials",
-    _C,
-    "Draft positions actually tested: accepted + 1 per step that ended in a rejection "
-    "(denominator of alpha-hat).",
-    _SLICE,
-)
-# The request-level variance of alpha-hat (analysis/stats.py), summable across pods: per
-# slice, the requests with steps in it, and over them the sums of a_i^2, a_i t_i and t_i^2
-# (a_i, t_i: a request's accepted tokens and trials in the slice).
-SLICE_REQUESTS: Final = _metric(
-    "specwatch_slice_requests",
-    _C,
-    "Requests with steps in the slice: the sampling units of its intervals.",
-    _SLICE,
-)
-REQUEST_ACCEPTED_SQUARED: Final = _metric(
-    "specwatch_request_accepted_squared",
-    _C,
-    "Sum over requests of (the request's accepted tokens in the slice)^2.",
-    _SLICE,
-)
-REQUEST_ACCEPTED_X_TRIALS: Final = _metric(
-    "specwatch_request_accepted_x_trials",
-    _C,
-    "Sum over requests of the request's accepted tokens x its trials in the slice.",
-    _SLICE,
-)
-REQUEST_TRIALS_SQUARED: Final = _metric(
-    "specwatch_request_trials_squared",
-    _C,
-    "Sum over requests of (the request's trials in the slice)^2.",
-    _SLICE,
-)
-ACCEPTED_BY_POSITION: Final = _metric(
-    "specwatch_accepted_tokens_by_position",
-    _C,
-    "Steps whose draft position `position` (1..K) was accepted.",
-    (*_SLICE, Label.POSITION),
-)
-DRAFTED_BY_POSITION: Final = _metric(
-    "specwatch_drafted_steps_by_position",
-    _C,
-    "Steps that drafted at least `position` tokens: the denominator of per-position "
-    "acceptance (with variable K a position beyond a step's draft is not a rejection).",
-    (*_SLICE, Label.POSITION),
-)
 
 # Request-level series: the ctx bucket of the prompt length, and the A/B variant.
 REQUESTS: Final = _metric(

@@ -29,6 +29,7 @@ class Label(StrEnum):
     VERSION = "version"
     LOAD = "load"  # batch-size bucket: requests in flight when a request started
     DRAFT_LENGTH = "draft_length"  # tokens a step drafted (variable K)
+    THRESHOLD = "threshold"  # of the zones' recorded evidence: green or red
 
 
 SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)

@@ -13,6 +13,12 @@ RECORDED_SLO_BURN_RATE: Final = "specwatch_slo_burn_rate"
 RECORDED_DESIGN_EFFECT: Final = "specwatch_acceptance_design_effect"
 RECORDED_EFFECTIVE_TRIALS: Final = "specwatch_acceptance_effective_trials"
 RECORDED_T_QUANTILE: Final = "specwatch_acceptance_t_quantile"
+RECORDED_DEGREES_OF_FREEDOM: Final = "specwatch_acceptance_degrees_of_freedom"
+# the zones' evidence (analysis/evidence.py): per window and threshold, its widening for a
+# variance known from few requests, and the window's sample gate
+RECORDED_EVIDENCE: Final = "specwatch_zone_evidence"
+RECORDED_EVIDENCE_WIDENING: Final = "specwatch_zone_evidence_widening"
+RECORDED_EVIDENCE_GATE: Final = "specwatch_zone_evidence_gate"
 
 
 def bound_metric(bound: str) -> str:

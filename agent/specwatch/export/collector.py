@@ -22,6 +22,7 @@ from specwatch import __version__
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import SliceView, Snapshot
 from specwatch.analysis.counts import Counts
+from specwatch.analysis.speedup import INSUFFICIENT
 from specwatch.analysis.stats import Interval
 from specwatch.export.families import Family, Group, histogram_group, run_labels
 from specwatch.export.status import Reading
@@ -38,6 +39,14 @@ _SLICE_COUNTERS = (
     (C.REQUEST_TRIALS_SQUARED, "tt"),
 )  # fmt: skip
 _SINCE_START = attrgetter(*(attribute for _, attribute in _SLICE_COUNTERS))
+# a model's request moments: its rollup counts each request once, with its whole sums
+_MODEL_COUNTERS = (
+    C.MODEL_REQUESTS,
+    C.MODEL_REQUEST_ACCEPTED_SQUARED,
+    C.MODEL_REQUEST_ACCEPTED_X_TRIALS,
+    C.MODEL_REQUEST_TRIALS_SQUARED,
+)
+_MODEL_MOMENTS = attrgetter("requests", "aa", "at", "tt")
 _COUNTER_NAMES = tuple(name for name, _ in _SLICE_COUNTERS)
 _BOUNDS = (C.Bound.ESTIMATE.value, C.Bound.LOWER.value, C.Bound.UPPER.value)
 _ZONES = tuple(zone.value for zone in C.Zone)
@@ -89,7 +98,7 @@ def _judgement_groups(view: SliceView) -> tuple[Group | None, ...]:
         None if stats.tau is None else (labels, None, (stats.tau.estimate,)),
         (labels, None, (view.window.trials,)),
         (labels, None, (view.window.requests,)),
-        None if gain is None else (
+        None if gain is None or gain.method == INSUFFICIENT else (
             (*labels, gain.method), _BOUNDS, (gain.ratio, gain.lower, gain.upper)
         ),
         None if statistic is None else (labels, None, (statistic,)),
@@ -197,11 +206,16 @@ class SpecwatchCollector(Collector):
             parts.append(kept.get(key, total) or kept.put(key, total, _counter_groups(key, total)))
         names = (*_COUNTER_NAMES, C.ACCEPTED_BY_POSITION, C.DRAFTED_BY_POSITION)
         steps, accepted = Family(C.DRAFT_LENGTH_STEPS), Family(C.DRAFT_LENGTH_ACCEPTED)
+        moments = [Family(name) for name in _MODEL_COUNTERS]
         for view in snapshot.rollups:
-            for d, n, a in view.since_start.by_drafted_length():
-                steps.add((view.key.model, str(d)), n)
-                accepted.add((view.key.model, str(d)), a)
-        return [*_columns(names, parts), steps, accepted]
+            total, model = view.since_start, view.key.model
+            for d, n, a in total.by_drafted_length():
+                steps.add((model, str(d)), n)
+                accepted.add((model, str(d)), a)
+            if view.source == C.SliceSource.PROXY:  # vLLM's own counters have no requests
+                for family, value in zip(moments, _MODEL_MOMENTS(total), strict=True):
+                    family.add((model,), value)
+        return [*_columns(names, parts), steps, accepted, *moments]
 
     def _requests(self, snapshot: Snapshot, health: HealthSnapshot | None) -> Iterator[Family]:
         counts = snapshot.requests

@@ -7,6 +7,7 @@ from typing import Any
 
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.counts import Counts
+from specwatch.analysis.speedup import Gain
 from specwatch.analysis.stats import Interval
 from specwatch.health import HealthSnapshot
 from specwatch.model import ABState
@@ -31,6 +32,17 @@ def _interval(interval: Interval | None) -> dict[str, float | None] | None:
         "upper": interval.upper,
         "design_effect": interval.design_effect,
     }
+
+
+def _gain(gain: Gain | None) -> dict[str, Any] | None:
+    """A gain; an `insufficient` one's figures are null (NaN inside)."""
+    if gain is None:
+        return None
+    out = asdict(gain)
+    for field in ("ratio", "lower", "upper"):
+        if out[field] != out[field]:
+            out[field] = None
+    return out
 
 
 def by_drafted_length(counts: Counts) -> list[dict[str, Any]]:
@@ -65,9 +77,10 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "zone": view.zone,
         "zone_since": view.zone_since,
         "source": view.source,
-        "gain": None if view.gain is None else asdict(view.gain),
+        "gain": _gain(view.gain),
         "drift": None if view.drift is None else asdict(view.drift),
         "advice": None if view.advice is None else asdict(view.advice),
+        "evidence": None if view.evidence is None else asdict(view.evidence),
         "since_start": view.since_start.as_dict(),
     }
 

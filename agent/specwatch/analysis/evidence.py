@@ -1,0 +1,257 @@
+"""The evidence a zone rests on: a sequential test per threshold over windows of growing length.
+
+A verdict is not one look. The sidecar judges every slice every 10 s, ~360 times an hour, and
+a rule that enters green on one look whose lower bound clears 0.70 turns a slice at 0.69 green
+sooner or later (one lucky window among hundreds), then keeps it. So a zone is entered on
+evidence, and evidence here is a log-likelihood ratio with an indifference zone: for a
+threshold c and half-width delta, "above c" means the metric is at least c + delta, "below"
+at most c - delta, and a truth in between may be called either way. Under the normal model of a
+window's estimate p with variance v, the generalized likelihood ratio of the two is
+
+    (d0^2 - d1^2) / (2 v),  d0 = max(0, p - (c - delta)),  d1 = max(0, (c + delta) - p),
+
+positive when the window says "above c", negative when it says "below" (the ratio for "below"
+is its negative). Inside the indifference zone it is Wald's sequential ratio 2 delta (p - c) / v;
+outside it grows as the squared distance from the nearer hypothesis, so a slice far from a
+threshold gets its verdict on little data. v is the window's request-level variance at the
+threshold, design effect x c (1 - c) / trials (requests are the sampling unit:
+analysis/stats.py), widened for the uncertainty of that variance itself: a verdict's bar h sits
+z = sqrt(2 h) standard errors out (4.9 at h = 12), where Student's t on requests - 1 degrees of
+freedom is far wider than the normal (40 requests: (t / z)^2 = 1.40 there, 1.06 at 95%), so
+v is scaled by (t / z)^2 at that tail. A short window's design effect, estimated from a few
+dozen requests, is otherwise read low now and then, and its evidence high. Windows of
+different lengths ending now (the verdict window and `evidence_windows`, e.g. 5 min, 30 min,
+1 h) each give one ratio; the strongest decides. A long window is evidence accumulated over
+many disjoint short ones: a slice 0.02 above a threshold cannot show it in 5 minutes of 40
+requests and shows it plainly in an hour of 480, while a large change shows in the short
+window within minutes. When windows disagree, the shortest one that is sure decides: newer
+data overrides older (after a collapse the hour still says "above", the last minutes say
+"below"; after a recovery the other way round), and a longer window speaks only where the
+shorter ones cannot tell. As data grows, the estimate of a truth inside the indifference zone
+settles there and the bar in units of p falls as v: 0.72 becomes green once enough of the hour
+is in, while 0.69, whose estimate settles below 0.70, is not called green.
+
+What counts as enough (`zones.evidence`, the log-ratio a verdict needs; `exit_evidence` to
+leave one) is set by simulation of an hour of continuous evaluation on overdispersed requests
+(benchmarks/zone_verdicts.py): Wald's bound e^-h holds for one test run to its end, not for
+windows that slide and are looked at every 10 s. Leaving a verdict takes evidence the other
+way (below the green threshold, above the red one) at the lower bar: a verdict stands until
+the data turns against it, not until one estimate crosses a far exit.
+
+The long windows keep, per key and per bucket of a minute, only the sums a proportion's
+interval needs, and running totals per window: memory is keys x buckets, never requests.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
+
+from specwatch.analysis.counts import Counts
+from specwatch.analysis.stats import robust_variance, t_quantile, tail_confidence
+from specwatch.settings import ZoneSettings
+
+K = TypeVar("K")
+
+# the fields a bucket keeps: requests, then (successes, trials, ss, st, tt) of alpha-hat and
+# of the rate (accepted over drafted)
+_FIELDS = 9
+
+
+def _fields(counts: Counts) -> tuple[int, ...]:
+    c = counts
+    return (c.requests, c.accepted, c.trials, c.aa, c.at, c.tt, c.drafted, c.ad, c.dd)
+
+
+class Sums(NamedTuple):
+    """What a proportion x / y over requests needs: n requests, sums and second moments."""
+
+    requests: int
+    x: int
+    y: int
+    xx: int
+    xy: int
+    yy: int
+
+    @classmethod
+    def of(cls, counts: Counts, metric: str) -> Sums:
+        return _pick(_fields(counts), metric)
+
+
+def _pick(values: tuple[int, ...] | array[int], metric: str) -> Sums:
+    n, a, t, aa, at, tt, d, ad, dd = values
+    if metric == "alpha":
+        return Sums(n, a, t, aa, at, tt)
+    return Sums(n, a, d, aa, ad, dd)
+
+
+def log_ratio(sums: Sums, threshold: float, indifference: float, bar: float) -> float:
+    """The evidence that the proportion x / y is above `threshold` rather than below it
+    (module docstring): negative when the window says below. The variance is the window's
+    design effect (request-robust over binomial, at least 1; 1 without per-request data, as
+    for vLLM's own counters) times c (1 - c) / y, times (t / z)^2 at the tail of the verdict's
+    `bar` on requests - 1 degrees of freedom. gen/rules.py records the same figure in PromQL."""
+    n, x, y, xx, xy, yy = sums
+    p = x / y
+    binomial = p * (1.0 - p) / y
+    deff = 1.0
+    if yy > 0 and binomial > 0.0:
+        deff = max(1.0, robust_variance(n, x, y, xx, xy, yy) / binomial)
+    widen = (t_quantile(tail_confidence(bar), n - 1) ** 2) / (2.0 * bar)
+    variance = deff * widen * threshold * (1.0 - threshold) / y
+    above = max(0.0, p - (threshold - indifference))
+    below = max(0.0, threshold + indifference - p)
+    return (above * above - below * below) / (2.0 * variance)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowEvidence:
+    """One window's evidence about each threshold: positive above it, negative below."""
+
+    seconds: float
+    full: bool  # past the whole sample gates (else half of them: enough to keep a verdict)
+    green: float
+    red: float
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a zone is judged on: the windows past at least half the sample gates, shortest
+    first."""
+
+    windows: tuple[WindowEvidence, ...]
+
+    def decided(self, threshold: str, bar: float, full: bool) -> float:
+        """The evidence about `threshold` ("green" or "red") of the shortest window that is
+        sure at `bar` (|ratio| >= bar), among those past the whole gates when `full`; 0 when
+        none is. Newer data overrides older: module docstring."""
+        for window in self.windows:
+            value = window.green if threshold == "green" else window.red
+            if (window.full or not full) and abs(value) >= bar:
+                return value
+        return 0.0
+
+
+def gathered(
+    windows: Iterable[tuple[float, Sums]], cfg: ZoneSettings, entering: bool
+) -> Evidence | None:
+    """The evidence of the windows past half the sample gates, or None when there is none to
+    judge on: no window past the whole gates when `entering` a verdict (the slice is
+    insufficient), none past half of them when keeping one."""
+    kept = []
+    for seconds, sums in sorted(windows):
+        if sums.y <= 0 or sums.y < cfg.min_trials / 2 or sums.requests < cfg.min_requests / 2:
+            continue
+        full = sums.y >= cfg.min_trials and sums.requests >= cfg.min_requests
+        green = log_ratio(sums, cfg.green, cfg.indifference, cfg.evidence)
+        red = log_ratio(sums, cfg.red, cfg.indifference, cfg.evidence)
+        kept.append(WindowEvidence(seconds, full, green, red))
+    if not kept or (entering and not any(window.full for window in kept)):
+        return None
+    return Evidence(tuple(kept))
+
+
+class _Key:
+    __slots__ = ("buckets", "edges", "totals", "version")
+
+    def __init__(self, windows: int) -> None:
+        self.buckets: deque[tuple[int, array[int]]] = deque()  # oldest first
+        self.totals = [array("q", bytes(8 * _FIELDS)) for _ in range(windows)]
+        # per window, the oldest bucket index its total still holds (what a read moved to)
+        self.edges: list[float] = [-math.inf] * windows
+        self.version = 0
+
+
+class EvidenceWindows(Generic[K]):
+    """Per key, the sums of `Sums` over each window of `lengths` seconds ending at the time of
+    the latest read, in buckets of `bucket` seconds.
+
+    Time comes from the records and the reads, as in windows.SlidingWindow. A record joins its
+    bucket and the total of every window that still holds that bucket; a read at `now` takes
+    out of each window's total the buckets that have left it since the last read (reads move
+    forward in time: a read earlier than the last one sees the later one's windows). Integer
+    sums, so every total is exact.
+    """
+
+    def __init__(self, lengths: tuple[float, ...], bucket: float) -> None:
+        self.lengths = tuple(sorted(lengths))  # the longest last: it keeps the buckets
+        self.bucket = bucket
+        self._spans = [max(1, round(length / bucket)) for length in self.lengths]
+        self._keys: dict[K, _Key] = {}
+
+    def add(self, key: K, ts: float, counts: Counts) -> None:
+        entry = self._keys.get(key)
+        if entry is None:
+            entry = self._keys[key] = _Key(len(self.lengths))
+        index = int(ts // self.bucket)
+        values = _fields(counts)
+        buckets = entry.buckets
+        target = None
+        if buckets and buckets[-1][0] == index:
+            target = buckets[-1][1]
+        elif not buckets or buckets[-1][0] < index:
+            target = array("q", bytes(8 * _FIELDS))
+            buckets.append((index, target))
+        else:  # late: an older bucket, if the longest window still holds it
+            for bucket_index, held in buckets:
+                if bucket_index == index:
+                    target = held
+                    break
+            else:
+                if index < entry.edges[-1]:
+                    return
+                target = array("q", bytes(8 * _FIELDS))
+                buckets.append((index, target))
+                entry.buckets = deque(sorted(buckets, key=lambda item: item[0]))
+        for i, value in enumerate(values):
+            target[i] += value
+        for total, edge in zip(entry.totals, entry.edges, strict=True):
+            if index >= edge:
+                for i, value in enumerate(values):
+                    total[i] += value
+        entry.version += 1
+
+    def read(self, key: K, now: float, metric: str) -> list[tuple[float, Sums]]:
+        """Each window's sums at `now` (windows that hold nothing included), for `metric`
+        (alpha: accepted over trials; rate: over drafted)."""
+        entry = self._keys.get(key)
+        if entry is None:
+            return []
+        self._advance(entry, int(now // self.bucket))
+        return [
+            (length, _pick(total, metric))
+            for length, total in zip(self.lengths, entry.totals, strict=True)
+        ]
+
+    def _advance(self, entry: _Key, newest: int) -> None:
+        changed = False
+        for w, span in enumerate(self._spans):
+            edge = newest - span + 1
+            if edge <= entry.edges[w]:
+                continue
+            total = entry.totals[w]
+            for index, values in entry.buckets:
+                if index >= edge:
+                    break
+                if index >= entry.edges[w]:
+                    for i in range(_FIELDS):
+                        total[i] -= values[i]
+                    changed = True
+            entry.edges[w] = edge
+        buckets = entry.buckets
+        while buckets and buckets[0][0] < entry.edges[-1]:
+            buckets.popleft()
+        if changed:
+            entry.version += 1
+
+    def version(self, key: K, now: float) -> int:
+        """Changes whenever one of the key's window totals does, reads at `now` included."""
+        entry = self._keys.get(key)
+        if entry is None:
+            return -1
+        self._advance(entry, int(now // self.bucket))
+        return entry.version

@@ -1,0 +1,97 @@
+"""The acceptance counters: numerators, denominators and request moments, summed across pods
+before any division (entered first in the metric table, conventions/table.py)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from specwatch.conventions.names import SLICE_LABELS, Label
+from specwatch.conventions.table import Kind, _metric
+
+_C = Kind.COUNTER
+_SLICE = SLICE_LABELS
+_MODEL = (Label.MODEL,)
+
+# Per-slice counters: numerators and denominators; sum across pods before dividing.
+SPEC_STEPS: Final = _metric(
+    "specwatch_spec_steps", _C, "Speculative steps (vLLM's drafts) seen by the proxy.", _SLICE
+)
+DRAFT_TOKENS: Final = _metric("specwatch_draft_tokens", _C, "Draft tokens proposed.", _SLICE)
+ACCEPTED_TOKENS: Final = _metric(
+    "specwatch_accepted_tokens", _C, "Draft tokens accepted by the target.", _SLICE
+)
+ACCEPTANCE_TRIALS: Final = _metric(
+    "specwatch_acceptance_trials",
+    _C,
+    "Draft positions actually tested: accepted + 1 per step that ended in a rejection "
+    "(denominator of alpha-hat).",
+    _SLICE,
+)
+# The request-level variance of alpha-hat (analysis/stats.py), summable across pods: per
+# slice, the requests with steps in it, and over them the sums of a_i^2, a_i t_i and t_i^2
+# (a_i, t_i: a request's accepted tokens and trials in the slice).
+SLICE_REQUESTS: Final = _metric(
+    "specwatch_slice_requests",
+    _C,
+    "Requests with steps in the slice: the sampling units of its intervals.",
+    _SLICE,
+)
+REQUEST_ACCEPTED_SQUARED: Final = _metric(
+    "specwatch_request_accepted_squared",
+    _C,
+    "Sum over requests of (the request's accepted tokens in the slice)^2.",
+    _SLICE,
+)
+REQUEST_ACCEPTED_X_TRIALS: Final = _metric(
+    "specwatch_request_accepted_x_trials",
+    _C,
+    "Sum over requests of the request's accepted tokens x its trials in the slice.",
+    _SLICE,
+)
+REQUEST_TRIALS_SQUARED: Final = _metric(
+    "specwatch_request_trials_squared",
+    _C,
+    "Sum over requests of (the request's trials in the slice)^2.",
+    _SLICE,
+)
+ACCEPTED_BY_POSITION: Final = _metric(
+    "specwatch_accepted_tokens_by_position",
+    _C,
+    "Steps whose draft position `position` (1..K) was accepted.",
+    (*_SLICE, Label.POSITION),
+)
+DRAFTED_BY_POSITION: Final = _metric(
+    "specwatch_drafted_steps_by_position",
+    _C,
+    "Steps that drafted at least `position` tokens: the denominator of per-position "
+    "acceptance (with variable K a position beyond a step's draft is not a rejection).",
+    (*_SLICE, Label.POSITION),
+)
+
+# The model rollup's request-level variance: a request whose steps cross ctx buckets is one
+# sampling unit of its model, with the moments of its whole accepted tokens and trials (the
+# per-slice moments above split it into one unit per bucket and drop the covariance).
+MODEL_REQUESTS: Final = _metric(
+    "specwatch_model_requests",
+    _C,
+    "Requests with steps, per model: the sampling units of the model rollup's intervals.",
+    _MODEL,
+)
+MODEL_REQUEST_ACCEPTED_SQUARED: Final = _metric(
+    "specwatch_model_request_accepted_squared",
+    _C,
+    "Sum over requests of (the request's accepted tokens)^2, per model.",
+    _MODEL,
+)
+MODEL_REQUEST_ACCEPTED_X_TRIALS: Final = _metric(
+    "specwatch_model_request_accepted_x_trials",
+    _C,
+    "Sum over requests of the request's accepted tokens x its trials, per model.",
+    _MODEL,
+)
+MODEL_REQUEST_TRIALS_SQUARED: Final = _metric(
+    "specwatch_model_request_trials_squared",
+    _C,
+    "Sum over requests of (the request's trials)^2, per model.",
+    _MODEL,
+)
