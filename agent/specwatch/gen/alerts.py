@@ -19,51 +19,71 @@ from specwatch.settings import Settings
 __all__ = ["Alert", "GenerateError", "alert_groups", "alerts"]
 
 
-def _guards(settings: Settings, windows: Q.Windows, long_window: str) -> str:
-    """Enough evidence over both windows, and a slice old enough that a young counter's first
-    minutes cannot page (it had traffic `young_guard_minutes` ago)."""
-    cfg = settings.alerts
-    trials = C.ACCEPTANCE_TRIALS
-    young = windows(cfg.young_guard_minutes * 60)
+def _evidence(record: str, threshold: str) -> str:
+    return f'{record}{{{C.Label.THRESHOLD}="{threshold}"}}'
+
+
+def _zone_expr(name: str, threshold: str, gates: str) -> str:
+    """The deciding evidence at the entry bar says below `threshold`; or the alert fires
+    already and the deciding evidence at the exit bar does not say above it, while some window
+    is past half the gates (hysteresis through its own ALERTS series, as the sidecar's zones:
+    analysis/zones.py)."""
     return (
-        f"and {ON_SLICE} {Q.increase('slice', trials, long_window)} >= {cfg.min_long_trials}\n"
-        f"and {ON_SLICE} {Q.increase('slice', trials, '5m')} >= {cfg.min_window_trials}\n"
-        f"and {ON_SLICE} ({Q.rate('slice', trials, '5m')} offset {young} > 0)"
+        f"  {_evidence(Q.EVIDENCE_ENTRY, threshold)} < 0\n"
+        f"  or {ON_SLICE} (\n"
+        f'    ALERTS{{alertname="{name}", alertstate="firing"}}\n'
+        f"    and {ON_SLICE} ({gates})\n"
+        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > 0\n"
+        "  )"
     )
 
 
 def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
-    red, green = settings.zones.red, settings.zones.green
-    a1h, a5m = Q.alpha("slice", "1h"), Q.alpha("slice", "5m")
-    lower, upper = Q.alpha_bound("slice", "lower", "1h"), Q.alpha_bound("slice", "upper", "1h")
-    bounds = f"95% CI {slice_value(lower)}–{slice_value(upper)}"
+    cfg = settings.zones
+    red, green, h, exit_h = cfg.red, cfg.green, cfg.evidence, cfg.exit_evidence
+    gates = f" or {ON_SLICE} ".join(Q.evidence_gate("slice", w) for w in _zone_names(settings))
+    a1h = Q.alpha("slice", "1h")
+    # the verdict window's bounds: the hour's leave out series younger than an hour
+    lower = Q.alpha_bound("slice", "lower", Q.duration(settings.window.length_seconds))
+    upper = Q.alpha_bound("slice", "upper", Q.duration(settings.window.length_seconds))
+    bounds = f"{slice_value(lower)}–{slice_value(upper)} (95%) over the last window"
+    red_name, yellow_name = C.AlertName.SLICE_RED, C.AlertName.SLICE_YELLOW
+    evidence_text = (
+        f"evidence from the zone windows ({', '.join(_zone_names(settings))}; where they "
+        "disagree, the shortest one that is sure decides): a log-likelihood ratio with an "
+        f"indifference zone of ±{cfg.indifference:g} around the threshold, request-level, "
+        f"entered at {h:g} and left at {exit_h:g} the other way (README, Zones)"
+    )
     confirm = (
-        f"`{a1h}` and `{a5m}` for the slice",
+        f"`{a1h}` and `{Q.alpha('slice', '5m')}` for the slice",
+        f"`{Q.EVIDENCE_ENTRY}` and `{Q.EVIDENCE_EXIT}` for the slice, and each window's "
+        f"`{Q.evidence('slice', '5m')}` (and the longer ones): which window decides",
         f"`{Q.per_position('slice', '30m')}`: does acceptance fall at the first position or "
         "only later?",
         f"`{Q.alpha('model', '1h')}` beside it: one slice or the whole model?",
     )
+    recent_red = (
+        f'count_over_time(ALERTS{{alertname="{red_name}", alertstate="firing"}}[{windows("1h")}])'
+    )
     return [
         Alert(
-            name=C.AlertName.SLICE_RED,
+            name=red_name,
             severity="critical",
-            expr=(
-                f"{a1h}\nand {ON_SLICE} {upper} < {red}\nand {ON_SLICE} {a5m} < {red}\n"
-                + _guards(settings, windows, "1h")
-            ),
+            expr=f"{a1h}\nand {ON_SLICE} (\n{_zone_expr(red_name, 'red', gates)}\n)",
             for_seconds=300,
             summary="Speculative decoding is in the red zone for " + SLICE_TEXT,
             description=(
-                f'Slice {SLICE_TEXT}: alpha-hat {{{{ $value | printf "%.3f" }}}} over 1h '
-                f"({bounds}), below the red threshold {red} over 1h and 5m. Below this, drafting "
-                "costs more than it saves: speculation is likely slower than none."
+                f'Slice {SLICE_TEXT}: alpha-hat {{{{ $value | printf "%.3f" }}}} over 1h, '
+                f"{bounds}: the evidence says it is below the red threshold {red}. Below "
+                "this, drafting costs more than it saves: speculation is likely slower than none."
             ),
             meaning=(
-                f"The fleet-wide per-token acceptance alpha-hat of this slice has been below {red} "
-                "over the last hour (its whole 95% interval, with requests as the sampling unit: "
-                "requests differ far more than tokens) and the last 5 minutes, with enough "
-                "trials to be sure. At this acceptance the draft's cost is rarely repaid: "
-                "expected tokens per step (1 - a^(K+1)) / (1 - a) stay near 1."
+                f"The fleet-wide per-token acceptance alpha-hat of this slice is below {red}, "
+                f"on {evidence_text}. Requests are the sampling unit (they differ far more "
+                "than tokens), so one lucky or unlucky window among the hundreds an hour "
+                "holds neither fires nor ends this alert. At this acceptance the draft's "
+                "cost is rarely repaid: expected tokens per step (1 - a^(K+1)) / (1 - a) stay "
+                "near 1."
             ),
             confirm=confirm,
             actions=(
@@ -77,26 +97,25 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             ),
         ),
         Alert(
-            name=C.AlertName.SLICE_YELLOW,
+            name=yellow_name,
             severity="warning",
             expr=(
-                f"{a1h}\nand {ON_SLICE} {upper} < {green}\nand {ON_SLICE} {upper} >= {red}\n"
-                + _guards(settings, windows, "1h")
-                + f"\nunless {ON_SLICE} min_over_time({upper}[{windows('1h')}]) < {red}"
+                f"{a1h}\nand {ON_SLICE} (\n{_zone_expr(yellow_name, 'green', gates)}\n)\n"
+                f"unless {ON_SLICE} {_evidence(Q.EVIDENCE_ENTRY, 'red')} < 0\n"
+                f"unless {ON_SLICE} {recent_red}"
             ),
             for_seconds=900,
             summary="Speculative decoding acceptance is marginal for " + SLICE_TEXT,
             description=(
-                f'Slice {SLICE_TEXT}: alpha-hat {{{{ $value | printf "%.3f" }}}} over 1h '
-                f"({bounds}): surely below the green threshold ({green}), not surely below "
-                f"the red one ({red})."
+                f'Slice {SLICE_TEXT}: alpha-hat {{{{ $value | printf "%.3f" }}}} over 1h, '
+                f"{bounds}: the evidence says it is below the green threshold ({green}), "
+                f"not below the red one ({red})."
             ),
             meaning=(
-                f"Acceptance is below {green} with confidence (the hour's whole request-level "
-                f"interval), and not surely below {red}: speculation still helps but less than "
-                "it could, and a further drop turns it red. A slice whose interval still "
-                f"reaches {green} does not warn (too little evidence to tell it from green). "
-                "A slice that recovers from red through yellow does not raise this warning "
+                f"Acceptance is below {green} on {evidence_text}, and not below {red}: "
+                "speculation still helps but less than it could, and a further drop turns it "
+                f"red. A slice whose evidence cannot tell it from {green} does not warn. A "
+                "slice that recovers from red through yellow does not raise this warning "
                 "within the hour after (the red alert covered it)."
             ),
             confirm=confirm,
@@ -107,6 +126,12 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             ),
         ),
     ]
+
+
+def _zone_names(settings: Settings) -> tuple[str, ...]:
+    return Q.zone_windows(
+        (settings.window.length_seconds, *settings.zones.evidence_windows_seconds)
+    )
 
 
 def _burn_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:

@@ -34,6 +34,14 @@ def duration(seconds: float) -> str:
     return f"{millis}ms"
 
 
+def parse_duration(text: str) -> float:
+    """`duration`'s inverse for one unit: '45m' -> 2700."""
+    for unit, size in (("ms", 0.001), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if text.endswith(unit) and text[: -len(unit)].isdigit():
+            return int(text[: -len(unit)]) * size
+    raise ValueError(f"not a duration: {text!r}")
+
+
 class Windows:
     """Windows of one rendering: production lengths divided by `time_scale`."""
 
@@ -43,7 +51,11 @@ class Windows:
         self.time_scale = time_scale
 
     def __call__(self, name_or_seconds: str | float) -> str:
-        seconds = WINDOWS[name_or_seconds] if isinstance(name_or_seconds, str) else name_or_seconds
+        """A window by its name (`WINDOWS`, or any `duration`) or its length in seconds."""
+        if isinstance(name_or_seconds, str):
+            seconds = WINDOWS.get(name_or_seconds) or parse_duration(name_or_seconds)
+        else:
+            seconds = name_or_seconds
         return duration(seconds / self.time_scale)
 
 
@@ -84,6 +96,42 @@ def effective_trials(level: str, window: str) -> str:
 def t_quantile(level: str, window: str) -> str:
     """Student's t on (requests - 1) degrees of freedom, for the window's bounds."""
     return record(level, C.RECORDED_T_QUANTILE, f"robust{window}")
+
+
+def robust_alpha(level: str, window: str) -> str:
+    """alpha-hat from the window's counters of series at least as old as the window: the
+    centre of its bounds and evidence."""
+    return record(level, C.ACCEPTANCE_ALPHA, f"robust{window}")
+
+
+def degrees_of_freedom(level: str, window: str) -> str:
+    return record(level, C.RECORDED_DEGREES_OF_FREEDOM, f"robust{window}")
+
+
+def evidence(level: str, window: str) -> str:
+    """The zones' log-likelihood ratio over one window, per `threshold` (analysis/evidence.py)."""
+    return record(level, C.RECORDED_EVIDENCE, f"robust{window}")
+
+
+def evidence_widening(level: str, window: str) -> str:
+    return record(level, C.RECORDED_EVIDENCE_WIDENING, f"robust{window}")
+
+
+def evidence_gate(level: str, window: str) -> str:
+    """1 where the window passes the sample gates, 0.5 where it passes half of them."""
+    return record(level, C.RECORDED_EVIDENCE_GATE, f"robust{window}")
+
+
+# The deciding evidence over the zone windows, per `threshold`: that of the shortest window
+# sure at the entry bar among those past the whole gates (what enters a verdict), and at the
+# exit bar among those past half of them (what ends one); absent where none is sure.
+EVIDENCE_ENTRY = record("slice", C.RECORDED_EVIDENCE, "entry")
+EVIDENCE_EXIT = record("slice", C.RECORDED_EVIDENCE, "exit")
+
+
+def zone_windows(seconds: tuple[float, ...]) -> tuple[str, ...]:
+    """The names of the zone windows (the verdict window and the evidence windows)."""
+    return tuple(duration(s) for s in sorted(seconds))
 
 
 def vllm_rate(level: str, window: str) -> str:

@@ -3,12 +3,20 @@
 Every ratio is numerator rate over denominator rate, each summed over pods and engines before
 dividing; never an average of ratios. Names follow `level:metric:operations`.
 
-alpha-hat's bounds are the sidecar's request-level interval (analysis/stats.py), from the
-per-slice sums over requests the sidecar exports: the design effect
-max(1, robust variance / binomial variance), Student's t on requests - 1 degrees of freedom
-(the same Cornish-Fisher polynomial as the sidecar), then Wilson's bounds on
-trials / design effect. Where the binomial variance is 0 (every draft accepted, or none) the
-design effect is 1, as in the sidecar.
+alpha-hat's bounds are the sidecar's request-level interval (analysis/stats.py), from the sums
+over requests the sidecar exports (per slice; per model, each request counted once with its
+whole sums): the design effect max(1, robust variance / binomial variance), Student's t on
+requests - 1 degrees of freedom (exact in a table up to 20, the Cornish-Fisher polynomial
+past it, within 1e-7), then Wilson's bounds on trials / design effect. Where the binomial
+variance is 0 (every draft accepted, or none) the design effect is 1, as in the sidecar.
+
+A bound reads only series at least as old as its window: `increase()` extrapolates a series
+that starts inside its range, each counter by its own first value, so a young series' moments
+disagree with each other (a design effect of 1 for one that has 11). A pod newer than the
+window is left out of that window's bounds and evidence until it is old enough.
+
+The zones' evidence (analysis/evidence.py) is recorded per zone window and threshold, and its
+strongest over the windows is what SpecDecodeSliceRed / Yellow enter and leave on.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from specwatch import conventions as C
-from specwatch.analysis.stats import t_coefficients
+from specwatch.analysis.stats import t_coefficients, t_quantile, t_table_df, tail_confidence
 from specwatch.gen import promql as Q
 from specwatch.settings import Settings
 
@@ -32,19 +40,64 @@ def wilson_expr(p: str, n: str, t: str, bound: str) -> str:
     )
 
 
-def _robust_rules(level: str, w: str, confidence: float) -> list[dict[str, Any]]:
+def t_expr(df: str, confidence: float) -> str:
+    """Student's t two-sided quantile on the degrees-of-freedom series `df` (whole numbers, at
+    least 1): the sidecar's exact values up to `t_table_df`, the Cornish-Fisher polynomial past
+    it (tests/unit/test_stats.py and tests/artifacts/test_rules.py hold both to the sidecar)."""
+    top = t_table_df(confidence)
+    table = "\n".join(
+        f"+ ({df} == bool {k}) * {t_quantile(confidence, k)!r}" for k in range(1, top + 1)
+    )
+    polynomial = " + ".join(
+        f"{c!r}" if i == 0 else f"{c!r} / {df} ^ {i}"
+        for i, c in enumerate(t_coefficients(confidence))
+    )
+    return f"0\n{table}\n+ ({df} > bool {top}) * ({polynomial})"
+
+
+def _sum_increase(counter: str, group: str, w: str, windows: Q.Windows) -> str:
+    """The window's increase over the series at least as old as the window (module docstring)."""
+    total, span = f"{counter}_total", windows(w)
+    return f"sum by ({group}) (increase({total}[{span}]) and {total} offset {span})"
+
+
+def _moments(level: str) -> tuple[str, str, str, str]:
+    """The counters of requests and their sums of a^2, a t and t^2: per slice, or per model
+    with each request once and its whole sums (conventions/counters.py)."""
+    if level == "model":
+        return (
+            C.MODEL_REQUESTS,
+            C.MODEL_REQUEST_ACCEPTED_SQUARED,
+            C.MODEL_REQUEST_ACCEPTED_X_TRIALS,
+            C.MODEL_REQUEST_TRIALS_SQUARED,
+        )
+    return (
+        C.SLICE_REQUESTS,
+        C.REQUEST_ACCEPTED_SQUARED,
+        C.REQUEST_ACCEPTED_X_TRIALS,
+        C.REQUEST_TRIALS_SQUARED,
+    )
+
+
+def _robust_rules(
+    level: str, w: str, windows: Q.Windows, settings: Settings
+) -> list[dict[str, Any]]:
     """The design effect, t and the bounds of alpha-hat over window `w` (see the docstring).
     Every operand is recorded `by` the same labels, so plain vector matching pairs them."""
-    p = Q.alpha(level, w)
-    trials = Q.increase(level, C.ACCEPTANCE_TRIALS, w)
-    n = Q.increase(level, C.SLICE_REQUESTS, w)
-    aa = Q.increase(level, C.REQUEST_ACCEPTED_SQUARED, w)
-    at = Q.increase(level, C.REQUEST_ACCEPTED_X_TRIALS, w)
-    tt = Q.increase(level, C.REQUEST_TRIALS_SQUARED, w)
-    c0, c1, c2, c3 = t_coefficients(confidence)
-    df = f"clamp_min({n} - 1, 1)"
-    deff, t = Q.design_effect(level, w), Q.t_quantile(level, w)
+    group = Q.by(Q.LEVELS[level])
     rules: list[dict[str, Any]] = [
+        {"record": Q.increase(level, name, w), "expr": _sum_increase(name, group, w, windows)}
+        for name in (C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS, *_moments(level))
+    ]
+    accepted = Q.increase(level, C.ACCEPTED_TOKENS, w)
+    trials = Q.increase(level, C.ACCEPTANCE_TRIALS, w)
+    n, aa, at, tt = (Q.increase(level, name, w) for name in _moments(level))
+    p, df = Q.robust_alpha(level, w), Q.degrees_of_freedom(level, w)
+    deff, t = Q.design_effect(level, w), Q.t_quantile(level, w)
+    confidence = settings.zones.confidence
+    rules += [
+        {"record": p, "expr": f"{accepted}\n/ {trials}"},
+        {"record": df, "expr": f"clamp_min(round({n}) - 1, 1)"},
         {
             "record": deff,
             "expr": (
@@ -56,10 +109,7 @@ def _robust_rules(level: str, w: str, confidence: float) -> list[dict[str, Any]]
             ),
         },
         {"record": Q.effective_trials(level, w), "expr": f"{trials} / {deff}"},
-        {
-            "record": t,
-            "expr": f"{c0:.9g} + {c1:.9g} / {df} + {c2:.9g} / {df} ^ 2 + {c3:.9g} / {df} ^ 3",
-        },
+        {"record": t, "expr": t_expr(df, confidence)},
     ]
     for bound in ("lower", "upper"):
         expr = wilson_expr(p, Q.effective_trials(level, w), t, bound)
@@ -67,8 +117,64 @@ def _robust_rules(level: str, w: str, confidence: float) -> list[dict[str, Any]]
     return rules
 
 
+def _evidence_rules(level: str, w: str, settings: Settings) -> list[dict[str, Any]]:
+    """Window `w`'s sample gate, widening and evidence per threshold (analysis/evidence.py):
+    (d0^2 - d1^2) / (2 v), v = design effect x widening x c (1 - c) / trials, where the
+    widening is (t / z)^2 at the tail of the verdict's bar. Recorded only where the window
+    passes half the gates (what keeps a verdict; the entry needs them whole: `gate` 1)."""
+    cfg = settings.zones
+    group = Q.by(Q.LEVELS[level])
+    on = f"on({group})"
+    trials = Q.increase(level, C.ACCEPTANCE_TRIALS, w)
+    n = Q.increase(level, _moments(level)[0], w)
+    p, gate = Q.robust_alpha(level, w), Q.evidence_gate(level, w)
+    widening, df = Q.evidence_widening(level, w), Q.degrees_of_freedom(level, w)
+
+    def passes(scale: float) -> str:
+        return (
+            f"({trials} >= {cfg.min_trials * scale:g} and {on} {n} >= {cfg.min_requests * scale:g})"
+        )
+
+    rules: list[dict[str, Any]] = [
+        {"record": gate, "expr": f"{passes(1)} * 0 + 1\nor {passes(0.5)} * 0 + 0.5"},
+        {
+            "record": widening,
+            "expr": f"(\n{t_expr(df, tail_confidence(cfg.evidence))}\n) ^ 2 / {2 * cfg.evidence:g}",
+        },
+    ]
+    for name, c in (("green", cfg.green), ("red", cfg.red)):
+        low, high, spread = c - cfg.indifference, c + cfg.indifference, c * (1 - c)
+        variance = f"{Q.design_effect(level, w)} * {widening} * {spread:.10g} / {trials}"
+        rules.append(
+            {
+                "record": Q.evidence(level, w),
+                "labels": {C.Label.THRESHOLD: name},
+                "expr": (
+                    f"(clamp_min({p} - {low:.10g}, 0) ^ 2 - clamp_min({high:.10g} - {p}, 0) ^ 2)\n"
+                    f"/ (2 * {variance})\nand {on} {gate}"
+                ),
+            }
+        )
+    return rules
+
+
+def _decided(windows: tuple[str, ...], threshold: str, bar: float, entry: bool) -> str:
+    """The evidence about `threshold` of the shortest zone window sure at `bar`, among those
+    past the whole gates (`entry`) or half of them: `or` keeps its left side where it has one,
+    so the windows are tried shortest first (analysis/evidence.Evidence.decided)."""
+    on = f"on({Q.by(Q.SLICE)})"
+    parts = []
+    for w in windows:
+        value = f'{Q.evidence("slice", w)}{{{C.Label.THRESHOLD}="{threshold}"}}'
+        sure = f"{value} and {on} abs({value}) >= {bar:g}"
+        if entry:
+            sure += f" and {on} {Q.evidence_gate('slice', w)} == 1"
+        parts.append(f"  ({sure})")
+    return f"\nor {on}\n".join(parts)
+
+
 def _level_rules(
-    level: str, labels: tuple[str, ...], windows: Q.Windows, confidence: float
+    level: str, labels: tuple[str, ...], windows: Q.Windows, settings: Settings
 ) -> list[Any]:
     rules: list[dict[str, Any]] = []
     group = Q.by(labels)
@@ -78,25 +184,13 @@ def _level_rules(
         C.DRAFT_TOKENS: C.DRAFT_TOKENS + "_total",
         C.SPEC_STEPS: C.SPEC_STEPS + "_total",
     }
-    for w in Q.RATE_WINDOWS:
+    zone = Q.zone_windows(_zone_seconds(settings))
+    for w in sorted(set(Q.RATE_WINDOWS) | set(zone), key=Q.parse_duration):
         for name, counter in counters.items():
             rules.append(
                 {
                     "record": Q.rate(level, name, w),
                     "expr": f"sum by ({group}) (rate({counter}[{windows(w)}]))",
-                }
-            )
-        for name in (
-            C.ACCEPTANCE_TRIALS,
-            C.SLICE_REQUESTS,
-            C.REQUEST_ACCEPTED_SQUARED,
-            C.REQUEST_ACCEPTED_X_TRIALS,
-            C.REQUEST_TRIALS_SQUARED,
-        ):
-            rules.append(
-                {
-                    "record": Q.increase(level, name, w),
-                    "expr": f"sum by ({group}) (increase({name}_total[{windows(w)}]))",
                 }
             )
         accepted = Q.rate(level, C.ACCEPTED_TOKENS, w)
@@ -114,7 +208,9 @@ def _level_rules(
                 "expr": f"1 + {accepted}\n/ {Q.rate(level, C.SPEC_STEPS, w)}",
             },
         ]
-        rules += _robust_rules(level, w, confidence)
+        rules += _robust_rules(level, w, windows, settings)
+        if w in zone:
+            rules += _evidence_rules(level, w, settings)
     positions = f"{group}, {C.Label.POSITION}"
     rules.append(
         {
@@ -125,7 +221,21 @@ def _level_rules(
             ),
         }
     )
+    if level == "slice":
+        cfg = settings.zones
+        for threshold in ("green", "red"):
+            for record, bar, entry in (
+                (Q.EVIDENCE_ENTRY, cfg.evidence, True),
+                (Q.EVIDENCE_EXIT, cfg.exit_evidence, False),
+            ):
+                expr = _decided(zone, threshold, bar, entry)
+                labels_of = {C.Label.THRESHOLD: threshold}
+                rules.append({"record": record, "labels": labels_of, "expr": expr})
     return rules
+
+
+def _zone_seconds(settings: Settings) -> tuple[float, ...]:
+    return (settings.window.length_seconds, *settings.zones.evidence_windows_seconds)
 
 
 def _slo_rules(settings: Settings, windows: Q.Windows) -> list[Any]:
@@ -169,7 +279,7 @@ def _slo_rules(settings: Settings, windows: Q.Windows) -> list[Any]:
 def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
     rules: list[Any] = []
     for level, labels in Q.LEVELS.items():
-        rules += _level_rules(level, labels, windows, settings.zones.confidence)
+        rules += _level_rules(level, labels, windows, settings)
     return [
         {"name": "specwatch.recording", "rules": rules},
         # A separate group: it reads the acceptance series the group above records.
