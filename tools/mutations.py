@@ -71,21 +71,109 @@ MUTATIONS = (
     ),
     Mutation(
         "settings: a byte budget below one response is refused",
-        "settings.py",
+        "settings/root.py",
         "if self.limits.max_observed_bytes < self.limits.max_response_bytes:",
         "if False:",
     ),
     Mutation(
-        "green exit band: leave below 0.70, not at 0.67",
-        "analysis/zones.py",
-        "leaving = interval.estimate <= cfg.green_exit",
-        "leaving = interval.estimate < cfg.green",
+        "a zone entered past its evidence bar, not at it",
+        "analysis/evidence.py",
+        "if (window.full or not full) and abs(value) >= bar:",
+        "if (window.full or not full) and abs(value) > bar:",
     ),
     Mutation(
-        "red exit band: leave at 0.50, not 0.53",
+        "where windows disagree, the longest sure one decides",
+        "analysis/evidence.py",
+        "        for window in self.windows:\n            value = window.green",
+        "        for window in reversed(self.windows):\n            value = window.green",
+    ),
+    Mutation(
+        "evidence without the widening for a variance known from few requests",
+        "analysis/evidence.py",
+        "    widen = (t_quantile(tail_confidence(bar), n - 1) ** 2) / (2.0 * bar)",
+        "    widen = 1.0",
+    ),
+    Mutation(
+        "a verdict left at the entry bar, not the exit bar",
         "analysis/zones.py",
-        "leaving = interval.estimate >= cfg.red_exit",
-        "leaving = interval.estimate >= cfg.red",
+        "_entry_verdict(evidence, cfg), cfg.exit_evidence",
+        "_entry_verdict(evidence, cfg), cfg.evidence",
+    ),
+    Mutation(
+        "red held back by the dwell time",
+        "analysis/zones.py",
+        "return target if target == Zone.RED or _dwelt(state, now, cfg) else zone",
+        "return target if _dwelt(state, now, cfg) else zone",
+    ),
+    Mutation(
+        "a late record counted in a window that no longer holds its bucket",
+        "analysis/evidence.py",
+        "            if index >= edge:\n                for i, value",
+        "            if True:\n                for i, value",
+    ),
+    Mutation(
+        "the model rollup's moments split at ctx buckets",
+        "analysis/analyzer.py",
+        "            rollup = Counts.of_request(spec.drafted, spec.accepted, self._max_position)",
+        "            rollup = Counts(self._max_position)\n"
+        "            for counts in parts.values():\n"
+        "                rollup.merge(counts)\n"
+        "            rollup.requests = 1",
+    ),
+    Mutation(
+        "a modelled gain on the assumed draft cost",
+        "analysis/speedup.py",
+        "if tau is None or k <= 0 or cost.source == ASSUMED:",
+        "if tau is None or k <= 0:",
+    ),
+    Mutation(
+        "a thin A/B window modelled, not insufficient",
+        "analysis/speedup.py",
+        "            return Gain.insufficient(spans[-1])\n",
+        "            pass\n",
+    ),
+    Mutation(
+        "the K table's gap filled from the lowest known bucket, not the nearest below",
+        "analysis/load.py",
+        "source = below[-1] if below else known[0]",
+        "source = below[0] if below else known[0]",
+    ),
+    Mutation(
+        "advise's K table at the default draft cost, not --cost-ratio",
+        "commands/ktable.py",
+        "k_table = table.k_table(model, cost, settings.zones.confidence, minimum)",
+        "default = settings.speedup.default_cost_ratio\n"
+        "        k_table = table.k_table(model, default, settings.zones.confidence, minimum)",
+    ),
+    Mutation(
+        "a drift alarm ended at min_delta, not half of it",
+        "analysis/drift.py",
+        "last_a / last_n >= p0 - cfg.min_delta / 2",
+        "last_a / last_n >= p0 - cfg.min_delta",
+    ),
+    Mutation(
+        "the rules' degrees of freedom: requests, not requests - 1",
+        "gen/rules.py",
+        'f"clamp_min(round({n}) - 1, 1)"',
+        'f"clamp_min(round({n}), 1)"',
+    ),
+    Mutation(
+        "SpecDecodeSliceRed pending 10 minutes, not 5",
+        "gen/alerts.py",
+        '            for_seconds=300,\n            summary="Speculative decoding is in the red',
+        '            for_seconds=600,\n            summary="Speculative decoding is in the red',
+    ),
+    Mutation(
+        "SpecDecodeSliceRed without its hysteresis",
+        "gen/alerts.py",
+        '        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > 0\\n"',
+        '        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > -1e9\\n"',
+    ),
+    Mutation(
+        "the rules' bounds from series younger than their window",
+        "gen/rules.py",
+        'return f"sum by ({group}) (increase({total}[{span}]) and {total} offset {span})"',
+        'return f"sum by ({group}) (increase({total}[{span}]))"',
     ),
     Mutation(
         "a step's position: the prompt, not prompt + 1",
@@ -132,8 +220,8 @@ MUTATIONS = (
     Mutation(
         "the measured gain unweighted by tokens",
         "analysis/speedup.py",
-        "sums.add(ts, tpot * decode, decode)",
-        "sums.add(ts, tpot, 1)",
+        "windowed.add(ts, tpot * decode, decode)",
+        "windowed.add(ts, tpot, 1)",
     ),
     Mutation(
         "vLLM's engine alpha with every step a rejection",
@@ -192,7 +280,7 @@ MUTATIONS = (
     ),
     Mutation(
         "max_position unbounded",
-        "settings.py",
+        "settings/service.py",
         "max_position: int = Field(default=16, ge=1, le=256)",
         "max_position: int = Field(default=16, ge=1)",
     ),
@@ -257,7 +345,12 @@ def run(mutation: Mutation, root: Path) -> bool:
         raise SystemExit(f"{mutation.name}: the original is not in {mutation.path} exactly once")
     path.write_text(source.replace(mutation.old, mutation.new))
     env = {**os.environ, "PYTHONPATH": str(root / "agent")}
+    # A generator's mutation is judged on the files it writes: they are written again first,
+    # so that the promtool suites, not the staleness check, must catch it.
+    generated = mutation.path.startswith("gen/")
     try:
+        if generated:
+            regenerate(root, env)
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "tests/unit",
              "tests/artifacts"],
@@ -265,7 +358,14 @@ def run(mutation: Mutation, root: Path) -> bool:
         )  # fmt: skip
     finally:
         path.write_text(source)
+        if generated:
+            regenerate(root, env)
     return result.returncode != 0
+
+
+def regenerate(root: Path, env: dict[str, str]) -> None:
+    command = [sys.executable, "-m", "specwatch", "generate", "--log-level", "warning"]
+    subprocess.run(command, cwd=root, env=env, capture_output=True, check=True)
 
 
 def copy_of_checkout(into: Path) -> Path:
