@@ -170,9 +170,9 @@ MUTATIONS = (
         '        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > -1e9\\n"',
     ),
     Mutation(
-        "the rules' bounds from series younger than their window",
+        "the rules' bounds from a young series' extrapolated increases",
         "gen/rules.py",
-        'return f"sum by ({group}) (increase({total}[{span}]) and {total} offset {span})"',
+        'return f"sum by ({group}) ((increase({total}[{span}]) and {total} offset {span}) or {total})"',
         'return f"sum by ({group}) (increase({total}[{span}]))"',
     ),
     Mutation(

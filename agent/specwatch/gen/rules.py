@@ -10,10 +10,10 @@ requests - 1 degrees of freedom (exact in a table up to 20, the Cornish-Fisher p
 past it, within 1e-7), then Wilson's bounds on trials / design effect. Where the binomial
 variance is 0 (every draft accepted, or none) the design effect is 1, as in the sidecar.
 
-A bound reads only series at least as old as its window: `increase()` extrapolates a series
+A bound takes a series younger than its window as it is: `increase()` extrapolates a series
 that starts inside its range, each counter by its own first value, so a young series' moments
-disagree with each other (a design effect of 1 for one that has 11). A pod newer than the
-window is left out of that window's bounds and evidence until it is old enough.
+disagree with each other (a design effect of 1 for one that has 11). A counter starts at 0, so
+its value is exactly what it counted since it began: `(increase(x[w]) and x offset w) or x`.
 
 The zones' evidence (analysis/evidence.py) is recorded per zone window and threshold, and its
 strongest over the windows is what SpecDecodeSliceRed / Yellow enter and leave on.
@@ -56,9 +56,10 @@ def t_expr(df: str, confidence: float) -> str:
 
 
 def _sum_increase(counter: str, group: str, w: str, windows: Q.Windows) -> str:
-    """The window's increase over the series at least as old as the window (module docstring)."""
+    """The window's increase, a series younger than the window taken as it is (module
+    docstring)."""
     total, span = f"{counter}_total", windows(w)
-    return f"sum by ({group}) (increase({total}[{span}]) and {total} offset {span})"
+    return f"sum by ({group}) ((increase({total}[{span}]) and {total} offset {span}) or {total})"
 
 
 def _moments(level: str) -> tuple[str, str, str, str]:
