@@ -172,8 +172,8 @@ MUTATIONS = (
     Mutation(
         "the rules' bounds from a young series' extrapolated increases",
         "gen/rules.py",
-        'return f"sum by ({group}) ((increase({total}[{span}]) and {total} offset {span}) or {total})"',
-        'return f"sum by ({group}) (increase({total}[{span}]))"',
+        "({total}[{span}]) and {total} offset {span}) or {total})",
+        "({total}[{span}])))",
     ),
     Mutation(
         "a step's position: the prompt, not prompt + 1",

@@ -48,9 +48,10 @@ def t_coefficients(confidence: float) -> tuple[float, ...]:
 
     The Cornish-Fisher expansion of t around the normal quantile z (Abramowitz & Stegun
     26.7.5), an asymptotic series: at 95% within 1e-7 from 21 degrees of freedom on, but 11%
-    short at 1 (24% with the four terms the rules had); far in the tail (the zones' evidence bar, z ~ 5.7) within 4e-6
-    only from 61 on. The recording rules use it past the exact table they carry for fewer
-    degrees of freedom (gen/rules.py: `t_table_df`); the sidecar uses `t_quantile`.
+    short at 1 (24% with the four terms the rules had); far in the tail (the zones' evidence
+    bar, z ~ 5.7) within 4e-6 only from 61 on. The recording rules use it past the exact
+    table they carry for fewer degrees of freedom (gen/rules.py: `t_table_df`); the sidecar
+    uses `t_quantile`.
     """
     z = z_for(confidence)
     return (
