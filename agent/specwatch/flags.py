@@ -39,6 +39,12 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--cycle-log", ("cycle_log", "path"), "append one JSON line per observed request"),
     Flag("--vllm-log", ("vllm_log",), "follow vLLM's log in FILE (vLLM in another container)"),
     Flag("--state-dir", ("state_dir",), "keep drift baselines across restarts in DIR"),
+    Flag(
+        "--speculative-config",
+        ("speculative_config",),
+        "the JSON vLLM runs with (serve reads vLLM's own)",
+    ),
+    Flag("--track", ("track",), "this pod's track in a rollout: stable (default), canary"),
     Flag("--scrape-interval", ("scrape_interval_seconds",), "seconds between scrapes (5)"),
     Flag("--drain-seconds", ("serve", "drain_seconds"), "how long streams may drain on stop (30)"),
     Flag("--baseline-upstream", ("ab", "baseline_upstream"), "a vLLM without speculation", "ab"),

@@ -111,6 +111,36 @@ class EngineLogRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SpecConfig:
+    """The speculative configuration a sidecar's vLLM runs and the track its pod is on: one
+    per process (sources/specconfig.py). `id` is a short hash of the speculative config and
+    vLLM's version, the same on every pod given the same inputs."""
+
+    id: str
+    method: str | None
+    draft: str | None
+    num_speculative_tokens: int | None
+    schedule: tuple[tuple[int, int, int], ...]
+    rejection_sample_method: str | None
+    vllm_version: str | None
+    track: str
+    model: str | None = None  # the target, where the command line says it
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "method": self.method,
+            "draft": self.draft,
+            "num_speculative_tokens": self.num_speculative_tokens,
+            "schedule": [list(row) for row in self.schedule],
+            "rejection_sample_method": self.rejection_sample_method,
+            "vllm_version": self.vllm_version,
+            "track": self.track,
+            "model": self.model,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ABState:
     """The A/B router at one moment, for export: what `/admin/ab` and the metrics show."""
 

@@ -21,7 +21,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, ProcessCollector
 
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.conventions import ParseSource
+from specwatch.analysis.changes import ConfigHistory, sums_of
+from specwatch.conventions import ParseSource, SliceSource
 from specwatch.export.admin import admin_app
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
@@ -30,11 +31,13 @@ from specwatch.health import Health
 from specwatch.model import EngineSample
 from specwatch.settings import Settings
 from specwatch.sources.ab import LOOPBACK_HOSTS, ABRouter, admin_routes, read_token
+from specwatch.sources.configwatch import ConfigWatch
 from specwatch.sources.cyclelog import CycleLogWriter
 from specwatch.sources.logfollow import LogFollower
 from specwatch.sources.observation import Observation, to_record
 from specwatch.sources.proxy import Proxy
 from specwatch.sources.scraper import Scraper
+from specwatch.sources.specconfig import read_speculative
 from specwatch.sources.state import StateFile
 from specwatch.sources.vllm_log import LogParseFailure, parse_line
 from specwatch.steps import ReadGate, finish
@@ -42,6 +45,7 @@ from specwatch.steps import ReadGate, finish
 log = structlog.get_logger("specwatch")
 
 STATE_SAVE_SECONDS = 60.0
+CONFIG_STATE_MAX_AGE = 90 * 86400.0  # a config's sums, and a change, are kept this long
 # a failed loop starts again after LOOP_RESTART_SECONDS, twice that after a second failure in a
 # row, ... up to LOOP_RESTART_MAX_SECONDS (see Sidecar._supervised)
 LOOP_RESTART_SECONDS = 1.0
@@ -71,9 +75,15 @@ class Sidecar:
         settings: Settings,
         clock: Callable[[], float] = time.time,
         fresh_engine: bool = False,
+        target: str | None = None,
     ) -> None:
-        """`fresh_engine`: vLLM was started with specwatch, its counters count from zero."""
+        """`fresh_engine`: vLLM was started with specwatch, its counters count from zero;
+        `target`: the model vLLM serves, where its command line says it."""
         self.settings = settings
+        spec = read_speculative(settings.speculative_config)
+        self.config = ConfigWatch(settings.upstream, spec, settings.track, target)
+        self.history: ConfigHistory | None = None  # once the config is resolved
+        self._config_state = StateFile(settings.state_dir, "config") if settings.state_dir else None
         self._clock = clock
         self.health = Health()
         self.analyzer = Analyzer(settings, started=clock(), fresh_engine=fresh_engine)
@@ -141,6 +151,10 @@ class Sidecar:
 
     async def _consume(self) -> None:
         queue = self._queue
+        if self.history is None:
+            await self.config.resolved.wait()  # every record is labelled with the config
+            self.history = ConfigHistory(self.config.config, self.settings)
+            self._restore_config()
         while True:
             observation = await queue.get()
             await self._gate.clear()  # then nothing reads in steps until the queue is empty
@@ -179,7 +193,13 @@ class Sidecar:
         budget = self.proxy.budget
         health, ab = self.health.snapshot(budget.held, budget.limit), self.router.snapshot()
         snapshot = yield from self.analyzer.snapshot_steps(self._clock())
-        return Reading(snapshot, health, ab)
+        history, change = self.history, None
+        if history is not None and history.changed is not None:
+            views = (*snapshot.slices, *snapshot.rollups)
+            live = {v.key: sums_of(v.since_start) for v in views if v.source == SliceSource.PROXY}
+            change = history.view(live)
+        changes = 0 if history is None else history.changes
+        return Reading(snapshot, health, ab, self.config.config, change, changes)
 
     # --- timers --------------------------------------------------------------------------------
 
@@ -238,8 +258,24 @@ class Sidecar:
             return
         try:
             self._state.save(self.analyzer.drift_state(), self._clock())
+            if self._config_state is not None and self.history is not None:
+                live = self.analyzer.since_start_sums()
+                self._config_state.save(self.history.state(live), self._clock())
         except OSError as error:  # a full disk costs the saved baseline, not the sidecar
             log.warning("state_save_failed", path=str(self._state.path), error=repr(error))
+
+    def _restore_config(self) -> None:
+        """The config's sums from earlier runs, or the change from the config before."""
+        if self._config_state is None or self.history is None:
+            return
+        data = self._config_state.load(self._clock(), CONFIG_STATE_MAX_AGE)
+        if data is None:
+            return
+        try:
+            self.history.restore(data, self._clock())
+        except ValueError as error:
+            path = str(self._config_state.path)
+            log.warning("state_fresh", path=path, reason=f"corrupt: {error}")
 
     async def drain(self, seconds: float) -> None:
         """Refuse new requests (503) and wait up to `seconds` for those in flight to finish."""
@@ -281,7 +317,12 @@ class Sidecar:
             self.engine_sample,
             self._clock,
         )
-        loops: list[Callable[[], Awaitable[None]]] = [self._consume, self._evaluate, scraper.run]
+        loops: list[Callable[[], Awaitable[None]]] = [
+            self.config.run,
+            self._consume,
+            self._evaluate,
+            scraper.run,
+        ]
         if self.settings.vllm_log is not None:
             loops.append(LogFollower(self.settings.vllm_log, self.log_line).run)
         rollback_file = self.settings.ab.rollback_file

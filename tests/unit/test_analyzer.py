@@ -96,7 +96,7 @@ def test_a_request_across_ctx_buckets_is_one_unit_of_its_model_with_its_whole_mo
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SpecwatchCollector(lambda: Reading(snapshot)))
     value = registry.get_sample_value
-    model = {"model": "m"}
+    model = {"model": "m", "config": C.UNKNOWN_CONFIG, "track": C.TRACK_STABLE}
     assert (2, 45, 60, 80) == (
         value(C.MODEL_REQUESTS + "_total", model),
         value(C.MODEL_REQUEST_ACCEPTED_SQUARED + "_total", model),

@@ -19,8 +19,10 @@ from specwatch.health import Health
 from specwatch.model import ABState, Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 
-SLICE = {"model": "m", "ctx_bucket": "0-512", "task": "code"}
-ROLLUP = {"model": "m", "ctx_bucket": "all", "task": "all"}
+# a reading without a resolved config: the run labels every series of the analysis carries
+RUN = {"config": C.UNKNOWN_CONFIG, "track": C.TRACK_STABLE}
+SLICE = {"model": "m", "ctx_bucket": "0-512", "task": "code", **RUN}
+ROLLUP = {"model": "m", "ctx_bucket": "all", "task": "all", **RUN}
 
 
 def record(i: int, accepted: tuple[int, ...]) -> RequestRecord:

@@ -104,9 +104,11 @@ def test_the_sidecars_own_families_come_out_identical() -> None:
     assert b"specwatch_load_gain_ratio{" in body
 
     # variable K: each speculative request drafted 4, 4, 2, 4 and accepted 4, 1, 2, 0
+    run = {"config": C.UNKNOWN_CONFIG, "track": C.TRACK_STABLE}
+
     def total(name: str, length: str) -> float:
         values = [
-            registry.get_sample_value(name, {"model": f"m{m}", "draft_length": length})
+            registry.get_sample_value(name, {"model": f"m{m}", "draft_length": length, **run})
             for m in range(3)
         ]
         return sum(v for v in values if v is not None)
@@ -170,10 +172,10 @@ def test_the_writers_kept_numbers_and_templates_write_each_value_as_it_is() -> N
     for values in rounds:
         gauge, histogram = Family(C.ACCEPTANCE_RATE), Family(C.TTFT_SECONDS)
         for i, value in enumerate(values):
-            gauge.add((f"m{i}", "100%s", "%d%%"), value)
+            gauge.add((f"m{i}", "100%s", "%d%%", "c%", "stable"), value)
         ttft = Histogram(C.TTFT_BUCKETS)
         for value in values:
             ttft.observe(abs(value) if value == value else value)
-        histogram.add_histogram(("m%", "%s", "chat", "spec"), ttft)
+        histogram.add_histogram(("m%", "%s", "chat", "spec", "%x", "canary"), ttft)
         expected = generate_latest(registry_of(gauge.to_metric(), histogram.to_metric()))
         assert exposition.write([gauge, histogram]) == expected, values

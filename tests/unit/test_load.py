@@ -177,8 +177,11 @@ def test_the_load_window_forgets_and_metrics_carry_every_load_bucket(tmp_path: P
     registry.register(SpecwatchCollector(lambda: Reading(analyzer.snapshot(end))))
     value = registry.get_sample_value
     accepted = sum(sum(r.spec.accepted) for r in records if r.spec and r.in_flight == 1)
-    assert accepted == value("specwatch_load_accepted_tokens_total", {"model": "m", "load": "1"})
-    advised = {"model": "m", "load": "33-64"}
+    run = {"config": C.UNKNOWN_CONFIG, "track": C.TRACK_STABLE}
+    assert accepted == value(
+        "specwatch_load_accepted_tokens_total", {"model": "m", "load": "1", **run}
+    )
+    advised = {"model": "m", "load": "33-64", **run}
     assert 0 == value("specwatch_load_advised_num_speculative_tokens", advised)
     upper = value("specwatch_load_gain_ratio", {**advised, "method": "measured", "bound": "upper"})
     assert upper is not None

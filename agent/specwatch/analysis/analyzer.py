@@ -185,8 +185,7 @@ class Analyzer:
         return self._speedup.gain(key.model, rollup, tau, counts.max_drafted, cost, now)
 
     def evaluate(self, now: float) -> None:
-        """One zone and drift evaluation of every slice and rollup, in one go; logs each
-        change (`evaluate_steps`)."""
+        """One zone and drift evaluation of every slice and rollup, in one go (`evaluate_steps`)."""
         finish(self.evaluate_steps(now, math.inf))
 
     def evaluate_steps(self, now: float, step: float = 0.001) -> Generator[None, None, None]:
@@ -206,13 +205,11 @@ class Analyzer:
                 self._unchanged_since(changes)
                 last = clock()
             cost = costs.get(key.model, default_cost)
-            # A finer slice that an evaluation left insufficient is a fixed point of the zone
-            # rules while its window and the cost stay as they were: its counts did not pass
-            # the gates then, and from insufficient the full gates apply, so they do not now;
-            # its gain is modelled from the same tau, K and cost (so `slower`, and the time it
-            # keeps, read the same), and nothing else in its state moves. Most slices of a wide
-            # deployment are such at most evaluations; they are passed over
-            # (tests/unit/test_analyzer.py checks every state against evaluating them all).
+            # A finer slice an evaluation left insufficient is a fixed point of the zone rules
+            # while its windows and the cost stay as they were: from insufficient the full gates
+            # apply, which its windows did not pass; its gain is modelled from the same tau, K
+            # and cost, and nothing else in its state moves. Most slices of a wide deployment
+            # are such at most evaluations (tests/unit/test_analyzer.py checks every state).
             finer = key.ctx_bucket != C.ALL and source == C.SliceSource.PROXY
             if finer:
                 mark = (self._window.version(key), self._evidence.version(key, now), cost)
@@ -255,6 +252,11 @@ class Analyzer:
         self._judged[key] = (versions or (-1, -1, entry), evidence)
         return evidence
 
+    def since_start_sums(self) -> dict[SliceKey, Sums]:
+        """alpha-hat's sums since the start, per slice and rollup the proxy saw."""
+        keys = list(self._window.keys())
+        return {key: Sums.of(self._window.since_start(key), "alpha") for key in keys}
+
     def evidence(self, key: SliceKey) -> Evidence | None:
         """The evidence the latest evaluation judged `key` on (None: none, or not judged)."""
         judged = self._judged.get(key)
@@ -278,11 +280,8 @@ class Analyzer:
 
     def red_models(self) -> set[str]:
         """Models whose overall (`all`) zone is red now."""
-        return {
-            key.model
-            for key, state in self._zones.items()
-            if key.ctx_bucket == C.ALL and state.zone == C.Zone.RED
-        }
+        zones = self._zones.items()
+        return {k.model for k, state in zones if k.ctx_bucket == C.ALL and state.zone == C.Zone.RED}
 
     def _view(
         self,

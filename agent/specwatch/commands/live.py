@@ -12,6 +12,7 @@ import structlog
 from specwatch.commands.loop import until_signal
 from specwatch.runtime import Sidecar
 from specwatch.settings import Settings
+from specwatch.sources.specconfig import SPECULATIVE_FLAGS, flag_value, target_of
 from specwatch.sources.supervisor import VllmProcess, prepare_command
 
 log = structlog.get_logger("specwatch")
@@ -35,8 +36,12 @@ async def run_serve(settings: Settings, vllm_argv: list[str]) -> int:
     print(f"specwatch: starting vLLM: {shlex.join(command.argv)}", file=sys.stderr)
     if command.added:
         print(f"specwatch: added to the vLLM command: {shlex.join(command.added)}", file=sys.stderr)
-    settings = settings.model_copy(update={"upstream": command.upstream})
-    sidecar = Sidecar(settings, fresh_engine=True)
+    # what vLLM is told is what the sidecar reports (its own --speculative-config aside)
+    speculative = flag_value(vllm_argv, SPECULATIVE_FLAGS) or settings.speculative_config
+    settings = settings.model_copy(
+        update={"upstream": command.upstream, "speculative_config": speculative}
+    )
+    sidecar = Sidecar(settings, fresh_engine=True, target=target_of(vllm_argv))
     child = VllmProcess(command, sidecar.log_line)
     await child.start()
     try:

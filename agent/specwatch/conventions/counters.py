@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from specwatch.conventions.names import SLICE_LABELS, Label
+from specwatch.conventions.names import RUN_LABELS, SLICE_LABELS, Label
 from specwatch.conventions.table import Kind, _metric
 
 _C = Kind.COUNTER
-_SLICE = SLICE_LABELS
-_MODEL = (Label.MODEL,)
+_SLICE = (*SLICE_LABELS, *RUN_LABELS)
+_MODEL = (Label.MODEL, *RUN_LABELS)
 
 # Per-slice counters: numerators and denominators; sum across pods before dividing.
 SPEC_STEPS: Final = _metric(

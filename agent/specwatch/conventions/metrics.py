@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Final
 
 from specwatch.conventions.counters import *  # noqa: F403  (first in the metric table)
-from specwatch.conventions.names import REQUEST_LABELS, SLICE_LABELS, Label
+from specwatch.conventions.names import REQUEST_LABELS, RUN_LABELS, SLICE_LABELS, Label
 from specwatch.conventions.table import Kind, _metric
 
 _C, _G, _H = Kind.COUNTER, Kind.GAUGE, Kind.HISTOGRAM
-_SLICE = SLICE_LABELS
-_REQUEST = REQUEST_LABELS
+_SLICE = (*SLICE_LABELS, *RUN_LABELS)
+_REQUEST = (*REQUEST_LABELS, *RUN_LABELS)
+_MODEL = (Label.MODEL, *RUN_LABELS)
 
 # Request-level series: the ctx bucket of the prompt length, and the A/B variant.
 REQUESTS: Final = _metric(
@@ -104,10 +105,10 @@ ADVISED_NUM_SPECULATIVE_TOKENS: Final = _metric(
     _G,
     "The draft length K with the best predicted speedup from measured per-position "
     "acceptance over the window (0: speculation does not pay).",
-    (Label.MODEL,),
+    _MODEL,
 )
 # By draft length (variable K), per model since the start: rate and tau mix lengths.
-_DRAFT_LENGTH = (Label.MODEL, Label.DRAFT_LENGTH)
+_DRAFT_LENGTH = (*_MODEL, Label.DRAFT_LENGTH)
 DRAFT_LENGTH_STEPS: Final = _metric(
     "specwatch_draft_length_steps",
     _C,
@@ -123,7 +124,7 @@ DRAFT_LENGTH_ACCEPTED: Final = _metric(
 )
 
 # By load (analysis/load.py): model x batch-size bucket, never crossed with ctx x task.
-_LOAD = (Label.MODEL, Label.LOAD)
+_LOAD = (*_MODEL, Label.LOAD)
 LOAD_ACCEPTED_TOKENS: Final = _metric(
     "specwatch_load_accepted_tokens",
     _C,
@@ -185,20 +186,20 @@ VLLM_RUNNING: Final = _metric(
     "specwatch_vllm_requests_running",
     _G,
     "vLLM's num_requests_running from its /metrics, per model (the cross-check of in-flight).",
-    (Label.MODEL,),
+    _MODEL,
 )
 TRAFFIC_MIX_PSI: Final = _metric(
     "specwatch_traffic_mix_psi",
     _G,
     "PSI of the recent traffic mix against the drift baseline period (0.1 moderate, 0.25 major).",
-    (Label.MODEL, Label.DIMENSION),
+    (*_MODEL, Label.DIMENSION),
 )
 ACCEPTANCE_CHANGE: Final = _metric(
     "specwatch_acceptance_change",
     _G,
     "Change of the overall alpha-hat, recent period against baseline, split into the traffic "
     "mix's part and the slices' own (rate) part.",
-    (Label.MODEL, Label.PART),
+    (*_MODEL, Label.PART),
 )
 
 # Health of the sidecar itself.
@@ -210,7 +211,7 @@ COVERAGE_RATIO: Final = _metric(
     _G,
     "Draft tokens seen by the proxy / counted by vLLM over the window (1: nothing bypassed the "
     "proxy; below 1: requests bypassed it, or were aborted mid-stream).",
-    (Label.MODEL,),
+    _MODEL,
 )
 PARSE_ERRORS: Final = _metric(
     "specwatch_parse_errors",
@@ -248,6 +249,25 @@ PROXY_OVERHEAD_SECONDS: Final = _metric(
 )
 PROXY_OVERHEAD_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 BUILD_INFO: Final = _metric("specwatch_build_info", Kind.INFO, "specwatch build.", (Label.VERSION,))
+SPEC_CONFIG_INFO: Final = _metric(
+    "specwatch_spec_config_info",
+    Kind.INFO,
+    "The speculative config this sidecar's vLLM runs: `config` is the id on every series of "
+    "the analysis.",
+    (
+        Label.CONFIG,
+        Label.TRACK,
+        Label.METHOD,
+        Label.DRAFT,
+        Label.NUM_SPECULATIVE_TOKENS,
+        Label.VLLM_VERSION,
+    ),
+)
+CONFIG_CHANGES: Final = _metric(
+    "specwatch_config_changes",
+    _C,
+    "Starts with another speculative config than the state directory's last (/status change).",
+)
 
 # vLLM's own view, read from its /metrics and its log (the cross-check).
 VLLM_ACCEPTANCE_ALPHA: Final = _metric(
@@ -255,13 +275,13 @@ VLLM_ACCEPTANCE_ALPHA: Final = _metric(
     _G,
     "vLLM's engine-wide alpha-hat over the window, from its own counters (reference; absent "
     "without per-position counters).",
-    (Label.MODEL, Label.BOUND),
+    (*_MODEL, Label.BOUND),
 )
 VLLM_ACCEPTANCE_RATE: Final = _metric(
     "specwatch_vllm_acceptance_rate",
     _G,
     "vLLM's engine-wide acceptance rate over the window, from its own counters.",
-    (Label.MODEL,),
+    _MODEL,
 )
 VLLM_COUNTER_RESETS: Final = _metric(
     "specwatch_vllm_counter_resets", _C, "Times vLLM's counters went backwards (a vLLM restart)."
@@ -297,13 +317,13 @@ SHADOW_COMPARISONS: Final = _metric(
     "specwatch_shadow_comparisons",
     _C,
     "Greedy requests whose output was compared with the baseline's (shadow check).",
-    (Label.MODEL,),
+    _MODEL,
 )
 OUTPUT_DIVERGENCE: Final = _metric(
     "specwatch_output_divergence",
     _C,
     "Shadow comparisons whose outputs differed: speculation was not lossless.",
-    (Label.MODEL,),
+    _MODEL,
 )
 SHADOW_SKIPPED: Final = _metric(
     "specwatch_shadow_skipped",

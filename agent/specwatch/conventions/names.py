@@ -30,10 +30,19 @@ class Label(StrEnum):
     LOAD = "load"  # batch-size bucket: requests in flight when a request started
     DRAFT_LENGTH = "draft_length"  # tokens a step drafted (variable K)
     THRESHOLD = "threshold"  # of the zones' recorded evidence: green or red
+    CONFIG = "config"  # the speculative config's id (sources/specconfig.py)
+    TRACK = "track"  # the pod's place in a rollout: stable, canary
+    BASELINE_CONFIG = "baseline_config"  # a canary comparison's stable side
+    DRAFT = "draft"  # of the config info: the draft model, empty for ngram
+    NUM_SPECULATIVE_TOKENS = "num_speculative_tokens"
+    VLLM_VERSION = "vllm_version"
 
 
 SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)
 REQUEST_LABELS: Final = (*SLICE_LABELS, Label.VARIANT)
+# what every series of the analysis also carries: the config and track of the process that
+# counted it (one value each per process), so configs and tracks are never summed together
+RUN_LABELS: Final = (Label.CONFIG, Label.TRACK)
 
 
 class LabelValue(StrEnum):
@@ -47,6 +56,9 @@ class LabelValue(StrEnum):
 ALL: Final = LabelValue.ALL
 OTHER: Final = LabelValue.OTHER
 UNKNOWN_CTX: Final = LabelValue.UNKNOWN
+UNKNOWN_CONFIG: Final = "unknown"  # the config label before vLLM's version is known, or none
+TRACK_STABLE: Final = "stable"
+TRACK_CANARY: Final = "canary"
 
 
 class Variant(StrEnum):
@@ -182,3 +194,4 @@ class AlertName(StrEnum):
     ROLLED_BACK = "SpecDecodeRolledBack"
     OUTPUT_DIVERGENCE = "SpecDecodeOutputDivergence"
     OUTPUT_DIVERGENCE_HIGH = "SpecDecodeOutputDivergenceHigh"
+    CANARY_WORSE = "SpecDecodeCanaryWorse"

@@ -19,6 +19,17 @@ RECORDED_DEGREES_OF_FREEDOM: Final = "specwatch_acceptance_degrees_of_freedom"
 RECORDED_EVIDENCE: Final = "specwatch_zone_evidence"
 RECORDED_EVIDENCE_WIDENING: Final = "specwatch_zone_evidence_widening"
 RECORDED_EVIDENCE_GATE: Final = "specwatch_zone_evidence_gate"
+# canary against stable (gen/canary.py): each side's variance of alpha-hat, the stable config
+# compared with, the slices compared (both sides past the gates), the difference and its
+# bounds, and the measured gain of canary over stable
+RECORDED_VARIANCE: Final = "specwatch_acceptance_variance"
+RECORDED_CANARY_BASELINE: Final = "specwatch_canary_baseline_trials"
+RECORDED_CANARY_COMPARED: Final = "specwatch_canary_compared"
+RECORDED_CANARY_DIFFERENCE: Final = "specwatch_canary_alpha_difference"
+RECORDED_CANARY_DF: Final = "specwatch_canary_degrees_of_freedom"
+RECORDED_CANARY_T: Final = "specwatch_canary_t_quantile"
+RECORDED_CANARY_Z: Final = "specwatch_canary_family_z"
+RECORDED_CANARY_GAIN: Final = "specwatch_canary_gain"
 
 
 def bound_metric(bound: str) -> str:

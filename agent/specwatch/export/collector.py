@@ -23,11 +23,12 @@ from specwatch import conventions as C
 from specwatch.analysis.analyzer import SliceView, Snapshot
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.speedup import INSUFFICIENT
-from specwatch.analysis.stats import Interval
-from specwatch.export.families import Family, Group, histogram_group, run_labels
+from specwatch.export import model_families, ops_families
+from specwatch.export.families import Family, Group, bounds_group, histogram_group, run_labels
+from specwatch.export.model_families import Run
 from specwatch.export.status import Reading
 from specwatch.health import HealthSnapshot
-from specwatch.model import ABState, RequestKey, SliceKey
+from specwatch.model import RequestKey, SpecConfig
 from specwatch.settings import CostSettings
 from specwatch.steps import finish
 
@@ -56,25 +57,21 @@ _ONE_HOT: dict[str, tuple[float, ...]] = {
 _NONE_HOT = (0.0,) * len(_ZONES)
 
 
-def _bounds(target: Family, labels: tuple[str, ...], interval: Interval) -> None:
-    target.groups.append(_bounds_group(labels, interval))
-
-
 _Outcome = tuple[RequestKey, str]  # a request slice and an outcome: a requests_total series
 _JUDGEMENTS = (C.ZONE, C.ACCEPTANCE_ALPHA, C.ACCEPTANCE_RATE, C.MEAN_ACCEPTANCE_LENGTH,
                C.WINDOW_TRIALS, C.WINDOW_REQUESTS, C.ESTIMATED_GAIN_RATIO, C.DRIFT_STATISTIC,
                C.DRIFT_ALARM)  # fmt: skip
 
 
-def _counter_groups(key: SliceKey, total: Counts) -> tuple[Group, ...]:
+def _counter_groups(labels: tuple[str, ...], total: Counts) -> tuple[Group, ...]:
     """A slice's group in each since-start counter family, then its two per-position runs
     (up to the largest K drafted, but not past the positions counted: limits.max_position)."""
     k = min(total.max_drafted, len(total.by_position))
     positions = run_labels(k)
     return (
-        *[(key, None, (value,)) for value in _SINCE_START(total)],
-        (key, positions, tuple(total.by_position[:k])),
-        (key, positions, tuple(total.drafted_by_position[:k])),
+        *[(labels, None, (value,)) for value in _SINCE_START(total)],
+        (labels, positions, tuple(total.by_position[:k])),
+        (labels, positions, tuple(total.drafted_by_position[:k])),
     )
 
 
@@ -86,14 +83,14 @@ def _columns(names: tuple[str, ...], parts: list[tuple[Group | None, ...]]) -> I
         yield target
 
 
-def _judgement_groups(view: SliceView) -> tuple[Group | None, ...]:
+def _judgement_groups(view: SliceView, run: Run) -> tuple[Group | None, ...]:
     """A slice's or rollup's group in each of `_JUDGEMENTS`, None where it has none."""
-    labels, stats, gain = view.key, view.stats, view.gain
+    labels, stats, gain = (*view.key, *run), view.stats, view.gain
     statistic = None if view.drift is None else view.drift.statistic
     alarm = view.drift is not None and view.drift.alarm
     return (
         (labels, _ZONES, _ONE_HOT.get(view.zone, _NONE_HOT)),
-        _bounds_group(labels, stats.alpha),
+        bounds_group(labels, stats.alpha),
         None if stats.rate is None else (labels, None, (stats.rate.estimate,)),
         None if stats.tau is None else (labels, None, (stats.tau.estimate,)),
         (labels, None, (view.window.trials,)),
@@ -106,10 +103,12 @@ def _judgement_groups(view: SliceView) -> tuple[Group | None, ...]:
     )  # fmt: skip
 
 
-def _bounds_group(labels: tuple[str, ...], interval: Interval | None) -> Group | None:
-    if interval is None:
-        return None
-    return (labels, _BOUNDS, (interval.estimate, interval.lower, interval.upper))
+def _config_info(config: SpecConfig) -> Family:
+    info = Family(C.SPEC_CONFIG_INFO)
+    k = config.num_speculative_tokens
+    optional = (config.method, config.draft, None if k is None else str(k), config.vllm_version)
+    info.add((config.id, config.track, *(value or "" for value in optional)), 1.0)
+    return info
 
 
 class _Kept:
@@ -153,6 +152,7 @@ class SpecwatchCollector(Collector):
         # the requests' (key, outcome)s sorted, with their labels, while no key comes or goes
         self._request_order: tuple[set[_Outcome], list[tuple[_Outcome, tuple[str, ...]]]]
         self._request_order = (set(), [])
+        self._run: Run | None = None
 
     def collect(self) -> Iterator[Metric]:
         for target in self.families():
@@ -171,72 +171,90 @@ class SpecwatchCollector(Collector):
         """`families`, in steps (a part of the exposition each, a few milliseconds at most at
         full cardinality): yields between them."""
         snapshot = reading.snapshot
+        config = reading.config
+        run: Run = (
+            (C.UNKNOWN_CONFIG, C.TRACK_STABLE) if config is None else (config.id, config.track)
+        )
+        if run != self._run:  # (once: when the config is resolved, before any analysis)
+            self._run, self._counters, self._judged = run, _Kept(), _Kept()
+            self._histogram, self._request_order = {}, (set(), [])
         for kept in (self._counters, self._judged):
             kept.turn()
         out: list[Family] = []
         if reading.ab is not None and reading.ab.enabled:
-            out += self._ab(reading.ab)
+            out += ops_families.ab(reading.ab)
         if self._cost is not None and self._cost.price_per_accelerator_hour is not None:
-            out.append(self._replica_cost(self._cost))
-        out += yield from self._slice_counters(snapshot)
+            out.append(ops_families.replica_cost(self._cost))
+        out += yield from self._slice_counters(snapshot, run)
         yield
-        out += self._requests(snapshot, reading.health)
+        out += self._requests(snapshot, reading.health, run)
         yield
-        out += self._histograms(snapshot)
+        out += self._histograms(snapshot, run)
         yield
-        out += self._judgements(snapshot)
+        out += self._judgements(snapshot, run)
         yield
-        out += self._advice_and_mix(snapshot)
-        out += self._by_load(snapshot)
-        out += self._vllm(snapshot)
+        out += model_families.advice_and_mix(snapshot, run)
+        out += model_families.by_load(snapshot, run)
+        out += model_families.vllm(snapshot, run)
         if reading.health is not None:
-            out += self._health(snapshot, reading.health)
+            out += ops_families.health(snapshot, reading.health, run)
         info = Family(C.BUILD_INFO)
         info.add((__version__,), 1.0)
         out.append(info)
+        if config is not None:
+            out.append(_config_info(config))
+        changes = Family(C.CONFIG_CHANGES)
+        changes.add((), reading.config_changes)
+        out.append(changes)
         return out
 
-    def _slice_counters(self, snapshot: Snapshot) -> Generator[None, None, list[Family]]:
+    def _slice_counters(self, snapshot: Snapshot, run: Run) -> Generator[None, None, list[Family]]:
         """In steps of 128 slices (a slice whose counts moved costs ~30 us)."""
         kept, parts = self._counters, []
         for i, view in enumerate(snapshot.slices, 1):
             if not i % 128:
                 yield
             key, total = view.key, view.since_start
-            parts.append(kept.get(key, total) or kept.put(key, total, _counter_groups(key, total)))
+            labels = (*key, *run)
+            parts.append(
+                kept.get(key, total) or kept.put(key, total, _counter_groups(labels, total))
+            )
         names = (*_COUNTER_NAMES, C.ACCEPTED_BY_POSITION, C.DRAFTED_BY_POSITION)
         steps, accepted = Family(C.DRAFT_LENGTH_STEPS), Family(C.DRAFT_LENGTH_ACCEPTED)
         moments = [Family(name) for name in _MODEL_COUNTERS]
         for view in snapshot.rollups:
-            total, model = view.since_start, view.key.model
+            total, model = view.since_start, (view.key.model, *run)
             for d, n, a in total.by_drafted_length():
-                steps.add((model, str(d)), n)
-                accepted.add((model, str(d)), a)
+                steps.add((*model, str(d)), n)
+                accepted.add((*model, str(d)), a)
             if view.source == C.SliceSource.PROXY:  # vLLM's own counters have no requests
                 for family, value in zip(moments, _MODEL_MOMENTS(total), strict=True):
-                    family.add((model,), value)
+                    family.add(model, value)
         return [*_columns(names, parts), steps, accepted, *moments]
 
-    def _requests(self, snapshot: Snapshot, health: HealthSnapshot | None) -> Iterator[Family]:
+    def _requests(
+        self, snapshot: Snapshot, health: HealthSnapshot | None, run: Run
+    ) -> Iterator[Family]:
         counts = snapshot.requests
         keys, order = self._request_order
         if counts.keys() != keys:  # sorted again only when a key came (or went)
             ordered = sorted(counts, key=str)
-            order = [(key, (*key[0], key[1])) for key in ordered]
+            order = [(key, (*key[0], *run, key[1])) for key in ordered]
             self._request_order = (set(counts), order)
         requests = Family(C.REQUESTS)
         requests.groups = [(labels, None, (counts[key],)) for key, labels in order]
         for variant, n in sorted((health.dropped_by_variant if health else {}).items()):
-            requests.add((C.OTHER, C.UNKNOWN_CTX, C.OTHER, variant, C.Outcome.DROPPED), n)
+            dropped = (C.OTHER, C.UNKNOWN_CTX, C.OTHER, variant, *run, C.Outcome.DROPPED)
+            requests.add(dropped, n)
         yield requests
         prompt, completion = Family(C.PROMPT_TOKENS), Family(C.COMPLETION_TOKENS)
         tokens = snapshot.tokens.items()
-        prompt.groups = [(key, None, (p,)) for key, (p, _) in tokens]
-        completion.groups = [(key, None, (c,)) for key, (_, c) in tokens]
+        prompt.groups = [((*key, *run), None, (p,)) for key, (p, _) in tokens]
+        completion.groups = [((*key, *run), None, (c,)) for key, (_, c) in tokens]
         yield prompt
         yield completion
 
-    def _histograms(self, snapshot: Snapshot) -> Iterator[Family]:
+    def _histograms(self, snapshot: Snapshot, run: Run) -> Iterator[Family]:
         for name, per_key in snapshot.histograms.items():
             kept = self._histogram.get(name)
             if kept is None:
@@ -247,148 +265,18 @@ class SpecwatchCollector(Collector):
             for key, histogram in per_key.items():
                 groups.append(
                     kept.get(key, histogram)
-                    or kept.put(key, histogram, histogram_group(key, histogram))
+                    or kept.put(key, histogram, histogram_group((*key, *run), histogram))
                 )
             yield target
 
-    def _judgements(self, snapshot: Snapshot) -> Iterator[Family]:
+    def _judgements(self, snapshot: Snapshot, run: Run) -> Iterator[Family]:
         kept, parts = self._judged, []
         for view in snapshot.slices + snapshot.rollups:
             window = view.window
             inputs = (view.stats, window.trials, window.requests, view.zone, view.gain, view.drift)
             parts.append(
-                kept.get(view.key, inputs) or kept.put(view.key, inputs, _judgement_groups(view))
+                kept.get(view.key, inputs)
+                or kept.put(view.key, inputs, _judgement_groups(view, run))
             )
         # one place per view: a view without an interval holds its place (None)
         yield from _columns(_JUDGEMENTS, parts)
-
-    @staticmethod
-    def _advice_and_mix(snapshot: Snapshot) -> Iterator[Family]:
-        advised = Family(C.ADVISED_NUM_SPECULATIVE_TOKENS)
-        for view in snapshot.rollups:
-            if view.advice is not None:
-                advised.add((view.key.model,), view.advice.best_k)
-        yield advised
-        psi, change = Family(C.TRAFFIC_MIX_PSI), Family(C.ACCEPTANCE_CHANGE)
-        for model, mix in (snapshot.mix or {}).items():
-            psi.add((model, C.Label.CTX_BUCKET), mix.psi_ctx_bucket)
-            psi.add((model, C.Label.TASK), mix.psi_task)
-            d = mix.decomposition
-            change.add((model, C.MixPart.MIX), d.mix)
-            change.add((model, C.MixPart.RATE), d.rate)
-            change.add((model, C.MixPart.TOTAL), d.total)
-        yield from (psi, change)
-
-    @staticmethod
-    def _by_load(snapshot: Snapshot) -> Iterator[Family]:
-        """Model x batch-size bucket: counters since the start, the K table, windowed gains."""
-        accepted, trials = Family(C.LOAD_ACCEPTED_TOKENS), Family(C.LOAD_ACCEPTANCE_TRIALS)
-        seconds, tokens = Family(C.LOAD_DECODE_SECONDS), Family(C.LOAD_DECODE_TOKENS)
-        for cell in snapshot.load_cells:
-            labels = (cell.model, cell.load)
-            accepted.add(labels, cell.accepted)
-            trials.add(labels, cell.trials)
-            for variant, value in cell.decode_seconds.items():
-                seconds.add((*labels, variant), value)
-                tokens.add((*labels, variant), cell.decode_tokens[variant])
-        yield from (accepted, trials, seconds, tokens)
-        advised = Family(C.LOAD_ADVISED_K)
-        for table in snapshot.load:
-            for row in table.ranges:
-                advised.add((table.model, row.label), row.k)
-        gains = Family(C.LOAD_GAIN_RATIO)
-        for table in snapshot.load_window:
-            for row in table.ranges:
-                if row.method is not None and row.gain is not None:
-                    lower = row.gain if row.lower is None else row.lower
-                    upper = row.gain if row.upper is None else row.upper
-                    interval = Interval(row.gain, lower, upper)
-                    _bounds(gains, (table.model, row.label, row.method), interval)
-        yield from (advised, gains)
-
-    @staticmethod
-    def _vllm(snapshot: Snapshot) -> Iterator[Family]:
-        coverage = Family(C.COVERAGE_RATIO)
-        alpha, rate = Family(C.VLLM_ACCEPTANCE_ALPHA), Family(C.VLLM_ACCEPTANCE_RATE)
-        running = Family(C.VLLM_RUNNING)
-        for view in snapshot.engine:
-            if view.coverage is not None:
-                coverage.add((view.model,), view.coverage)
-            if view.running is not None:
-                running.add((view.model,), view.running)
-            if view.stats.alpha is not None:
-                _bounds(alpha, (view.model,), view.stats.alpha)
-            if view.stats.rate is not None:
-                rate.add((view.model,), view.stats.rate.estimate)
-        yield from (coverage, alpha, rate, running)
-        resets = Family(C.VLLM_COUNTER_RESETS)
-        resets.add((), snapshot.counter_resets)
-        yield resets
-        totals = snapshot.vllm_log
-        if totals is not None:
-            for name, value in ((C.VLLM_LOG_SPEC_LINES, totals.lines),
-                                (C.VLLM_LOG_ACCEPTED_TOKENS, totals.accepted),
-                                (C.VLLM_LOG_DRAFT_TOKENS, totals.drafted)):  # fmt: skip
-                target = Family(name)
-                target.add((), value)
-                yield target
-
-    @staticmethod
-    def _replica_cost(cost: CostSettings) -> Family:
-        target = Family(C.REPLICA_COST_PER_HOUR)
-        n = cost.accelerators_per_replica
-        assert cost.price_per_accelerator_hour is not None
-        target.add((C.Variant.SPEC,), cost.price_per_accelerator_hour * n)
-        if cost.baseline_price_per_accelerator_hour is not None:
-            target.add((C.Variant.BASELINE,), cost.baseline_price_per_accelerator_hour * n)
-        return target
-
-    @staticmethod
-    def _ab(ab: ABState) -> Iterator[Family]:
-        share, rolled = Family(C.AB_BASELINE_SHARE), Family(C.AB_ROLLED_BACK)
-        share.add((), ab.baseline_percent / 100.0)
-        rolled.add((), 1.0 if ab.rolled_back else 0.0)
-        switches = Family(C.AB_SWITCHES)
-        for (to, source), n in sorted(ab.switches.items()):
-            switches.add((to, source), n)
-        yield from (share, rolled, switches)
-
-    @staticmethod
-    def _health(snapshot: Snapshot, health: HealthSnapshot) -> Iterator[Family]:
-        errors = Family(C.PARSE_ERRORS)
-        for (source, reason), n in sorted(health.parse_errors.items()):
-            errors.add((source, reason), n)
-        passthrough = Family(C.PASSTHROUGH_REQUESTS)
-        for status_class, n in sorted(health.passthrough.items()):
-            passthrough.add((status_class,), n)
-        folded = Family(C.FOLDED_LABEL_VALUES)
-        folded.add((C.Label.MODEL,), snapshot.folded_models)
-        yield from (errors, passthrough, folded)
-        scalars = [(C.ASYNCIO_TASKS, health.tasks), (C.CYCLE_LOG_ERRORS, health.cycle_log_errors),
-                   (C.ANALYSIS_ERRORS, health.analysis_errors)]  # fmt: skip
-        if health.held_bytes is not None and health.held_limit_bytes is not None:
-            scalars += [(C.HELD_RESPONSE_BYTES, health.held_bytes),
-                        (C.HELD_RESPONSE_LIMIT_BYTES, health.held_limit_bytes)]  # fmt: skip
-        for name, value in scalars:
-            target = Family(name)
-            target.add((), value)
-            yield target
-        in_flight = Family(C.UPSTREAM_IN_FLIGHT)
-        for variant, n in sorted(health.in_flight.items()):
-            in_flight.add((variant,), n)
-        yield in_flight
-        overhead = Family(C.PROXY_OVERHEAD_SECONDS)
-        overhead.add_histogram((), health.proxy_overhead)
-        yield overhead
-        if health.upstream_up is not None:
-            up = Family(C.UPSTREAM_UP)
-            up.add((), 1.0 if health.upstream_up else 0.0)
-            yield up
-        comparisons, divergences = Family(C.SHADOW_COMPARISONS), Family(C.OUTPUT_DIVERGENCE)
-        for model, n in sorted(health.shadow_comparisons.items()):
-            comparisons.add((model,), n)
-            divergences.add((model,), health.shadow_divergences.get(model, 0))
-        skipped = Family(C.SHADOW_SKIPPED)
-        for reason, n in sorted(health.shadow_skipped.items()):
-            skipped.add((reason,), n)
-        yield from (comparisons, divergences, skipped)

@@ -26,6 +26,7 @@ from prometheus_client.core import (
 )
 
 from specwatch import conventions as C
+from specwatch.analysis.stats import Interval
 from specwatch.analysis.windows import Histogram
 
 # (label values but the last, values of the last label, sample values); a scalar: None, (v,)
@@ -81,6 +82,20 @@ class Family:
 
     def present(self) -> list[Group]:
         return [group for group in self.groups if group is not None]
+
+
+_BOUNDS = (C.Bound.ESTIMATE.value, C.Bound.LOWER.value, C.Bound.UPPER.value)
+
+
+def bounds_group(labels: tuple[str, ...], interval: Interval | None) -> Group | None:
+    """An estimate and its bounds, a run along the `bound` label; None without an interval."""
+    if interval is None:
+        return None
+    return (labels, _BOUNDS, (interval.estimate, interval.lower, interval.upper))
+
+
+def bounds(target: Family, labels: tuple[str, ...], interval: Interval) -> None:
+    target.groups.append(bounds_group(labels, interval))
 
 
 def histogram_group(labels: tuple[str, ...], histogram: Histogram) -> Group:

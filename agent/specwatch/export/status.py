@@ -6,11 +6,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
+from specwatch.analysis.changes import ChangeView
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.speedup import Gain
 from specwatch.analysis.stats import Interval
 from specwatch.health import HealthSnapshot
-from specwatch.model import ABState
+from specwatch.model import ABState, SpecConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,9 @@ class Reading:
     snapshot: Snapshot
     health: HealthSnapshot | None = None
     ab: ABState | None = None
+    config: SpecConfig | None = None
+    change: ChangeView | None = None  # a config change across a restart (analysis/changes)
+    config_changes: int = 0
 
 
 def _interval(interval: Interval | None) -> dict[str, float | None] | None:
@@ -108,6 +112,8 @@ def status_document(reading: Reading) -> dict[str, Any]:
     document: dict[str, Any] = {
         "at": snapshot.at,
         "started": snapshot.started,
+        "config": None if reading.config is None else reading.config.as_dict(),
+        "change": None if reading.change is None else reading.change.as_dict(),
         "counts": "slice fields count the window; since_start counts since specwatch started",
         "window_seconds": snapshot.window_seconds,
         "slices": [slice_status(view) for view in snapshot.slices],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,7 @@ from specwatch.settings.base import http_url, split_csv
 from specwatch.settings.service import (
     ABSettings,
     AlertSettings,
+    CanarySettings,
     CostSettings,
     CycleLogSettings,
     LimitSettings,
@@ -54,6 +56,9 @@ class Settings(BaseSettings):
     scrape_interval_seconds: float = Field(default=5.0, gt=0)
     vllm_log: Path | None = None
     state_dir: Path | None = None  # drift baselines and detector state survive restarts here
+    # the JSON vLLM gets as --speculative-config (proxy; serve reads vLLM's command line)
+    speculative_config: str | None = None
+    track: str = "stable"  # stable, canary, ...: the pod's place in a rollout (a label value)
     ctx_buckets: Annotated[tuple[int, ...], NoDecode] = (512, 2048, 4096, 8192, 32768)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["console", "json"] = "console"
@@ -70,6 +75,7 @@ class Settings(BaseSettings):
     ab: ABSettings = ABSettings()
     shadow: ShadowSettings = ShadowSettings()
     cost: CostSettings = CostSettings()
+    canary: CanarySettings = CanarySettings()
 
     _split = field_validator("ctx_buckets", mode="before")(split_csv)
 
@@ -86,6 +92,26 @@ class Settings(BaseSettings):
     @classmethod
     def _upstream_is_http(cls, value: str) -> str:
         return http_url(value)
+
+    @field_validator("track")
+    @classmethod
+    def _track_is_label_safe(cls, value: str) -> str:
+        if not value or not value.replace("_", "").replace("-", "").isalnum() or len(value) > 32:
+            raise ValueError("must be up to 32 letters, digits, _ and -, e.g. stable or canary")
+        return value
+
+    @field_validator("speculative_config")
+    @classmethod
+    def _speculative_config_is_a_json_object(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        try:
+            parsed = json.loads(value)
+        except ValueError as error:
+            raise ValueError(f"must be JSON, as vLLM's --speculative-config: {error}") from None
+        if not isinstance(parsed, dict):
+            raise ValueError("must be a JSON object, as vLLM's --speculative-config")
+        return value
 
     @model_validator(mode="after")
     def _parts_agree(self) -> Settings:

@@ -111,6 +111,19 @@ class ShadowSettings(Part):
     divergence_warning_ratio: float = Field(default=0.01, gt=0, le=1)  # the alert's threshold
 
 
+class CanarySettings(Part):
+    """Canary against stable (analysis/compare.py; the rules of gen/canary.py): per slice the
+    difference of alpha-hat over `window_seconds`, family-wise at `confidence` over the slices
+    compared; SpecDecodeCanaryWorse when its upper bound stays below -margin for `for_seconds`."""
+
+    margin: float = Field(default=0.02, gt=0, lt=0.5)
+    for_seconds: float = Field(default=900.0, gt=0)
+    window_seconds: float = Field(default=1800.0, gt=0)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    # where Argo Rollouts' AnalysisTemplate queries (kube-prometheus-stack's Service)
+    prometheus_address: str = "http://prometheus-operated.monitoring.svc:9090"
+
+
 class CostSettings(Part):
     """What a replica costs, for the dashboards' cost per million output tokens."""
 

@@ -30,6 +30,9 @@ from specwatch.sim.metrics import SimMetrics
 from specwatch.sim.requests import BadRequest, Fault, error_response, fault_of, limits, task_of
 from specwatch.sim.shapes import Generation
 
+# the vLLM release whose behaviour the simulator follows (tests/fixtures/vllm-0.32.0-cpu)
+SIM_VERSION = "0.32.0"
+
 
 @dataclass(frozen=True, slots=True)
 class SimConfig:
@@ -45,6 +48,7 @@ class SimConfig:
     # same text at any K. A buggy server is simulated by changing one token in this share of
     # the requests (chosen per request, seeded).
     corrupt_share: float = 0.0
+    version: str = SIM_VERSION  # what GET /version answers, as vLLM does
 
 
 class SimServer:
@@ -69,6 +73,7 @@ class SimServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/health", self._health)
+        app.router.add_get("/version", self._version)
         app.router.add_get("/metrics", self._metrics)
         return app
 
@@ -87,6 +92,9 @@ class SimServer:
 
     async def _health(self, _request: web.Request) -> web.Response:
         return web.Response()
+
+    async def _version(self, _request: web.Request) -> web.Response:
+        return web.json_response({"version": self.config.version})
 
     async def _metrics(self, _request: web.Request) -> web.Response:
         return web.Response(

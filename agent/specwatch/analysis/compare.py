@@ -1,0 +1,136 @@
+"""Two configs, or two periods, compared slice by slice: the difference of alpha-hat with its
+request-level interval, and a verdict guarded across the slices compared.
+
+The two sides are independent samples of requests (a canary's pods and the stable ones at the
+same time; the requests before a config change and after it), so the variance of the
+difference is the sum of each side's cluster-robust variance of its ratio estimator
+(analysis/stats.py: requests are the sampling unit, the binomial variance the floor), and
+Student's t takes Welch-Satterthwaite's degrees of freedom. Comparing many slices at once, the
+interval of each is at the Bonferroni confidence 1 - (1 - confidence) / m for m slices compared
+(both sides past the sample gates): the chance that any of them calls equal configs different
+stays below 1 - confidence. The verdicts:
+
+- `worse` / `better`: the whole interval below / above 0;
+- `same`: the whole interval within +-margin (equivalence, as two one-sided tests);
+- `insufficient`: a side below the sample gates, or an interval that can tell neither.
+
+benchmarks/compare_verdicts.py measures what the interval covers and how often each verdict is
+wrong on overdispersed requests like real traffic. gen/rules.py computes the same difference in
+PromQL for canary against stable (SpecDecodeCanaryWorse).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from specwatch.analysis.evidence import Sums
+from specwatch.analysis.stats import Interval, robust_variance, t_quantile
+
+WORSE, BETTER, SAME, INSUFFICIENT = "worse", "better", "same", "insufficient"
+
+
+def variance(sums: Sums) -> float:
+    """The cluster-robust variance of x / y, never below the binomial one (the floor: tokens of
+    one request are Bernoulli trials)."""
+    p = sums.x / sums.y
+    binomial = p * (1.0 - p) / sums.y
+    if sums.yy <= 0:  # no per-request data: token level only
+        return binomial
+    return max(binomial, robust_variance(*sums))
+
+
+def difference(before: Sums, after: Sums, confidence: float) -> Interval | None:
+    """after - before of x / y, with its interval; None when a side has no trials."""
+    if before.y <= 0 or after.y <= 0:
+        return None
+    v_before, v_after = variance(before), variance(after)
+    total = v_before + v_after
+    shares = v_before**2 / max(1, before.requests - 1) + v_after**2 / max(1, after.requests - 1)
+    df = total * total / shares if shares > 0 else float(before.requests + after.requests - 2)
+    estimate = after.x / after.y - before.x / before.y
+    half = t_quantile(confidence, max(1.0, df)) * math.sqrt(total)
+    return Interval(estimate, estimate - half, estimate + half)
+
+
+def verdict(interval: Interval | None, margin: float) -> str:
+    if interval is None:
+        return INSUFFICIENT
+    if interval.upper < 0.0:
+        return WORSE
+    if interval.lower > 0.0:
+        return BETTER
+    if -margin <= interval.lower and interval.upper <= margin:
+        return SAME
+    return INSUFFICIENT
+
+
+def family_confidence(confidence: float, compared: int) -> float:
+    """Bonferroni: each of `compared` intervals at this confidence keeps the family's."""
+    return 1.0 - (1.0 - confidence) / max(1, compared)
+
+
+def passes(sums: Sums, min_trials: int, min_requests: int) -> bool:
+    return sums.y >= min_trials and sums.requests >= min_requests
+
+
+@dataclass(frozen=True, slots=True)
+class SliceComparison:
+    key: tuple[str, str, str]  # model, ctx_bucket, task
+    before: Sums
+    after: Sums
+    difference: Interval | None
+    verdict: str
+
+
+def compare_slices(
+    pairs: Iterable[tuple[tuple[str, str, str], Sums, Sums]],
+    confidence: float,
+    margin: float,
+    min_trials: int,
+    min_requests: int,
+) -> list[SliceComparison]:
+    """Every slice's difference and verdict, the intervals at the family-wise confidence over
+    the slices where both sides pass the gates (the others are `insufficient`)."""
+    rows = list(pairs)
+    compared = [
+        key
+        for key, before, after in rows
+        if passes(before, min_trials, min_requests) and passes(after, min_trials, min_requests)
+    ]
+    each = family_confidence(confidence, len(compared))
+    chosen = set(compared)
+    out = []
+    for key, before, after in rows:
+        interval = difference(before, after, each) if key in chosen else None
+        out.append(SliceComparison(key, before, after, interval, verdict(interval, margin)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class OverallChange:
+    """The change of a model's overall alpha-hat between two periods, at the after period's
+    traffic mix: sum over slices of w_after (a_after - a_before), where the rate part is what
+    a config change did; the mix part sum (w_after - w_before) a_before is what the traffic did
+    (analysis/mix.py splits the same way)."""
+
+    rate: float
+    mix: float
+    total: float
+
+
+def overall_change(rows: Iterable[SliceComparison]) -> OverallChange | None:
+    """From the slices with trials on both sides; None when there are none."""
+    both = [r for r in rows if r.before.y > 0 and r.after.y > 0]
+    if not both:
+        return None
+    before_total = sum(r.before.y for r in both)
+    after_total = sum(r.after.y for r in both)
+    rate = mix = 0.0
+    for r in both:
+        w0, w1 = r.before.y / before_total, r.after.y / after_total
+        a0, a1 = r.before.x / r.before.y, r.after.x / r.after.y
+        rate += w1 * (a1 - a0)
+        mix += (w1 - w0) * a0
+    return OverallChange(rate=rate, mix=mix, total=rate + mix)

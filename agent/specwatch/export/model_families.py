@@ -1,0 +1,85 @@
+"""The per-model families of a reading: the K advice and the traffic mix, the load table and
+vLLM's own view (its counters, coverage), each labelled with the run's config and track."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from specwatch import conventions as C
+from specwatch.analysis.stats import Interval
+from specwatch.analysis.views import Snapshot
+from specwatch.export.families import Family, bounds
+
+Run = tuple[str, str]  # the config and track of the process: on every series of the analysis
+
+
+def advice_and_mix(snapshot: Snapshot, run: Run) -> Iterator[Family]:
+    advised = Family(C.ADVISED_NUM_SPECULATIVE_TOKENS)
+    for view in snapshot.rollups:
+        if view.advice is not None:
+            advised.add((view.key.model, *run), view.advice.best_k)
+    yield advised
+    psi, change = Family(C.TRAFFIC_MIX_PSI), Family(C.ACCEPTANCE_CHANGE)
+    for model, mix in (snapshot.mix or {}).items():
+        psi.add((model, *run, C.Label.CTX_BUCKET), mix.psi_ctx_bucket)
+        psi.add((model, *run, C.Label.TASK), mix.psi_task)
+        d = mix.decomposition
+        change.add((model, *run, C.MixPart.MIX), d.mix)
+        change.add((model, *run, C.MixPart.RATE), d.rate)
+        change.add((model, *run, C.MixPart.TOTAL), d.total)
+    yield from (psi, change)
+
+
+def by_load(snapshot: Snapshot, run: Run) -> Iterator[Family]:
+    """Model x batch-size bucket: counters since the start, the K table, windowed gains."""
+    accepted, trials = Family(C.LOAD_ACCEPTED_TOKENS), Family(C.LOAD_ACCEPTANCE_TRIALS)
+    seconds, tokens = Family(C.LOAD_DECODE_SECONDS), Family(C.LOAD_DECODE_TOKENS)
+    for cell in snapshot.load_cells:
+        labels = (cell.model, *run, cell.load)
+        accepted.add(labels, cell.accepted)
+        trials.add(labels, cell.trials)
+        for variant, value in cell.decode_seconds.items():
+            seconds.add((*labels, variant), value)
+            tokens.add((*labels, variant), cell.decode_tokens[variant])
+    yield from (accepted, trials, seconds, tokens)
+    advised = Family(C.LOAD_ADVISED_K)
+    for table in snapshot.load:
+        for row in table.ranges:
+            advised.add((table.model, *run, row.label), row.k)
+    gains = Family(C.LOAD_GAIN_RATIO)
+    for table in snapshot.load_window:
+        for row in table.ranges:
+            if row.method is not None and row.gain is not None:
+                lower = row.gain if row.lower is None else row.lower
+                upper = row.gain if row.upper is None else row.upper
+                interval = Interval(row.gain, lower, upper)
+                bounds(gains, (table.model, *run, row.label, row.method), interval)
+    yield from (advised, gains)
+
+
+def vllm(snapshot: Snapshot, run: Run) -> Iterator[Family]:
+    coverage = Family(C.COVERAGE_RATIO)
+    alpha, rate = Family(C.VLLM_ACCEPTANCE_ALPHA), Family(C.VLLM_ACCEPTANCE_RATE)
+    running = Family(C.VLLM_RUNNING)
+    for view in snapshot.engine:
+        model = (view.model, *run)
+        if view.coverage is not None:
+            coverage.add(model, view.coverage)
+        if view.running is not None:
+            running.add(model, view.running)
+        if view.stats.alpha is not None:
+            bounds(alpha, model, view.stats.alpha)
+        if view.stats.rate is not None:
+            rate.add(model, view.stats.rate.estimate)
+    yield from (coverage, alpha, rate, running)
+    resets = Family(C.VLLM_COUNTER_RESETS)
+    resets.add((), snapshot.counter_resets)
+    yield resets
+    totals = snapshot.vllm_log
+    if totals is not None:
+        for name, value in ((C.VLLM_LOG_SPEC_LINES, totals.lines),
+                            (C.VLLM_LOG_ACCEPTED_TOKENS, totals.accepted),
+                            (C.VLLM_LOG_DRAFT_TOKENS, totals.drafted)):  # fmt: skip
+            target = Family(name)
+            target.add((), value)
+            yield target

@@ -1,0 +1,91 @@
+"""The config a running sidecar reports, resolved once: the speculative config it was given (or
+read off vLLM's command line) and vLLM's version from `GET /version`.
+
+The config labels every counter, so it is known before the first request is analysed: the
+analysis' intake waits for `resolved` (requests are relayed meanwhile; their observations wait
+in the bounded queue). vLLM answers `/version` as soon as it serves requests; one that never
+does (an older build: a 404; or one that is down for `timeout` seconds) leaves the version
+unknown, logged. The config is one per process: a vLLM that later reports another version (a
+proxy beside a container that was replaced under it) is logged and counted
+(`vllm_version_changed`), and the sidecar should be restarted with it, as a pod is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import structlog
+
+from specwatch.model import SpecConfig
+from specwatch.sources.specconfig import read_version, spec_config
+
+log = structlog.get_logger("specwatch.config")
+
+VERSION_PATH = "/version"
+RECHECK_SECONDS = 60.0
+
+
+class ConfigWatch:
+    def __init__(
+        self,
+        upstream: str,
+        speculative: dict[str, Any] | None,
+        track: str,
+        target: str | None = None,
+        timeout: float = 120.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._url = upstream.rstrip("/") + VERSION_PATH
+        self._speculative, self._track, self._target = speculative, track, target
+        self._timeout, self._clock = timeout, clock
+        self.config: SpecConfig = spec_config(speculative, None, track, target)
+        self.resolved = asyncio.Event()
+        self.version_changes = 0
+
+    async def _version(self, session: aiohttp.ClientSession) -> tuple[bool, str | None]:
+        """(answered, version): answered is False while vLLM cannot be reached."""
+        try:
+            async with session.get(self._url) as response:
+                body = await response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            return False, None
+        if response.status != 200:
+            return True, None  # an older vLLM without /version: known to be unknown
+        return True, read_version(body)
+
+    async def run(self) -> None:
+        timeout = aiohttp.ClientTimeout(total=5.0)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            deadline = self._clock() + self._timeout
+            while not self.resolved.is_set():
+                answered, version = await self._version(session)
+                if answered or self._clock() >= deadline:
+                    self._resolve(version, answered)
+                    break
+                await asyncio.sleep(1.0)
+            while True:
+                await asyncio.sleep(RECHECK_SECONDS)
+                answered, version = await self._version(session)
+                if answered and version and version != self.config.vllm_version:
+                    self.version_changes += 1
+                    log.warning(
+                        "vllm_version_changed",
+                        config=self.config.id,
+                        reported=self.config.vllm_version,
+                        now=version,
+                        action="restart specwatch with vLLM: its counters carry the config "
+                        "it started with",
+                    )
+
+    def _resolve(self, version: str | None, answered: bool) -> None:
+        self.config = spec_config(self._speculative, version, self._track, self._target)
+        self.resolved.set()
+        log.info(
+            "config_resolved",
+            **self.config.as_dict(),
+            **({} if answered else {"note": f"vLLM did not answer {VERSION_PATH} in time"}),
+        )

@@ -1,0 +1,145 @@
+"""Which speculative configuration a sidecar's vLLM runs: from vLLM's command line (`serve`) or
+the same JSON given to the proxy (`--speculative-config`), and vLLM's version from `GET
+/version`.
+
+vLLM exports no label with its speculative config, its draft or its version, so a number
+cannot be told apart from the next config's: a canary with a worse draft averaged into the
+stable fleet, a restart with a new K starting over unnoticed. The config's `id` is a short hash
+of what defines it — the speculative config as vLLM reads it (keys sorted), and vLLM's version
+— so every pod given the same inputs has the same id. The served model is not in it: the
+`model` label already separates targets.
+
+A config that cannot be read is reported, never fatal: `speculative_config_unreadable` and the
+config is `unknown`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+
+from specwatch.model import SpecConfig
+
+log = structlog.get_logger("specwatch.config")
+
+UNKNOWN = "unknown"
+SPECULATIVE_FLAGS = ("--speculative-config", "--speculative_config")
+MODEL_FLAGS = ("--model",)
+
+# the draft's name as vLLM's SpeculativeConfig reads it when `method` is not given
+# (vllm/config/speculative.py: "eagle-" -> eagle, "eagle3" -> eagle3, ...; else draft_model)
+_NAMED_METHODS = (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"),
+                  ("dspark", "dspark"))  # fmt: skip
+
+
+def flag_value(argv: Sequence[str], flags: Sequence[str]) -> str | None:
+    """The value of the last of `flags` in argv (`--f v` or `--f=v`), or None."""
+    found = None
+    for i, arg in enumerate(argv):
+        for flag in flags:
+            if arg == flag and i + 1 < len(argv):
+                found = argv[i + 1]
+            elif arg.startswith(flag + "="):
+                found = arg.split("=", 1)[1]
+    return found
+
+
+def target_of(argv: Sequence[str]) -> str | None:
+    """The target model of a vLLM command: `--model M`, or `vllm serve M`."""
+    model = flag_value(argv, MODEL_FLAGS)
+    if model:
+        return model
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "serve" and not argv[i + 1].startswith("-"):
+            return argv[i + 1]
+    return None
+
+
+def read_speculative(text: str | None) -> dict[str, Any] | None:
+    """The speculative config JSON, or None when there is none or it cannot be read (logged)."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        log.warning("speculative_config_unreadable", reason=f"not JSON: {error}")
+        return None
+    if not isinstance(value, dict):
+        log.warning("speculative_config_unreadable", reason="not a JSON object")
+        return None
+    return value
+
+
+def _method(spec: dict[str, Any]) -> str | None:
+    method = spec.get("method")
+    if isinstance(method, str) and method:
+        return method
+    draft = spec.get("model")
+    if not isinstance(draft, str) or not draft:
+        return None
+    if draft in ("ngram", "[ngram]"):
+        return "ngram"
+    lowered = draft.lower()
+    for part, named in _NAMED_METHODS:
+        if part in lowered:
+            return named
+    return "draft_model"
+
+
+def _schedule(spec: dict[str, Any]) -> tuple[tuple[int, int, int], ...]:
+    raw = spec.get("num_speculative_tokens_per_batch_size")
+    if not isinstance(raw, list):
+        return ()
+    out = []
+    for row in raw:
+        if isinstance(row, list | tuple) and len(row) == 3 and all(isinstance(v, int) for v in row):
+            out.append((int(row[0]), int(row[1]), int(row[2])))
+    return tuple(out)
+
+
+def config_id(spec: dict[str, Any] | None, vllm_version: str | None) -> str:
+    """A short stable hash of the speculative config (keys sorted) and vLLM's version."""
+    canonical = json.dumps(
+        {"speculative_config": spec, "vllm_version": vllm_version},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
+
+
+def spec_config(
+    spec: dict[str, Any] | None, vllm_version: str | None, track: str, target: str | None = None
+) -> SpecConfig:
+    """The config a sidecar reports (/status, the config info metric, every counter)."""
+    spec = spec or {}
+    k = spec.get("num_speculative_tokens")
+    draft = spec.get("model")
+    method = _method(spec)
+    rejection = spec.get("rejection_sample_method")
+    return SpecConfig(
+        id=config_id(spec or None, vllm_version) if spec or vllm_version else UNKNOWN,
+        method=method,
+        draft=draft if isinstance(draft, str) and method != "ngram" else None,
+        num_speculative_tokens=k if isinstance(k, int) and not isinstance(k, bool) else None,
+        schedule=_schedule(spec),
+        rejection_sample_method=(
+            rejection if isinstance(rejection, str) else ("standard" if spec else None)
+        ),
+        vllm_version=vllm_version,
+        track=track,
+        model=target,
+    )
+
+
+def read_version(body: bytes) -> str | None:
+    """vLLM's `GET /version` answer, {"version": "0.32.0"}; None when it is not that."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    version = value.get("version") if isinstance(value, dict) else None
+    return version if isinstance(version, str) and version else None
