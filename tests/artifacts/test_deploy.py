@@ -54,8 +54,25 @@ def test_the_sidecar_is_wired_in_front_of_vllm(overlay: str) -> None:
     vllm, sidecar = containers["vllm"], containers["specwatch"]
     assert "--host=127.0.0.1" in vllm["args"]  # vLLM on localhost only
     assert "--per-request-spec-decode-metrics=detailed" in vllm["args"]
-    config = json.loads(next(e["value"] for e in vllm["env"] if e["name"] == "SPECULATIVE_CONFIG"))
+    # one ConfigMap key feeds the speculative config to both containers
+    refs = [
+        next(
+            e["valueFrom"]["configMapKeyRef"] for e in c["env"] if e["name"] == "SPECULATIVE_CONFIG"
+        )
+        for c in (vllm, sidecar)
+    ]
+    assert refs[0] == refs[1]
+    speculation = next(o for o in objects if o["metadata"]["name"] == refs[0]["name"])
+    config = json.loads(speculation["data"][refs[0]["key"]])
     assert config["num_speculative_tokens"] >= 1
+    assert "--speculative-config=$(SPECULATIVE_CONFIG)" in vllm["args"]
+    assert "--speculative-config=$(SPECULATIVE_CONFIG)" in sidecar["args"]
+    # the track comes from the pod's label through the downward API
+    track = next(e for e in sidecar["env"] if e["name"] == "TRACK")["valueFrom"]["fieldRef"]
+    labels = by_kind(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert "metadata.labels['specwatch.io/track']" == track["fieldPath"]
+    assert "stable" == labels["specwatch.io/track"]
+    assert "--track=$(TRACK)" in sidecar["args"]
     assert "nvidia.com/gpu" in vllm["resources"]["limits"]
     assert "--upstream=http://127.0.0.1:8001" in sidecar["args"]
     ports = {p["name"]: p["containerPort"] for p in sidecar["ports"]}
@@ -106,9 +123,17 @@ def test_the_wrap_overlay_runs_nothing_as_root_with_the_sidecars_security_contex
     assert sidecar["securityContext"] == wrapped["securityContext"]
     # vLLM's caches on writable volumes: the root filesystem is read-only
     mounts = {m["mountPath"] for m in wrapped["volumeMounts"]}
-    env = {e["name"]: e["value"] for e in wrapped["env"]}
+    env = {e["name"]: e.get("value") for e in wrapped["env"]}
     for name in ("HOME", "HF_HOME", "VLLM_CACHE_ROOT"):
         assert any(env[name].startswith(mount + "/") for mount in mounts), name
+
+
+def test_the_wrap_overlay_reports_its_track_and_reads_the_config_off_vllms_command() -> None:
+    pod = by_kind(kustomize("wrap"), "Deployment")["spec"]["template"]["spec"]
+    (wrapped,) = pod["containers"]
+    args = wrapped["args"]
+    assert "--track=$(TRACK)" in args[: args.index("--")]  # specwatch's own flags
+    assert any(a.startswith("--speculative-config=") for a in args[args.index("--") :])
 
 
 def test_the_wrap_image_runs_as_the_sidecars_user() -> None:

@@ -2,8 +2,10 @@
 
 Prometheus (with the generated recording rules, time scale 60) scrapes a real specwatch in
 front of the simulator under a mixed load that includes a drift (so the drift annotation has
-something to show) and one unreadable request (so the parse-error series exists). Template
-variables are replaced by real values; each query must parse and return data over the run.
+something to show) and one unreadable request (so the parse-error series exists), and a second
+specwatch with another speculative config on track `canary` beside it (so the stable-vs-canary
+panels compare two configs). Template variables are replaced by real values; each query must
+parse and return data over the run.
 """
 
 from __future__ import annotations
@@ -61,12 +63,23 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
     )
     car = Sidecar(settings)  # 1-second drift buckets, like the demo
     await car.start()
+    canary = Sidecar(
+        demo_settings(0, 0).model_copy(
+            update={
+                "upstream": sim_url,
+                "track": "canary",
+                "speculative_config": '{"method": "ngram", "num_speculative_tokens": 3}',
+            }
+        )
+    )
+    await canary.start()
     (tmp_path / "recording.yml").write_bytes(
         render(load_settings(), time_scale=60)[RECORDING_RULES]
     )
     started = time.time()
     try:
-        with prometheus(tmp_path, ["recording.yml"], [f"127.0.0.1:{car.ports.admin}"]) as prom:
+        targets = [f"127.0.0.1:{c.ports.admin}" for c in (car, canary)]
+        with prometheus(tmp_path, ["recording.yml"], targets) as prom:
             async with (
                 aiohttp.ClientSession() as session,
                 session.post(
@@ -74,9 +87,11 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
                 ) as response,
             ):
                 await response.read()
-            await run_load(
-                f"http://127.0.0.1:{car.ports.proxy}", "sim-llama", seed=5, concurrency=8,
-                duration=45.0,
+            await asyncio.gather(
+                run_load(f"http://127.0.0.1:{car.ports.proxy}", "sim-llama", seed=5,
+                         concurrency=6, duration=45.0),
+                run_load(f"http://127.0.0.1:{canary.ports.proxy}", "sim-llama", seed=6,
+                         concurrency=2, duration=45.0),
             )  # fmt: skip
             await asyncio.sleep(5)  # a few more rule evaluations after the load
             failures = []
@@ -96,5 +111,6 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
             assert png.read_bytes().startswith(b"\x89PNG")
     finally:
         await car.stop()
+        await canary.stop()
         await sim_runner.cleanup()
         await base_runner.cleanup()

@@ -14,6 +14,7 @@ from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.alert import BURN_RATES, ON_SLICE, SLICE_TEXT, Alert, GenerateError, slice_value
 from specwatch.gen.alerts_ops import divergence_alerts, health_alerts
+from specwatch.gen.canary import canary_alert
 from specwatch.settings import Settings
 
 __all__ = ["Alert", "GenerateError", "alert_groups", "alerts"]
@@ -240,13 +241,14 @@ def _drift_alert(settings: Settings, windows: Q.Windows) -> Alert:
 
 
 def _slower_alert() -> Alert:
+    model = Q.by(Q.MODEL)
     selector = 'method="measured",ctx_bucket="all",task="all"'
     upper = f'{C.ESTIMATED_GAIN_RATIO}{{{selector},bound="upper"}}'
     estimate = f'{C.ESTIMATED_GAIN_RATIO}{{{selector},bound="estimate"}}'
     return Alert(
         name=C.AlertName.SLOWER_THAN_BASELINE,
         severity="critical",
-        expr=(f"max by (model) ({estimate})\nand on(model) max by (model) ({upper}) < 1"),
+        expr=(f"max by ({model}) ({estimate})\nand on({model}) max by ({model}) ({upper}) < 1"),
         for_seconds=600,
         summary="Speculative decoding is slower than no speculation for {{ $labels.model }}",
         description=(
@@ -274,7 +276,7 @@ def _slower_alert() -> Alert:
 
 
 def _slower_at_load_alert() -> Alert:
-    by_load = f"{C.Label.MODEL}, {C.Label.LOAD}"
+    by_load, by_model = Q.by((*Q.MODEL, C.Label.LOAD)), Q.by(Q.MODEL)
     measured = f'{C.LOAD_GAIN_RATIO}{{method="measured",bound="%s"}}'
     model = f'{C.ESTIMATED_GAIN_RATIO}{{ctx_bucket="all",task="all",bound="estimate"}}'
     return Alert(
@@ -283,7 +285,7 @@ def _slower_at_load_alert() -> Alert:
         expr=(
             f"max by ({by_load}) ({measured % 'estimate'})\n"
             f"and on({by_load}) max by ({by_load}) ({measured % 'upper'}) < 1\n"
-            f"and on(model) max by (model) ({model}) >= 1"
+            f"and on({by_model}) max by ({by_model}) ({model}) >= 1"
         ),
         for_seconds=900,
         summary=(
@@ -329,6 +331,7 @@ def alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         _drift_alert(settings, windows),
         *health_alerts(settings, windows),
         *divergence_alerts(settings, windows),
+        canary_alert(settings),
     ]
 
 

@@ -129,8 +129,9 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
 
 def divergence_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     hour = windows(3600)
-    diverged = f"sum by (model) (increase({C.OUTPUT_DIVERGENCE}_total[{hour}]))"
-    compared = f"sum by (model) (increase({C.SHADOW_COMPARISONS}_total[{hour}]))"
+    model = Q.by(Q.MODEL)
+    diverged = f"sum by ({model}) (increase({C.OUTPUT_DIVERGENCE}_total[{hour}]))"
+    compared = f"sum by ({model}) (increase({C.SHADOW_COMPARISONS}_total[{hour}]))"
     ratio = settings.shadow.divergence_warning_ratio
     confirm = (
         f"`{C.OUTPUT_DIVERGENCE}_total` and `{C.SHADOW_COMPARISONS}_total` by model",

@@ -17,7 +17,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import prometheus as prom_models
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
-from specwatch.gen.overview_rows import load_panels, rollout_panels
+from specwatch.gen.overview_rows import canary_panels, load_panels, rollout_panels
 from specwatch.gen.panels import (
     DATASOURCE,
     SLICE_SELECTOR,
@@ -280,6 +280,7 @@ def fleet(settings: Settings) -> builders.Dashboard:
             "percentunit",
         ),
         latency("Time per output token per pod", C.TPOT_SECONDS, per, M, width=12),
+        *canary_panels(settings),
         series(
             "Requests/s per pod",
             [(f"sum by ({per}) (rate({C.REQUESTS}_total{{{M}}}[5m]))", "{{instance}}")],

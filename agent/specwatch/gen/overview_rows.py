@@ -7,6 +7,8 @@ from typing import Any
 
 from grafana_foundation_sdk.builders import bargauge
 from specwatch import conventions as C
+from specwatch.gen import promql as Q
+from specwatch.gen.canary import difference_bound
 from specwatch.gen.panels import (
     DATASOURCE,
     M,
@@ -145,6 +147,44 @@ def rollout_panels() -> list[Any]:
                 )
             ],
             unit="currencyUSD",
+            width=12,
+        ),
+    ]
+
+
+def canary_panels(settings: Settings) -> list[Any]:
+    """Stable against canary, per slice: each track's alpha-hat, the difference with its
+    family-wise bounds (gen/canary.py) and the canary's gain per token over stable."""
+    w = Q.duration(settings.canary.window_seconds)
+    difference = difference_bound("slice", "estimate", settings)
+    lower = difference_bound("slice", "lower", settings)
+    upper = difference_bound("slice", "upper", settings)
+    legend = "{{ctx_bucket}} {{task}} {{config}} vs {{baseline_config}}"
+    return [
+        acceptance(
+            f"Stable vs canary: alpha-hat by track and slice ({w})",
+            [(f"{Q.alpha('slice', w)}{{{M}}}", "{{track}} {{ctx_bucket}} {{task}}")],
+            settings,
+        ),
+        series(
+            f"Canary - stable: acceptance difference by slice ({w}, family-wise 95%)",
+            [
+                (f"{difference}{{{M}}}", legend),
+                (f"{lower}{{{M}}}", "lower " + legend),
+                (f"{upper}{{{M}}}", "upper " + legend),
+            ],
+            width=12,
+            description="Below -canary.margin for canary.for (the upper bound): "
+            "SpecDecodeCanaryWorse.",
+        ),
+        series(
+            f"Canary's gain per output token over stable ({w})",
+            [
+                (
+                    f"{Q.record('model', C.RECORDED_CANARY_GAIN, 'ratio' + w)}{{{M}}}",
+                    "{{model}} {{config}} vs {{baseline_config}}",
+                )
+            ],
             width=12,
         ),
     ]

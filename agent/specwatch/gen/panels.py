@@ -165,4 +165,21 @@ def dashboard(uid: str, title: str, description: str, with_slice: bool) -> build
     )
     for variable in variables(with_slice):
         board = board.with_variable(variable)
-    return board
+    return board.annotation(config_changes())
+
+
+def config_changes() -> builders.AnnotationQuery:
+    """On every dashboard: a config that starts running on a track (a new draft, K, schedule
+    or vLLM version; a canary starting), from the config info metric."""
+    info = C.SPEC_CONFIG_INFO
+    new = f"count by (config, track) ({info})"
+    return (
+        builders.AnnotationQuery()
+        .name("config changes")
+        .datasource(DATASOURCE)
+        .enable(True)
+        .icon_color("purple")
+        .expr(f"{new} unless {new.replace(info, info + ' offset 5m')}")
+        .title_format("config {{config}} on {{track}}")
+        .step("1m")
+    )

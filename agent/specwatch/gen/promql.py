@@ -19,8 +19,10 @@ WINDOWS: dict[str, int] = {
 RATE_WINDOWS = ("5m", "30m", "1h", "6h")  # acceptance over these, per slice and per model
 SLO_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")  # error ratio over these
 
-SLICE: tuple[str, ...] = C.SLICE_LABELS
-LEVELS: dict[str, tuple[str, ...]] = {"slice": SLICE, "model": (C.Label.MODEL,)}
+# every level keeps the config and the track: numbers of two configs are never summed together
+SLICE: tuple[str, ...] = (C.Label.MODEL, *C.RUN_LABELS, C.Label.CTX_BUCKET, C.Label.TASK)
+MODEL: tuple[str, ...] = (C.Label.MODEL, *C.RUN_LABELS)
+LEVELS: dict[str, tuple[str, ...]] = {"slice": SLICE, "model": MODEL}
 
 
 def duration(seconds: float) -> str:

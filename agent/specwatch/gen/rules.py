@@ -26,6 +26,7 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.analysis.stats import t_coefficients, t_quantile, t_table_df, tail_confidence
 from specwatch.gen import promql as Q
+from specwatch.gen.canary import canary_rules
 from specwatch.settings import Settings
 
 
@@ -41,18 +42,19 @@ def wilson_expr(p: str, n: str, t: str, bound: str) -> str:
 
 
 def t_expr(df: str, confidence: float) -> str:
-    """Student's t two-sided quantile on the degrees-of-freedom series `df` (whole numbers, at
-    least 1): the sidecar's exact values up to `t_table_df`, the Cornish-Fisher polynomial past
-    it (tests/unit/test_stats.py and tests/artifacts/test_rules.py hold both to the sidecar)."""
+    """Student's t two-sided quantile on the degrees-of-freedom series `df` (at least 1; not a
+    whole number where `increase()` extrapolated): the sidecar's exact values at the nearest
+    whole number up to `t_table_df`, the Cornish-Fisher polynomial past it (tests/unit/
+    test_stats.py and tests/artifacts/test_rules.py hold both to the sidecar)."""
     top = t_table_df(confidence)
     table = "\n".join(
-        f"+ ({df} == bool {k}) * {t_quantile(confidence, k)!r}" for k in range(1, top + 1)
+        f"+ (round({df}) == bool {k}) * {t_quantile(confidence, k)!r}" for k in range(1, top + 1)
     )
     polynomial = " + ".join(
         f"{c!r}" if i == 0 else f"{c!r} / {df} ^ {i}"
         for i, c in enumerate(t_coefficients(confidence))
     )
-    return f"0\n{table}\n+ ({df} > bool {top}) * ({polynomial})"
+    return f"0\n{table}\n+ (round({df}) > bool {top}) * ({polynomial})"
 
 
 def _sum_increase(counter: str, group: str, w: str, windows: Q.Windows) -> str:
@@ -98,7 +100,7 @@ def _robust_rules(
     confidence = settings.zones.confidence
     rules += [
         {"record": p, "expr": f"{accepted}\n/ {trials}"},
-        {"record": df, "expr": f"clamp_min(round({n}) - 1, 1)"},
+        {"record": df, "expr": f"clamp_min({n} - 1, 1)"},
         {
             "record": deff,
             "expr": (
@@ -186,7 +188,8 @@ def _level_rules(
         C.SPEC_STEPS: C.SPEC_STEPS + "_total",
     }
     zone = Q.zone_windows(_zone_seconds(settings))
-    for w in sorted(set(Q.RATE_WINDOWS) | set(zone), key=Q.parse_duration):
+    canary = Q.duration(settings.canary.window_seconds)
+    for w in sorted({*Q.RATE_WINDOWS, *zone, canary}, key=Q.parse_duration):
         for name, counter in counters.items():
             rules.append(
                 {
@@ -281,6 +284,7 @@ def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, A
     rules: list[Any] = []
     for level, labels in Q.LEVELS.items():
         rules += _level_rules(level, labels, windows, settings)
+    rules += canary_rules(settings)
     return [
         {"name": "specwatch.recording", "rules": rules},
         # A separate group: it reads the acceptance series the group above records.

@@ -14,6 +14,7 @@ import yaml
 from specwatch.gen import promql as Q
 from specwatch.gen.alertmanager import TEMPLATE_FILE, TEMPLATES, alertmanager_config
 from specwatch.gen.alerts import Alert, alert_groups, alerts
+from specwatch.gen.canary import analysis_template
 from specwatch.gen.dashboards import render_dashboards
 from specwatch.gen.rules import recording_groups
 from specwatch.settings import Settings
@@ -29,6 +30,8 @@ KUBE = "deploy/kubernetes/base/generated"
 PROMETHEUS_RULE = f"{KUBE}/prometheusrule.yaml"
 DASHBOARDS_CONFIGMAP = f"{KUBE}/dashboards-configmap.yaml"
 ALERTMANAGER_SECRET = f"{KUBE}/alertmanager-config-secret.yaml"
+# Argo Rollouts' analysis of a canary (a component: the base needs no Argo CRDs)
+ANALYSIS_TEMPLATE = "deploy/kubernetes/components/argo-rollouts/analysistemplate.yaml"
 # prometheus-operator mounts an Alertmanager's configSecret keys here
 OPERATOR_TEMPLATES = "/etc/alertmanager/config/*.tmpl"
 LABELS = {"app.kubernetes.io/name": "specwatch", "app.kubernetes.io/part-of": "specwatch"}
@@ -135,6 +138,9 @@ def render(settings: Settings, time_scale: float = 1.0) -> dict[str, bytes]:
         **dashboards,
         DASHBOARDS_CONFIGMAP: yaml_document(dashboards_configmap),
         ALERTMANAGER_SECRET: yaml_document(alertmanager_secret),
+        ANALYSIS_TEMPLATE: yaml_document(
+            analysis_template(settings, settings.canary.prometheus_address)
+        ),
     }
 
 

@@ -1,0 +1,242 @@
+"""Canary against stable in PromQL: per slice the difference of alpha-hat between the pods of
+track `canary` and those of track `stable` over the same window, with the request-level
+interval of analysis/compare.py, and the alert and Argo Rollouts analysis that act on it.
+
+Both sides are read at the same time (the SRE workbook's rule: a canary is compared with a
+control that runs beside it, not with the fleet before it). Per side the variance of alpha-hat
+is p (1 - p) / effective trials (the design effect's, gen/rules.py); the difference's variance
+is their sum, with Welch-Satterthwaite's degrees of freedom. The stable side is its config
+with the most trials in the slice (normally the only one; `baseline_config` names it). The
+family-wise guard is Bonferroni over the slices compared per model and canary config (both
+sides past the zone gates): the quantile is the normal one at 1 - (1 - confidence) / (2 m) for
+the next m of a table above the count (never less guarded than the sidecar's exact m), made
+Student's by Cornish-Fisher's terms on the Welch degrees of freedom.
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+from typing import Any
+
+from specwatch import conventions as C
+from specwatch.gen import promql as Q
+from specwatch.gen.alert import Alert
+from specwatch.settings import Settings
+
+# the family sizes the quantile table steps through (a model has 6 x 9 slices by default)
+FAMILY_STEPS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 256, 512, 1024)
+CANARY, STABLE = C.TRACK_CANARY, C.TRACK_STABLE
+
+
+def window(settings: Settings) -> str:
+    return Q.duration(settings.canary.window_seconds)
+
+
+def _name(level: str, metric: str, settings: Settings, operation: str = "robust") -> str:
+    return Q.record(level, metric, f"{operation}{window(settings)}")
+
+
+def difference_bound(level: str, bound: str, settings: Settings) -> str:
+    metric = C.RECORDED_CANARY_DIFFERENCE + ("" if bound == "estimate" else f"_{bound}")
+    return _name(level, metric, settings)
+
+
+def family_z(count: str, confidence: float) -> str:
+    """The Bonferroni normal quantile for the family size series `count`, by steps."""
+    terms, below = [], 0
+    for m in FAMILY_STEPS:
+        z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / (2.0 * m))
+        terms.append(f"({count} > bool {below}) * ({count} <= bool {m}) * {z!r}")
+        below = m
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / (2.0 * 1e6))
+    terms.append(f"({count} > bool {below}) * {z!r}")
+    return "\n+ ".join(terms)
+
+
+def canary_rules(settings: Settings) -> list[dict[str, Any]]:
+    """Per level (slice, model), over the canary window: each track's variance, the stable
+    config compared with, the slices compared, the difference with its bounds; per model the
+    measured gain of canary over stable."""
+    cfg, w, gates = settings.canary, window(settings), settings.zones
+    rules: list[dict[str, Any]] = []
+    for level, labels in Q.LEVELS.items():
+        full = Q.by(labels)
+        pair = Q.by(tuple(label for label in labels if label not in C.RUN_LABELS))
+        p, n_eff = Q.robust_alpha(level, w), Q.effective_trials(level, w)
+        trials = Q.increase(level, C.ACCEPTANCE_TRIALS, w)
+        requests = Q.increase(level, C.SLICE_REQUESTS if level == "slice" else C.MODEL_REQUESTS, w)
+        variance = _name(level, C.RECORDED_VARIANCE, settings)
+        chosen = _name(level, C.RECORDED_CANARY_BASELINE, settings, "increase")
+        one = f"({chosen} * 0 + 1)"
+
+        def stable(series: str, full: str = full, one: str = one) -> str:
+            """The stable side of `series`, its chosen config only, with baseline_config."""
+            return (
+                f'({series}{{track="{STABLE}"}} * on({full}) '
+                f"group_left({C.Label.BASELINE_CONFIG}) {one})"
+            )
+
+        def joined(left: str, op: str, right: str, pair: str = pair) -> str:
+            """canary `op` stable, slice by slice, keeping the stable config's name."""
+            return (
+                f'{left}{{track="{CANARY}"}}\n{op} on({pair}) '
+                f"group_left({C.Label.BASELINE_CONFIG}) {stable(right)}"
+            )
+
+        compared = _name(level, C.RECORDED_CANARY_COMPARED, settings, "bool")
+        family = _name(level, C.RECORDED_CANARY_COMPARED, settings, "count")
+        z_of = _name(level, C.RECORDED_CANARY_Z, settings)
+        df = _name(level, C.RECORDED_CANARY_DF, settings)
+        t = _name(level, C.RECORDED_CANARY_T, settings)
+        estimate = difference_bound(level, "estimate", settings)
+        sd = f"sqrt({joined(variance, '+', variance)})"
+        # the family: the slices compared per model and canary config
+        by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
+        z = f"({df} * 0 + on({by_family}) group_left {z_of})"  # onto every slice compared
+        rules += [
+            {"record": variance, "expr": f"{p} * (1 - {p}) / {n_eff}"},
+            {
+                "record": chosen,
+                "expr": (
+                    f'label_replace(\n  topk by ({pair}) (1, {trials}{{track="{STABLE}"}}),\n'
+                    f'  "{C.Label.BASELINE_CONFIG}", "$1", "{C.Label.CONFIG}", "(.*)"\n)'
+                ),
+            },
+            {
+                "record": compared,
+                "expr": (
+                    f"{joined(trials, '>= bool', trials)} * 0 + 1\n"
+                    f'and on({full}) {trials}{{track="{CANARY}"}} >= {gates.min_trials}\n'
+                    f'and on({full}) {requests}{{track="{CANARY}"}} >= {gates.min_requests}\n'
+                    f"and on({pair}) {stable(trials)} >= {gates.min_trials}\n"
+                    f"and on({pair}) {stable(requests)} >= {gates.min_requests}"
+                ),
+            },
+            {"record": family, "expr": f"count by ({by_family}) ({compared})"},
+            {"record": z_of, "expr": family_z(family, cfg.confidence)},
+            {"record": estimate, "expr": f"({joined(p, '-', p)})\nand on({full}) {compared}"},
+            {
+                "record": df,
+                "expr": (
+                    f"({joined(variance, '+', variance)}) ^ 2\n/ (\n"
+                    f'  {variance}{{track="{CANARY}"}} ^ 2 / clamp_min({requests}'
+                    f'{{track="{CANARY}"}} - 1, 1)\n'
+                    f"  + on({pair}) group_left({C.Label.BASELINE_CONFIG}) "
+                    f"({stable(variance)} ^ 2 / clamp_min({stable(requests)} - 1, 1))\n)\n"
+                    f"and on({full}) {compared}"
+                ),
+            },
+            {
+                "record": t,
+                "expr": (
+                    f"{z}\n+ ({z} ^ 3 + {z}) / (4 * {df})\n"
+                    f"+ (5 * {z} ^ 5 + 16 * {z} ^ 3 + 3 * {z}) / (96 * {df} ^ 2)"
+                ),
+            },
+        ]
+        for bound, sign in (("lower", "-"), ("upper", "+")):
+            rules.append(
+                {
+                    "record": difference_bound(level, bound, settings),
+                    "expr": f"{estimate}\n{sign} {t} * {sd}",
+                }
+            )
+    rules.append(_gain(settings))
+    return rules
+
+
+def _gain(settings: Settings) -> dict[str, Any]:
+    """Per model: stable's time per output token over canary's (speculative requests; point
+    estimate: the per-request moments of decode times are not exported)."""
+    w = Q.duration(settings.canary.window_seconds)
+    model, pair = Q.by(Q.MODEL), C.Label.MODEL
+
+    def tpot(track: str) -> str:
+        spec = f'variant="{C.VARIANT_SPEC}",track="{track}"'
+        return (
+            f"sum by ({model}) (rate({C.LOAD_DECODE_SECONDS}_total{{{spec}}}[{w}]))\n"
+            f"/ sum by ({model}) (rate({C.LOAD_DECODE_TOKENS}_total{{{spec}}}[{w}]))"
+        )
+
+    stable = (
+        f'label_replace(\n({tpot(STABLE)}),\n"{C.Label.BASELINE_CONFIG}", "$1", '
+        f'"{C.Label.CONFIG}", "(.*)")'
+    )
+    return {
+        "record": Q.record("model", C.RECORDED_CANARY_GAIN, f"ratio{w}"),
+        "expr": (
+            f"1 / ({tpot(CANARY)})\n* on({pair}) group_left({C.Label.BASELINE_CONFIG}) "
+            f"topk by ({pair}) (1, {stable})"
+        ),
+    }
+
+
+def canary_alert(settings: Settings) -> Alert:
+    cfg = settings.canary
+    upper = difference_bound("slice", "upper", settings)
+    estimate = difference_bound("slice", "estimate", settings)
+    labels = "{{ $labels.model }} / {{ $labels.ctx_bucket }} / {{ $labels.task }}"
+    return Alert(
+        name=C.AlertName.CANARY_WORSE,
+        severity="critical",
+        expr=f"{estimate}\nand on({Q.by(Q.SLICE)}) {upper} < -{cfg.margin:g}",
+        for_seconds=cfg.for_seconds,
+        summary=f"The canary config is worse than stable for {labels}",
+        description=(
+            "Slice " + labels + ": alpha-hat of config {{ $labels.config }} (canary) minus "
+            '{{ $labels.baseline_config }} (stable) is {{ $value | printf "%.3f" }} over '
+            f"{window(settings)}, the whole interval of the difference below -{cfg.margin:g}."
+        ),
+        meaning=(
+            "Pods labelled `track=canary` run another speculative config (a new draft, K, "
+            "schedule or vLLM version) beside the stable ones. Per slice, the difference of "
+            "their alpha-hat over the same window has a request-level interval (each side's "
+            "cluster-robust variance, Welch's degrees of freedom), guarded across the slices "
+            "compared (Bonferroni: equal configs are called different in at most "
+            f"{1 - cfg.confidence:.0%} of comparisons of a whole model). Its upper bound below "
+            f"-{cfg.margin:g} for {Q.duration(cfg.for_seconds)}: the canary is worse by more "
+            "than the margin, with both sides past the zone gates."
+        ),
+        confirm=(
+            f"`{estimate}` and its `_lower` / `_upper` bounds by slice",
+            f"`{Q.record('model', C.RECORDED_CANARY_GAIN, 'ratio' + window(settings))}`: "
+            "is the canary also slower per token?",
+            f"`{C.SPEC_CONFIG_INFO}`: what the two configs are (method, draft, K, vLLM)",
+        ),
+        actions=(
+            "Abort the rollout (Argo Rollouts: the generated AnalysisTemplate does it).",
+            "If only long contexts are worse, check the new draft's max length / RoPE scaling.",
+            "Compare the configs offline: `specwatch compare` on both tracks' cycle logs.",
+        ),
+        extra_labels={"track": CANARY},
+    )
+
+
+def analysis_template(settings: Settings, prometheus: str) -> dict[str, Any]:
+    """An Argo Rollouts AnalysisTemplate that fails a rollout on SpecDecodeCanaryWorse's
+    condition: a slice of the canary whose difference's upper bound has stayed below -margin
+    for the alert's `for` (its largest value over that time is below)."""
+    cfg = settings.canary
+    upper = difference_bound("slice", "upper", settings)
+    selected = f'{upper}{{model=~"{{{{args.model}}}}"}}'
+    held = f"max_over_time({selected}[{Q.duration(cfg.for_seconds)}])"
+    query = f"count({held} < -{cfg.margin:g}) or vector(0)"
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisTemplate",
+        "metadata": {"name": "specwatch-canary-acceptance"},
+        "spec": {
+            "args": [{"name": "model", "value": ".*"}],
+            "metrics": [
+                {
+                    "name": "canary-not-worse-than-stable",
+                    "interval": "5m",
+                    "count": 6,  # half an hour, a canary step's usual length
+                    "failureLimit": 0,
+                    "successCondition": "result[0] == 0",
+                    "failureCondition": "result[0] > 0",
+                    "provider": {"prometheus": {"address": prometheus, "query": query}},
+                }
+            ],
+        },
+    }

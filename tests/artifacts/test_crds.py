@@ -1,0 +1,60 @@
+"""The custom resources specwatch generates and ships validate against their CRDs' schemas
+(tests/fixtures/crds: prometheus-operator's and Argo Rollouts')."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from specwatch.gen.writer import ANALYSIS_TEMPLATE, PROMETHEUS_RULE, render
+from specwatch.settings import load_settings
+
+from tests.support import ROOT
+
+CRDS = ROOT / "tests" / "fixtures" / "crds"
+
+
+def schema_of(crd_file: str) -> dict[str, Any]:
+    crd = yaml.safe_load((CRDS / crd_file).read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v.get("storage")]
+    schema: dict[str, Any] = python_patterns(version["schema"]["openAPIV3Schema"])
+    return schema
+
+
+def python_patterns(node: Any) -> Any:
+    """Go's regexps allow a flag group after `^` ('^(?i)abort'); Python's want it first."""
+    if isinstance(node, dict):
+        out = {key: python_patterns(value) for key, value in node.items()}
+        pattern = out.get("pattern")
+        if isinstance(pattern, str) and pattern.startswith("^(?i)"):
+            out["pattern"] = "(?i)^" + pattern.removeprefix("^(?i)")
+        return out
+    if isinstance(node, list):
+        return [python_patterns(value) for value in node]
+    return node
+
+
+@pytest.mark.parametrize(
+    ("path", "crd"),
+    [
+        (ANALYSIS_TEMPLATE, "argoproj.io_analysis-template-crd.yaml"),
+        (PROMETHEUS_RULE, "monitoring.coreos.com_prometheusrules.yaml"),
+    ],
+)
+def test_generated_custom_resources_validate_against_their_crd(path: str, crd: str) -> None:
+    document = yaml.safe_load(render(load_settings())[path])
+    jsonschema.validate(document, schema_of(crd))
+
+
+def test_the_shipped_podmonitor_validates_against_its_crd() -> None:
+    monitor = yaml.safe_load((ROOT / "deploy/kubernetes/base/podmonitor.yaml").read_text())
+    jsonschema.validate(monitor, schema_of("monitoring.coreos.com_podmonitors.yaml"))
+
+
+def test_a_wrong_field_is_refused_so_the_validation_can_fail() -> None:
+    document = yaml.safe_load(render(load_settings())[ANALYSIS_TEMPLATE])
+    document["spec"]["metrics"][0]["provider"]["prometheus"]["query"] = ["not", "a string"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, schema_of("argoproj.io_analysis-template-crd.yaml"))
