@@ -154,8 +154,8 @@ MUTATIONS = (
     Mutation(
         "the rules' degrees of freedom: requests, not requests - 1",
         "gen/rules.py",
-        'f"clamp_min(round({n}) - 1, 1)"',
-        'f"clamp_min(round({n}), 1)"',
+        'f"clamp_min({n} - 1, 1)"',
+        'f"clamp_min({n}, 1)"',
     ),
     Mutation(
         "SpecDecodeSliceRed pending 10 minutes, not 5",

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from specwatch.sources.supervisor import free_port
 
+from tests.support.http import eventually
 from tests.support.tools import binary
 
 
@@ -54,6 +55,20 @@ def prometheus(
     ]  # fmt: skip
     with started(argv, workdir / "prometheus.log"):
         yield f"http://127.0.0.1:{port}"
+
+
+async def scraping(prom: str, seconds: float = 30.0) -> None:
+    """Until Prometheus has scraped every target once (`up` is 1 for each): a series is first
+    seen then, not after its discovery throttle (~5 s)."""
+
+    async def up() -> bool:
+        try:
+            result = api(prom, "/api/v1/query", query="min(up)")["data"]["result"]
+        except OSError:
+            return False
+        return bool(result) and float(result[0]["value"][1]) == 1.0
+
+    await eventually(up, seconds=seconds, every=0.2)
 
 
 def api(base: str, path: str, **params: str | float) -> Any:
