@@ -176,6 +176,36 @@ MUTATIONS = (
         "({total}[{span}])))",
     ),
     Mutation(
+        "a comparison's variance token-level, not request-level",
+        "analysis/compare.py",
+        "    return max(binomial, robust_variance(*sums))",
+        "    return binomial",
+    ),
+    Mutation(
+        "a comparison of many slices without the family-wise guard",
+        "analysis/compare.py",
+        "return 1.0 - (1.0 - confidence) / max(1, compared)",
+        "return confidence",
+    ),
+    Mutation(
+        "a change's overall part weighed by the mix before, not after",
+        "analysis/compare.py",
+        "        rate += w1 * (a1 - a0)",
+        "        rate += w0 * (a1 - a0)",
+    ),
+    Mutation(
+        "a config's id blind to vLLM's version",
+        "sources/specconfig.py",
+        '{"speculative_config": spec, "vllm_version": vllm_version}',
+        '{"speculative_config": spec}',
+    ),
+    Mutation(
+        "the canary family counted per slice, not per model and config",
+        "gen/canary.py",
+        '        by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"',
+        '        by_family = f"{pair}, {C.Label.CONFIG}"',
+    ),
+    Mutation(
         "a step's position: the prompt, not prompt + 1",
         "analysis/slicing.py",
         "position = prompt_tokens + 1",

@@ -75,6 +75,8 @@ def test_time_scale_divides_every_window_and_for(tmp_path: Path) -> None:
     assert "[1h]" not in recording
     assert "offset 5s" in recording  # a window's bounds read series at least that old
     assert "[1m])" in alerting  # no yellow within the hour after a red
+    assert "[30s]))" in recording  # the canary's gain per token over 30 minutes
+    assert "[30m]" not in recording
     assert "for: 5s" in alerting
     # names keep their production windows, so dashboards and alerts read the same series
     assert "slice:specwatch_acceptance_alpha:ratio_rate1h" in alerting

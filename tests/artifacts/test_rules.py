@@ -15,9 +15,11 @@ from typing import Any
 
 import yaml
 from specwatch import conventions as C
+from specwatch.analysis.compare import compare_slices
 from specwatch.analysis.evidence import Sums, log_ratio
 from specwatch.analysis.stats import proportion_interval, t_quantile, tail_confidence
 from specwatch.gen import promql as Q
+from specwatch.gen.canary import difference_bound
 from specwatch.gen.writer import RECORDING_RULES
 from specwatch.settings import load_settings
 
@@ -122,4 +124,58 @@ def test_recorded_bounds_and_evidence_are_the_sidecars_on_random_slices(tmp_path
                 )
                 checks.append(check)
     assert len(checks) > 100  # most slices pass half the gates: their evidence is checked
+    run_promtool(tmp_path, series, checks)
+
+
+def test_the_recorded_canary_difference_is_the_sidecars_comparison(tmp_path: Path) -> None:
+    """Three slices, a canary (config c1) and stable (config s1) pod each: the difference and
+    its family-wise bounds are analysis/compare.py's (the rules' quantile: the normal one for
+    a family of 3 with Cornish-Fisher's terms for Welch's degrees of freedom, within 0.2%)."""
+    rng = random.Random(11)
+    series, checks, pairs = [], [], []
+    cfg = SETTINGS.canary
+    for i in range(3):
+        task = f"c{i}"
+        sides = {}
+        for track, config in (("stable", "s1"), ("canary", "c1")):
+            per_minute = [0, 0, 0, 0, 0, 0]
+            for _ in range(2):  # two kinds of requests a minute: they differ
+                count, t = rng.randint(2, 5), rng.randint(40, 200)
+                a = rng.randint(t // 3, t)
+                for j, value in enumerate((count, count * a, count * t, count * a * a,
+                                           count * a * t, count * t * t)):  # fmt: skip
+                    per_minute[j] += value
+            labels = f'model="m",ctx_bucket="0-512",task="{task}",config="{config}",track="{track}"'
+            for name, value in zip(
+                (C.SLICE_REQUESTS, C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS,
+                 C.REQUEST_ACCEPTED_SQUARED, C.REQUEST_ACCEPTED_X_TRIALS,
+                 C.REQUEST_TRIALS_SQUARED),
+                per_minute,
+                strict=True,
+            ):  # fmt: skip
+                series.append({"series": f"{name}_total{{{labels},instance=\"{track}\"}}",
+                               "values": f"0+{value}x40"})  # fmt: skip
+            sides[track] = Sums(*(30 * value for value in per_minute))  # over 30 minutes
+        pairs.append((("m", "0-512", task), sides["stable"], sides["canary"]))
+    rows = compare_slices(pairs, cfg.confidence, cfg.margin, 1, 1)
+    assert 3 == sum(r.difference is not None for r in rows)
+    for row in rows:
+        assert row.difference is not None
+        task = row.key[2]
+        where = f'{{task="{task}"}}'
+        found = {"model": "m", "ctx_bucket": "0-512", "task": task, "config": "c1",
+                 "track": "canary", "baseline_config": "s1"}  # fmt: skip
+        labels = "{" + ",".join(f'{k}="{v}"' for k, v in found.items()) + "}"
+        for bound, expected, tolerance in (
+            ("estimate", row.difference.estimate, 1e-9),
+            ("lower", row.difference.lower, 2e-3),
+            ("upper", row.difference.upper, 2e-3),
+        ):
+            query = difference_bound("slice", bound, SETTINGS) + where
+            width = row.difference.upper - row.difference.lower
+            checks.append({
+                "expr": f"abs({query} - {expected!r}) <= bool {tolerance * width!r}",
+                "eval_time": "35m",
+                "exp_samples": [{"labels": labels, "value": 1}],
+            })  # fmt: skip
     run_promtool(tmp_path, series, checks)

@@ -85,8 +85,9 @@ def vllm_command(python: Path, model: Path, speculative: dict[str, object]) -> l
 
 
 @contextmanager
-def specwatch_serve(tmp_path: Path, command: list[str]) -> Iterator[Served]:
-    """`specwatch serve` of a real vLLM, with small buckets and gates to fit a short test."""
+def specwatch_serve(tmp_path: Path, command: list[str], *flags: str) -> Iterator[Served]:
+    """`specwatch serve` of a real vLLM, with small buckets and gates to fit a short test;
+    `flags`: more of specwatch's own."""
     port, admin = free_port(), free_port()
     env = {
         **vllm_env(tmp_path / "scratch"),
@@ -102,7 +103,8 @@ def specwatch_serve(tmp_path: Path, command: list[str]) -> Iterator[Served]:
     log = tmp_path / "serve.log"
     argv = [
         sys.executable, "-m", "specwatch", "serve", "--port", str(port), "--admin-port", str(admin),
-        "--scrape-interval", "0.5", "--cycle-log", str(tmp_path / "cycles.jsonl"), "--", *command,
+        "--scrape-interval", "0.5", "--cycle-log", str(tmp_path / "cycles.jsonl"), *flags,
+        "--", *command,
     ]  # fmt: skip
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)

@@ -23,7 +23,7 @@ import structlog
 from specwatch.analysis.compare import SliceComparison, compare_slices, overall_change
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.evidence import Sums
-from specwatch.analysis.mix import psi
+from specwatch.analysis.mix import psi, shares
 from specwatch.model import SliceKey, SpecConfig
 from specwatch.settings import Settings
 
@@ -185,10 +185,9 @@ class ConfigHistory:
             model = row.key[0]
             finer = [r for r in compare.get(False, []) if r.key[0] == model]
             overall = overall_change(finer)
-            before = {r.key: float(r.before.y) for r in finer}
-            after_shares = {r.key: float(r.after.y) for r in finer}
-            both = sum(before.values()) > 0 and sum(after_shares.values()) > 0
-            shift = psi(before, after_shares) if both else None
+            before = shares({r.key: float(r.before.y) for r in finer})
+            after_shares = shares({r.key: float(r.after.y) for r in finer})
+            shift = psi(before, after_shares) if before and after_shares else None
             models[model] = {
                 **_row(row),
                 "overall": None

@@ -53,7 +53,7 @@ def family_z(count: str, confidence: float) -> str:
     return "\n+ ".join(terms)
 
 
-def canary_rules(settings: Settings) -> list[dict[str, Any]]:
+def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
     """Per level (slice, model), over the canary window: each track's variance, the stable
     config compared with, the slices compared, the difference with its bounds; per model the
     measured gain of canary over stable."""
@@ -141,21 +141,21 @@ def canary_rules(settings: Settings) -> list[dict[str, Any]]:
                     "expr": f"{estimate}\n{sign} {t} * {sd}",
                 }
             )
-    rules.append(_gain(settings))
+    rules.append(_gain(settings, windows))
     return rules
 
 
-def _gain(settings: Settings) -> dict[str, Any]:
+def _gain(settings: Settings, windows: Q.Windows) -> dict[str, Any]:
     """Per model: stable's time per output token over canary's (speculative requests; point
     estimate: the per-request moments of decode times are not exported)."""
-    w = Q.duration(settings.canary.window_seconds)
+    w, span = window(settings), windows(settings.canary.window_seconds)
     model, pair = Q.by(Q.MODEL), C.Label.MODEL
 
     def tpot(track: str) -> str:
         spec = f'variant="{C.VARIANT_SPEC}",track="{track}"'
         return (
-            f"sum by ({model}) (rate({C.LOAD_DECODE_SECONDS}_total{{{spec}}}[{w}]))\n"
-            f"/ sum by ({model}) (rate({C.LOAD_DECODE_TOKENS}_total{{{spec}}}[{w}]))"
+            f"sum by ({model}) (rate({C.LOAD_DECODE_SECONDS}_total{{{spec}}}[{span}]))\n"
+            f"/ sum by ({model}) (rate({C.LOAD_DECODE_TOKENS}_total{{{spec}}}[{span}]))"
         )
 
     stable = (

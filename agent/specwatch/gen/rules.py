@@ -284,7 +284,7 @@ def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, A
     rules: list[Any] = []
     for level, labels in Q.LEVELS.items():
         rules += _level_rules(level, labels, windows, settings)
-    rules += canary_rules(settings)
+    rules += canary_rules(settings, windows)
     return [
         {"name": "specwatch.recording", "rules": rules},
         # A separate group: it reads the acceptance series the group above records.

@@ -1,0 +1,83 @@
+"""A config change across a restart (analysis/changes.py): each slice compared before and after,
+the overall change at the after period's mix, a caveat when the mix moved."""
+
+from __future__ import annotations
+
+import pytest
+from specwatch.analysis.changes import ConfigHistory
+from specwatch.analysis.evidence import Sums
+from specwatch.model import SliceKey
+from specwatch.settings import load_settings
+from specwatch.sources.specconfig import spec_config
+
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+
+
+def test_a_change_compares_each_slice_and_weighs_the_overall_change_by_the_mix_after() -> None:
+    """Before: chat 0.6 on 1000 trials, code 0.9 on 4000; after: chat 0.5 on 3000, code 0.9 on
+    4000. Per slice chat is worse and code the same (its interval within +-0.02); overall, at
+    the after mix (3/7, 4/7), the config's part is 3/7 x (0.5 - 0.6) and the mix's part
+    (3/7 - 1/5) 0.6 + (4/7 - 4/5) 0.9; the mix moved (PSI 0.25)."""
+
+    def alike(requests: int, accepted: int, trials: int) -> Sums:
+        a, t = accepted // requests, trials // requests
+        return Sums(requests, accepted, trials, requests * a * a, requests * a * t,
+                    requests * t * t)  # fmt: skip
+
+    chat, code = SliceKey("m", "0-512", "chat"), SliceKey("m", "0-512", "code")
+    rollup = SliceKey("m", "all", "all")
+    old = spec_config(NGRAM, "0.32.0", "stable")
+    history = ConfigHistory(spec_config({**NGRAM, "num_speculative_tokens": 5}, "0.32.0", "stable"),
+                            load_settings())  # fmt: skip
+    before = {
+        chat: alike(50, 600, 1000),
+        code: alike(200, 3600, 4000),
+        rollup: alike(250, 4200, 5000),
+    }
+    history.restore({"config": old.as_dict(), "slices": [[*k, *v] for k, v in before.items()]}, 9.0)
+    assert 1 == history.changes
+    after = {
+        chat: alike(150, 1500, 3000),
+        code: alike(200, 3600, 4000),
+        rollup: alike(350, 5100, 7000),
+    }
+    view = history.view(after)
+    assert view is not None
+    verdicts = {row.key[2]: row.verdict for row in view.slices}
+    assert {"chat": "worse", "code": "same"} == verdicts
+    model = view.models["m"]
+    assert pytest.approx(3 / 7 * (0.5 - 0.6)) == model["overall"]["rate"]
+    assert pytest.approx((3 / 7 - 0.2) * 0.6 + (4 / 7 - 0.8) * 0.9) == model["overall"]["mix"]
+    assert pytest.approx(0.2508, abs=1e-3) == model["mix_psi"]
+    assert model["caveat"] is not None
+
+
+def test_the_same_config_carries_its_sums_and_a_saved_change_survives_another_restart() -> None:
+    key = SliceKey("m", "0-512", "chat")
+    config = spec_config(NGRAM, "0.32.0", "stable")
+    first = ConfigHistory(config, load_settings())
+    saved = first.state({key: Sums(10, 70, 100, 500, 700, 1000)})
+    second = ConfigHistory(config, load_settings())
+    second.restore(saved, 5.0)
+    assert (0, None) == (second.changes, second.changed)  # the same config: no change
+    after = second.after({key: Sums(10, 70, 100, 500, 700, 1000)})
+    assert {key: Sums(20, 140, 200, 1000, 1400, 2000)} == after
+    other = ConfigHistory(spec_config({**NGRAM, "num_speculative_tokens": 4}, "0.32.0", "stable"),
+                          load_settings())  # fmt: skip
+    other.restore(second.state({}), 7.0)
+    assert 1 == other.changes
+    again = ConfigHistory(other.config, load_settings())
+    again.restore(other.state({}), 9.0)  # restarted once more with the new config
+    assert 0 == again.changes
+    assert again.changed is not None
+    assert 7.0 == again.changed[2]  # the change is still the one recorded at 7
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [[], {"config": "x"}, {"config": {"id": "a"}, "slices": [["m", "c"]]},
+     {"config": {"id": "a"}, "slices": [["m", "c", "t", 1, 2, 3, 4, 5, -6]]}],
+)  # fmt: skip
+def test_a_saved_state_that_is_not_one_is_refused(broken: object) -> None:
+    with pytest.raises(ValueError, match=r"."):
+        ConfigHistory(spec_config(NGRAM, None, "stable"), load_settings()).restore(broken, 1.0)
