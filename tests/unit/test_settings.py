@@ -152,6 +152,18 @@ def test_an_upstream_the_proxy_could_not_connect_to_is_refused_by_check_config(u
     assert "http://[::1]:8000" == load_settings(upstream="http://[::1]:8000/").upstream
 
 
+@pytest.mark.parametrize("path", ["/v1", "/v1/", "/openai/v1", "/?x=1"])
+def test_an_upstream_with_a_path_is_refused_in_one_line_that_says_what_to_give(path: str) -> None:
+    """`--upstream http://host:8001/v1`, the OpenAI client's habit, had /readyz probe
+    /v1/health and stay 503: refused, with the address to give instead."""
+    with pytest.raises(ConfigError) as error:
+        load_settings(upstream=f"http://vllm:8001{path}")
+    (line,) = error.value.lines
+    assert line.startswith("upstream: must be the server's address without a path")
+    assert "e.g. http://vllm:8001:" in line
+    assert "http://vllm:8001" == load_settings(upstream="http://vllm:8001/").upstream
+
+
 def test_a_byte_budget_smaller_than_one_response_is_refused() -> None:
     """A budget below the response limit could never hold a body the limit allows."""
     limits = {"max_response_bytes": 8192, "max_observed_bytes": 8191}

@@ -23,8 +23,19 @@ class Part(BaseModel):
 
 
 def http_url(value: str) -> str:
-    """An upstream's base URL without its trailing slash: one the proxy can connect to."""
+    """An upstream's base URL without its trailing slash: one the proxy can connect to.
+
+    A path is refused, not stripped: `http://host:8001/v1` (the OpenAI client's base URL
+    habit) would have specwatch probe `/v1/health` and never see vLLM ready, and a path that
+    is not `/v1` could be meant; the one-line error says what to give instead."""
     parts = urlsplit(value)  # ValueError for a broken IPv6 host, and .port for a bad port
     if not value.startswith(("http://", "https://")) or not parts.hostname or parts.port == 0:
         raise ValueError("must be http:// or https:// with a host (and a port, if any)")
+    if parts.path.strip("/") or parts.query or parts.fragment:
+        base = f"{parts.scheme}://{parts.netloc}"
+        raise ValueError(
+            f"must be the server's address without a path, e.g. {base}: specwatch forwards "
+            f"each request's own path (/v1/...) and reads /health, /metrics and /version at "
+            f"the root"
+        )
     return value.rstrip("/")
