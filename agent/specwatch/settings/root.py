@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -149,38 +151,95 @@ class ConfigError(Exception):
         self.lines = lines
 
 
+def _parts(model: type[BaseModel]) -> dict[str, type[BaseModel] | None]:
+    """A model's field names, each with its own model when it is a part (zones, ab, ...)."""
+    found: dict[str, type[BaseModel] | None] = {}
+    for name, field in model.model_fields.items():
+        kind = field.annotation
+        found[name] = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+    return found
+
+
+def _setting_paths(model: type[BaseModel] = Settings) -> list[tuple[str, ...]]:
+    """Every setting's place in the tree: ('port',), ('zones',), ('zones', 'green'), ..."""
+    paths: list[tuple[str, ...]] = []
+    for name, part in _parts(model).items():
+        paths.append((name,))
+        if part is not None:
+            paths.extend((name, *inner) for inner in _setting_paths(part))
+    return paths
+
+
+def _did_you_mean(path: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The known setting an unknown one was most likely meant to be: a close name beside it
+    (`zones.gren`: zones.green), else the same name elsewhere in the tree (`green`: zones.green)."""
+    known = _setting_paths()
+    siblings = [p[-1] for p in known if p[:-1] == path[:-1]]
+    close = difflib.get_close_matches(path[-1], siblings, n=1, cutoff=0.6)
+    if close:
+        return (*path[:-1], close[0])
+    by_leaf = {p[-1]: p for p in known if len(p) > 1}
+    close = difflib.get_close_matches(path[-1], list(by_leaf), n=1, cutoff=0.8)
+    return by_leaf[close[0]] if close else None
+
+
 def _describe(error: ValidationError) -> list[str]:
     lines = []
     for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "settings"
+        loc = tuple(str(part) for part in item["loc"])
+        where = ".".join(loc) or "settings"
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
-            message = "unknown setting"
+            meant = _did_you_mean(loc)
+            message = "unknown setting" + (f"; did you mean {'.'.join(meant)}?" if meant else "")
         lines.append(f"{where}: {message} (got {item.get('input')!r})")
+    return lines
+
+
+PREFIX = "SPECWATCH_"
+
+
+def _unknown_environment(environ: dict[str, str]) -> list[str]:
+    """A SPECWATCH_* variable that names no setting: pydantic-settings ignores it, which hides
+    a typo (`SPECWATCH_ZONE__GREEN`) until an alert fires at the default threshold."""
+    known = {PREFIX + "__".join(path).upper(): path for path in _setting_paths()}
+    lines = []
+    for name in sorted(environ):
+        if not name.upper().startswith(PREFIX) or name.upper() in known:
+            continue
+        path = tuple(name[len(PREFIX) :].lower().split("__"))
+        meant = _did_you_mean(path) if all(path) else None
+        hint = f"; did you mean {PREFIX}{'__'.join(meant).upper()}?" if meant else ""
+        lines.append(f"environment: {name}: unknown setting{hint}")
     return lines
 
 
 def _check_yaml(path: Path) -> None:
     """The file must be YAML holding a mapping of setting names (fuzzing found that a number
-    as a name crashed the YAML source instead of failing validation)."""
+    as a name crashed the YAML source instead of failing validation). Read as text from the
+    named file, so that the parser's own message says where (`in "specwatch.yaml", line 3`)."""
     try:
-        data = yaml.safe_load(path.read_bytes())
+        with path.open(encoding="utf-8") as stream:
+            data = yaml.safe_load(stream)
     except (OSError, ValueError, yaml.YAMLError) as error:
-        raise ConfigError([f"config: {' '.join(str(error).split())}"]) from None
+        raise ConfigError([f"{path}: {' '.join(str(error).split())}"]) from None
     if data is not None and not isinstance(data, dict):
         kind = type(data).__name__
-        raise ConfigError([f"config: {str(path)!r} must hold a mapping of settings, not a {kind}"])
+        raise ConfigError([f"{path}: must hold a mapping of settings, not a {kind}"])
     for key in data or {}:
         if not isinstance(key, str):
-            raise ConfigError([f"config: setting names are text, got {key!r}"])
+            raise ConfigError([f"{path}: setting names are text, got {key!r}"])
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Build the root settings; raise ConfigError with one line per bad field."""
+    unknown = _unknown_environment(dict(os.environ))
+    if unknown:
+        raise ConfigError(unknown)
     cls: type[Settings] = Settings
     if config_file is not None:
         if not config_file.is_file():
-            raise ConfigError([f"config: no such file {str(config_file)!r}"])
+            raise ConfigError([f"no such file {str(config_file)!r}"])
         _check_yaml(config_file)
         cls = type(
             "Settings",
@@ -192,4 +251,4 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     except ValidationError as error:
         raise ConfigError(_describe(error)) from None
     except (OSError, ValueError, yaml.YAMLError) as error:  # unreadable or malformed YAML
-        raise ConfigError([f"config: {' '.join(str(error).split())}"]) from None
+        raise ConfigError([f"{config_file}: {' '.join(str(error).split())}"]) from None
