@@ -24,37 +24,37 @@ SETTINGS_GROUP = "settings (override SPECWATCH_* and --config)"
 AB_GROUP = "A/B rollout (settings `ab`)"
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("--host", ("host",), "bind address (default 127.0.0.1)"),
+    Flag("--host", ("host",), "bind address of the proxy port"),
     Flag("--admin-host", ("admin_host",), "bind address of the admin port (default: --host)"),
-    Flag("--port", ("port",), "proxy port (default 8000)"),
-    Flag("--admin-port", ("admin_port",), "port of /metrics /status /healthz /readyz (9400)"),
-    Flag("--upstream", ("upstream",), "vLLM base URL (default http://127.0.0.1:8001)"),
-    Flag("--ctx-buckets", ("ctx_buckets",), "upper bounds, e.g. 512,2048,4096,8192,32768"),
-    Flag("--task-header", ("tasks", "header"), "request header naming the task (X-Task-Type)"),
-    Flag("--tasks", ("tasks", "allowlist"), "task allowlist, comma-separated"),
-    Flag("--window", ("window", "length_seconds"), "window length in seconds (default 300)"),
-    Flag("--zone-metric", ("zones", "metric"), "alpha (default) or rate"),
+    Flag("--port", ("port",), "proxy port, where clients send OpenAI requests"),
+    Flag("--admin-port", ("admin_port",), "port of /metrics /status /healthz /readyz"),
+    Flag("--upstream", ("upstream",), "vLLM's address, without a path"),
+    Flag("--ctx-buckets", ("ctx_buckets",), "ctx bucket upper bounds in tokens, comma-separated"),
+    Flag("--task-header", ("tasks", "header"), "request header naming the task"),
+    Flag("--tasks", ("tasks", "allowlist"), "task names kept as labels, comma-separated"),
+    Flag("--window", ("window", "length_seconds"), "verdict window, seconds"),
+    Flag("--zone-metric", ("zones", "metric"), "what zones judge: alpha or rate"),
     Flag("--log-level", ("log_level",), "debug | info | warning | error"),
     Flag("--log-format", ("log_format",), "console | json"),
-    Flag("--cycle-log", ("cycle_log", "path"), "append one JSON line per observed request"),
+    Flag("--cycle-log", ("cycle_log", "path"), "append one JSON line per observed request to FILE"),
     Flag("--vllm-log", ("vllm_log",), "follow vLLM's log in FILE (vLLM in another container)"),
-    Flag("--state-dir", ("state_dir",), "keep drift baselines across restarts in DIR"),
+    Flag("--state-dir", ("state_dir",), "keep drift baselines and configs across restarts in DIR"),
     Flag(
         "--speculative-config",
         ("speculative_config",),
         "the JSON vLLM runs with (serve reads vLLM's own)",
     ),
-    Flag("--track", ("track",), "this pod's track in a rollout: stable (default), canary"),
-    Flag("--scrape-interval", ("scrape_interval_seconds",), "seconds between scrapes (5)"),
-    Flag("--drain-seconds", ("serve", "drain_seconds"), "how long streams may drain on stop (30)"),
+    Flag("--track", ("track",), "this pod's track in a rollout: stable, canary, ..."),
+    Flag("--scrape-interval", ("scrape_interval_seconds",), "seconds between /metrics scrapes"),
+    Flag("--drain-seconds", ("serve", "drain_seconds"), "how long streams may drain on stop"),
     Flag("--baseline-upstream", ("ab", "baseline_upstream"), "a vLLM without speculation", "ab"),
-    Flag("--baseline-percent", ("ab", "baseline_percent"), "sticky share to it, 0-100 (0)", "ab"),
-    Flag("--ab-key-header", ("ab", "key_header"), "stickiness key (X-User-Id; else id)", "ab"),
+    Flag("--baseline-percent", ("ab", "baseline_percent"), "sticky share to it, 0-100", "ab"),
+    Flag("--ab-key-header", ("ab", "key_header"), "stickiness key (else the request id)", "ab"),
     Flag("--rollback-file", ("ab", "rollback_file"), "while it exists, all -> baseline", "ab"),
     Flag(
         "--auto-rollback-seconds",
         ("ab", "auto_rollback_seconds"),
-        "roll back when a model is red this long (off)",
+        "roll back when a model is red this long, seconds",
         "ab",
     ),
     Flag(
@@ -66,10 +66,46 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "--shadow-fraction",
         ("shadow", "fraction"),
-        "share of greedy requests also compared on the baseline (0)",
+        "share of greedy requests also compared on the baseline",
         "ab",
     ),
 )
+
+# What each command reads of the settings: the others would be accepted and do nothing.
+ANALYSIS_FLAGS = ("--ctx-buckets", "--tasks", "--window", "--zone-metric")
+
+
+def _default(path: tuple[str, ...]) -> Any:
+    node: Any = Settings()
+    for part in path:
+        node = getattr(node, part)
+    return node
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return ", ".join(str(item) for item in value)  # wrapped at the spaces, not mid-word
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class Help(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; a flag's default appended when its help does not say it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or default is None
+            or default is False
+            or default == argparse.SUPPRESS
+            or "default" in text
+            or (action.nargs == 0)
+        ):
+            return text
+        return f"{text} (default: {default})"
 
 
 def _dest(flag: Flag) -> str:
@@ -82,10 +118,46 @@ def add_setting_flags(parser: argparse.ArgumentParser, only: tuple[str, ...] = (
         "settings": parser.add_argument_group(SETTINGS_GROUP),
         "ab": parser.add_argument_group(AB_GROUP),
     }
-    groups["settings"].add_argument("--config", type=Path, help="YAML settings file")
+    groups["settings"].add_argument(
+        "--config", type=Path, metavar="FILE", help="YAML settings file"
+    )
     for flag in FLAGS:
         if not only or flag.flag in only:
-            groups[flag.group].add_argument(flag.flag, dest=_dest(flag), help=flag.help)
+            default = _default(flag.path)
+            shown = "" if default is None else f" (default: {_shown(default)})"
+            groups[flag.group].add_argument(
+                flag.flag, dest=_dest(flag), help=flag.help + shown, metavar=_metavar(flag)
+            )
+
+
+METAVARS = {
+    "--host": "ADDRESS",
+    "--admin-host": "ADDRESS",
+    "--upstream": "URL",
+    "--baseline-upstream": "URL",
+    "--ctx-buckets": "BOUNDS",
+    "--task-header": "HEADER",
+    "--tasks": "NAMES",
+    "--zone-metric": "{alpha,rate}",
+    "--log-level": "LEVEL",
+    "--log-format": "{console,json}",
+    "--cycle-log": "FILE",
+    "--vllm-log": "FILE",
+    "--state-dir": "DIR",
+    "--speculative-config": "JSON",
+    "--track": "NAME",
+    "--baseline-percent": "PERCENT",
+    "--ab-key-header": "HEADER",
+    "--rollback-file": "FILE",
+    "--admin-token-file": "FILE",
+    "--shadow-fraction": "FRACTION",
+}
+
+
+def _metavar(flag: Flag) -> str:
+    if flag.flag in METAVARS:
+        return METAVARS[flag.flag]
+    return "SECONDS" if flag.path[-1].endswith("seconds") else flag.path[-1].upper()
 
 
 def settings_from(args: argparse.Namespace, **extra: Any) -> Settings:

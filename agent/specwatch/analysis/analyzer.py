@@ -61,10 +61,9 @@ class Analyzer:
         self._window: SlidingWindow[SliceKey] = SlidingWindow(
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
-        zones = settings.zones
+        evidence = settings.evidence_windows_seconds
         self._evidence: EvidenceWindows[SliceKey] = EvidenceWindows(
-            zones.evidence_windows_seconds,
-            max(settings.window.bucket_seconds, min(zones.evidence_windows_seconds) / 30),
+            evidence, max(settings.window.bucket_seconds, min(evidence, default=0) / 30)
         )
         self._judged: dict[SliceKey, tuple[tuple[int, int, bool], Evidence | None]] = {}
         self._zones: dict[SliceKey, ZoneState] = {}

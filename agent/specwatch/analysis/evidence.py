@@ -184,6 +184,8 @@ class EvidenceWindows(Generic[K]):
         self._keys: dict[K, _Key] = {}
 
     def add(self, key: K, ts: float, counts: Counts) -> None:
+        if not self.lengths:  # a verdict window as long as every evidence window: it decides
+            return
         entry = self._keys.get(key)
         if entry is None:
             entry = self._keys[key] = _Key(len(self.lengths))

@@ -5,11 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from specwatch.flags import Help
+
 
 def add_parser(commands: Any) -> None:
     bench = commands.add_parser(
         "bench",
         help="benchmark baseline against speculation: latency, acceptance, speedup, report",
+        description="Benchmark baseline against speculation.\n\n"
+        "Sends one workload (a built-in mix of tasks and prompt lengths, or a ShareGPT file)\n"
+        "to each target and writes a report (latency, throughput, acceptance by context\n"
+        "length, speedup with intervals, plots) under --out. --sweep-k starts the vLLM\n"
+        "command after -- without speculation and with each K in turn.",
+        formatter_class=Help,
         usage="specwatch bench (--url URL | --baseline URL --spec URL | --sweep-k 3,5,7 -- "
         "VLLM_COMMAND) [options]",
     )
@@ -32,7 +40,9 @@ def add_parser(commands: Any) -> None:
     work.add_argument("--dataset", type=Path, help="ShareGPT-format JSON (default: built-in mix)")
     work.add_argument("--seed", type=int, default=0, help="workload seed (0)")
     work.add_argument("--max-tokens", type=int, default=128, help="output tokens (128)")
-    work.add_argument("--temperature", type=float, default=0.0, help="(0: greedy)")
+    work.add_argument(
+        "--temperature", type=float, default=0.0, help="sampling temperature (0: greedy)"
+    )
     work.add_argument("--sampling-seed", type=int, help="request `seed`, for temperature > 0")
     work.add_argument("--min-prompt-words", type=int, default=16, help="built-in mix (16)")
     work.add_argument("--max-prompt-words", type=int, default=6000, help="built-in mix (6000)")
@@ -77,10 +87,15 @@ def add_parser(commands: Any) -> None:
     )
     costs.add_argument("--accelerators", type=int, default=1, help="per replica (1)")
     out = bench.add_argument_group("report")
-    out.add_argument("--out", type=Path, default=Path("bench-report"), help="report folder")
+    out.add_argument(
+        "--out", type=Path, default=Path("bench-report"), metavar="DIR", help="report folder"
+    )
     out.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
     out.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (2000)")
-    out.add_argument("--ctx-buckets", help="upper bounds (default: the sidecar's settings)")
+    out.add_argument(
+        "--ctx-buckets",
+        help="ctx bucket upper bounds in tokens, comma-separated (default: the settings')",
+    )
     out.add_argument("--config", type=Path, help="YAML settings (ctx buckets, tasks)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     out.add_argument(

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from specwatch.analysis.load import KTable, LoadTable
 from specwatch.settings import Settings
+from specwatch.table import show
 
 
 def k_tables(
@@ -44,7 +45,7 @@ def print_k_tables(console: Console, tables: list[tuple[KTable, float, str]]) ->
                 "" if row.gain is None else f"{row.gain:.2f}", interval,
                 f"{row.spec_requests} / {row.baseline_requests}",
             )  # fmt: skip
-        console.print(view)
+        show(console, view)
         console.print(
             f'--speculative-config ... "num_speculative_tokens_per_batch_size": '
             f"{k_table.schedule()}  (modelled ranges at c = {cost:g}, {source})"

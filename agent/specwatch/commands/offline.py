@@ -6,9 +6,11 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 from specwatch.analysis.analyzer import Snapshot
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.load import LoadTable
 from specwatch.conventions import ALL
 from specwatch.settings import Settings
@@ -54,20 +56,26 @@ def run_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 def replayed(
     files: list[Path], settings: Settings, command: str
-) -> tuple[Snapshot, list[LineError], LoadTable] | None:
-    """Cycle logs through the live analysis: its snapshot at the end, the bad lines and its
-    load table; None (said on stderr) when a file is unreadable or the records span more
-    time than a replay evaluates."""
+) -> tuple[Snapshot, list[LineError], LoadTable, int] | None:
+    """Cycle logs through the live analysis: its snapshot at the end, the bad lines, its load
+    table and the number of records; None (said on stderr) when a file is unreadable, holds
+    no record, or the records span more time than a replay evaluates."""
     from specwatch.analysis.replay import SpanTooLong, replay
     from specwatch.sources.cyclelog import read_cycle_logs
 
     errors: list[LineError] = []
     try:
-        analyzer, end = replay(read_cycle_logs(files, errors), settings)
+        records = list(read_cycle_logs(files, errors))
+        if not records:
+            _report_bad_lines(errors, command)
+            names = ", ".join(str(path) for path in files)
+            print(f"specwatch: {command}: no records in {names}", file=sys.stderr)
+            return None
+        analyzer, end = replay(records, settings)
     except (OSError, SpanTooLong) as error:
         print(f"specwatch: {command}: {error}", file=sys.stderr)
         return None
-    return analyzer.snapshot(end), errors, analyzer.load_table
+    return analyzer.snapshot(end), errors, analyzer.load_table, len(records)
 
 
 def _report_bad_lines(errors: list[LineError], command: str) -> None:
@@ -84,26 +92,41 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     found = replayed(args.files, settings, "replay")
     if found is None:
         return 1
-    snapshot, errors, _ = found
+    snapshot, errors, _, records = found
     if args.json:
         document = status_document(Reading(snapshot))
         document["replay"] = {
             "files": [str(path) for path in args.files],
+            "records": records,
             "bad_lines": [asdict(bad) for bad in errors],
         }
         sys.stdout.write(dumps(document).decode() + "\n")
     else:
-        from rich.console import Console
+        from specwatch.table import Period, console, show, slice_table
 
-        from specwatch.table import slice_table
-
-        Console().print(slice_table(snapshot, f"replay of {len(args.files)} file(s)"))
+        start, end = snapshot.started, snapshot.at
+        period: Period
+        if args.last_window:
+            period = "window"
+            shown = f"the last window: {snapshot.window_seconds:g} s to {_utc(end)}"
+        else:
+            period = "since_start"
+            shown = f"since the first record: {_utc(start)} to {_utc(end)} ({end - start:,.0f} s)"
+        title = (
+            f"replay of {len(args.files)} file(s), {records} record(s); {shown}; "
+            f"zone: the verdict at the end"
+        )
+        confidence = settings.zones.confidence
+        show(console(), slice_table(snapshot, title, period, confidence))
     _report_bad_lines(errors, "replay")
     return 0
 
 
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def run_advise(args: argparse.Namespace, settings: Settings) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from specwatch.analysis.advisor import advice_for
@@ -117,13 +140,30 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
     found = replayed(args.files, settings, "advise")
     if found is None:
         return 1
-    snapshot, errors, load = found
-    tables = k_tables(load, settings, args.cost_ratio)
+    snapshot, errors, load, _ = found
+    zones = settings.zones
+    below = [view for view in snapshot.rollups if not _enough(view.since_start, settings)]
+    for view in below:
+        counts = view.since_start
+        print(
+            f"specwatch: advise: {view.key.model}: {counts.requests} request(s) and "
+            f"{counts.trials} verified draft tokens since the first record; advice needs "
+            f"{zones.min_requests} and {zones.min_trials} (zones.min_requests, zones.min_trials)",
+            file=sys.stderr,
+        )
+    if len(below) == len(snapshot.rollups):
+        _report_bad_lines(errors, "advise")
+        return 1
+    judged = {view.key.model for view in below}
+    tables = [entry for entry in k_tables(load, settings, args.cost_ratio)
+              if entry[0].model not in judged]  # fmt: skip
     costs = {table.model: cost for table, cost, _ in tables}
     default_cost = settings.speedup.default_cost_ratio
     results = []
     for view in (*snapshot.rollups, *snapshot.slices):
         counts = view.since_start
+        if view.key.model in judged or not _enough(counts, settings):
+            continue  # a slice below the gate: its K would be a guess from a few requests
         stats = SliceStats.of(counts, settings.zones.confidence)
         cost = costs.get(
             view.key.model, default_cost if args.cost_ratio is None else args.cost_ratio
@@ -148,7 +188,10 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
         }  # fmt: skip
         sys.stdout.write(dumps(document).decode() + "\n")
     else:
-        console = Console()
+        from specwatch.table import console as terminal
+        from specwatch.table import show
+
+        console = terminal()
         for key, steps, advice, cost in results:
             if key.ctx_bucket != ALL:
                 continue
@@ -159,7 +202,7 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
             for k, expected, speedup in advice.table:
                 mark = "best" if k == advice.best_k else ("in range" if low <= k <= high else "")
                 table.add_row(str(k), f"{expected:.3f}", f"{speedup:.3f}", mark)
-            console.print(table)
+            show(console, table)
             console.print(f"advice: K={advice.best_k} (range {low}-{high}); {advice.note}")
         console.print("per slice (best K, range):")
         for key, steps, advice, _ in results:
@@ -172,6 +215,12 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
         print_k_tables(console, tables)
     _report_bad_lines(errors, "advise")
     return 0
+
+
+def _enough(counts: Counts, settings: Settings) -> bool:
+    """The zones' own gate: as many requests and verified draft tokens as a verdict needs."""
+    zones = settings.zones
+    return counts.requests >= zones.min_requests and counts.trials >= zones.min_trials
 
 
 def run_snapshot(args: argparse.Namespace, settings: Settings) -> int:

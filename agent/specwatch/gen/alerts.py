@@ -130,9 +130,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
 
 
 def _zone_names(settings: Settings) -> tuple[str, ...]:
-    return Q.zone_windows(
-        (settings.window.length_seconds, *settings.zones.evidence_windows_seconds)
-    )
+    return Q.zone_windows((settings.window.length_seconds, *settings.evidence_windows_seconds))
 
 
 def _burn_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:

@@ -239,7 +239,7 @@ def _level_rules(
 
 
 def _zone_seconds(settings: Settings) -> tuple[float, ...]:
-    return (settings.window.length_seconds, *settings.zones.evidence_windows_seconds)
+    return (settings.window.length_seconds, *settings.evidence_windows_seconds)
 
 
 def _slo_rules(settings: Settings, windows: Q.Windows) -> list[Any]:

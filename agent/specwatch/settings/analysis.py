@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -14,6 +14,20 @@ class WindowSettings(Part):
 
     length_seconds: float = Field(default=300.0, ge=MIN_STEP_SECONDS)
     bucket_seconds: float = Field(default=10.0, ge=MIN_STEP_SECONDS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _buckets_follow_a_long_window(cls, data: Any) -> Any:
+        """A window given without its bucket gets 10 s buckets, or 360 buckets when it is
+        longer than an hour: `--window 86400` works without a second setting to raise."""
+        if isinstance(data, dict) and "bucket_seconds" not in data:
+            try:
+                length = float(data["length_seconds"])
+            except (KeyError, TypeError, ValueError):
+                return data  # no length, or a bad one: its own validation speaks
+            if length > 3600:
+                return {**data, "bucket_seconds": length / 360}
+        return data
 
     @model_validator(mode="after")
     def _whole_number_of_buckets(self) -> WindowSettings:

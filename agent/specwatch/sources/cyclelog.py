@@ -15,12 +15,14 @@ FILE.2 ... up to `backups`.
 
 from __future__ import annotations
 
+import gzip
 import math
 import operator
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Any, BinaryIO, Literal, cast
 
 import msgspec
 import orjson
@@ -276,14 +278,30 @@ class LineError:
     reason: str
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _opened(path: Path) -> BinaryIO:
+    """The file's lines as bytes; a gzip file (rotated and compressed by logrotate, whatever
+    its name) decompressed on the fly, known by its first two bytes."""
+    with path.open("rb") as probe:
+        compressed = probe.read(2) == GZIP_MAGIC
+    return cast(BinaryIO, gzip.open(path, "rb")) if compressed else path.open("rb")
+
+
 def read_cycle_logs(paths: Iterable[Path], errors: list[LineError]) -> Iterator[RequestRecord]:
-    """Every readable record of the files, in file order; bad lines go to `errors`."""
+    """Every readable record of the files, in file order; bad lines go to `errors`, and so
+    does a gzip file cut short (the records before the cut are kept)."""
     for path in paths:
-        with path.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield from_line(line)
-                except BadLine as bad:
-                    errors.append(LineError(str(path), number, str(bad)))
+        with _opened(path) as handle:
+            number = 0
+            try:
+                for number, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        yield from_line(line)
+                    except BadLine as bad:
+                        errors.append(LineError(str(path), number, str(bad)))
+            except (EOFError, gzip.BadGzipFile, zlib.error) as cut:
+                errors.append(LineError(str(path), number + 1, f"gzip data cut short: {cut}"))

@@ -1,0 +1,228 @@
+"""The command line's grammar: each command with what it does and only the flags it reads.
+
+Every flag's help names its default and unit; a setting flag's default is read from the
+settings themselves (flags.py), so the help cannot drift from what runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from specwatch import __version__
+from specwatch.flags import ANALYSIS_FLAGS, Help, add_setting_flags
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    description: str,
+    usage: str | None = None,
+) -> argparse.ArgumentParser:
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=f"{summary[0].upper()}{summary[1:]}.\n\n{description}",
+        formatter_class=Help,
+        usage=usage,
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="specwatch",
+        description="Monitoring sidecar and SLO alerting for speculative decoding on vLLM.",
+        formatter_class=Help,
+    )
+    top.add_argument("--version", action="version", version=f"specwatch {__version__}")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _live(commands)
+    _offline(commands)
+    _simulated(commands)
+    return top
+
+
+def _live(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = _command(
+        commands,
+        "serve",
+        "start vLLM as a child process and proxy it",
+        "Everything after -- is the vLLM command (`vllm serve MODEL --speculative-config ...`).\n"
+        "specwatch reads its config from that line, gives vLLM the flags it needs to report\n"
+        "per-request draft/accept data, forwards clients' requests to it unchanged, and serves\n"
+        "/metrics, /status, /healthz and /readyz on the admin port.",
+        usage="specwatch serve [options] -- VLLM_COMMAND ...",
+    )
+    add_setting_flags(serve)
+    proxy = _command(
+        commands,
+        "proxy",
+        "reverse proxy in front of a vLLM that runs elsewhere",
+        "Clients send their OpenAI requests to --port; specwatch forwards them to --upstream\n"
+        "unchanged, reads each response's per-step acceptance, scrapes vLLM's /metrics and\n"
+        "serves /metrics, /status, /healthz and /readyz on the admin port. Give it vLLM's\n"
+        "--speculative-config (the same JSON) so its numbers name the config they belong to.",
+    )
+    add_setting_flags(proxy)
+    check = _command(
+        commands,
+        "check-config",
+        "validate the settings serve and proxy would run with, and print them",
+        "Reads --config, SPECWATCH_* variables and the flags exactly as serve and proxy do\n"
+        "(flags win over the environment, which wins over the file) and prints the result as\n"
+        "JSON; a bad or unknown setting is one line on stderr and exit status 2.",
+    )
+    add_setting_flags(check)
+
+
+def _offline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    replay = _command(
+        commands,
+        "replay",
+        "analyse cycle logs as the live sidecar would have",
+        "Reads cycle logs (--cycle-log's JSON lines; gzip-compressed ones too) and runs the\n"
+        "live analysis over them on their own clock. The table shows each slice since the\n"
+        "first record (--last-window: over the last verdict window only) and the zone the\n"
+        "sidecar would show at the last record. Exit status 1 when no file holds a record.",
+    )
+    replay.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cycle log files")
+    replay.add_argument("--json", action="store_true", help="print the /status document")
+    replay.add_argument(
+        "--last-window",
+        action="store_true",
+        help="the table over the last verdict window (--window) instead of since the start",
+    )
+    add_setting_flags(replay, only=ANALYSIS_FLAGS)
+
+    generate = _command(
+        commands,
+        "generate",
+        "write the Prometheus rules, Alertmanager config, dashboards and runbooks",
+        "Renders every generated artifact from the settings (zone thresholds, windows, SLO,\n"
+        "receivers) into the repository layout under --out; --check compares instead.",
+    )
+    generate.add_argument("--out", type=Path, default=Path(), metavar="DIR", help="repository root")
+    generate.add_argument(
+        "--check", action="store_true", help="compare with the files under --out; write nothing"
+    )
+    generate.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="divide every window and `for:` by N (live tests, demos); 1 is production",
+    )
+    add_setting_flags(generate, only=("--window",))
+
+    advise = _command(
+        commands,
+        "advise",
+        "best draft length K from recorded traffic (cycle logs)",
+        "Measures per-position acceptance from cycle logs and predicts the speedup of each\n"
+        "K up to the one in use, per model and per slice, with the K table by batch size\n"
+        "(num_speculative_tokens_per_batch_size). A model or slice with fewer requests or\n"
+        "verified draft tokens than a zone verdict needs (zones.min_requests, min_trials) is\n"
+        "not advised on; exit status 1 when no model has enough.",
+    )
+    advise.add_argument(
+        "--cycle-log",
+        dest="files",
+        nargs="+",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="cycle log files",
+    )
+    advise.add_argument(
+        "--cost-ratio",
+        type=float,
+        help="c: draft step cost / target step cost (default: from A/B baseline records' "
+        "decode times where the log has them, else speedup.default_cost_ratio)",
+    )
+    advise.add_argument("--json", action="store_true", help="print JSON")
+    add_setting_flags(advise, only=("--ctx-buckets",))
+
+    snap = _command(
+        commands,
+        "snapshot",
+        "the overview dashboard's key panels as a PNG, from Prometheus",
+        "Queries Prometheus for the recorded series the overview dashboard shows and draws\n"
+        "them (zones, acceptance by slice, gain) into one PNG: for a ticket or a chat.",
+    )
+    snap.add_argument("--prometheus", required=True, metavar="URL", help="Prometheus base URL")
+    snap.add_argument("--out", type=Path, required=True, metavar="FILE", help="PNG to write")
+    snap.add_argument("--model", default=".*", help="model, a regex")
+    snap.add_argument("--minutes", type=float, default=60.0, help="time range, minutes")
+    add_setting_flags(snap, only=("--config",))  # the zone thresholds
+
+
+def _simulated(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sim = _command(
+        commands,
+        "sim",
+        "run the simulated vLLM speculative server",
+        "An OpenAI-compatible server that answers like vLLM with speculative decoding: per-\n"
+        "request draft/accept data, /metrics, /version and vLLM's log lines, with acceptance\n"
+        "by task and context length. For the demo, tests and benchmarks, not a model.",
+    )
+    sim.add_argument("--host", default="127.0.0.1", help="bind address")
+    sim.add_argument("--port", type=int, default=8001, help="port")
+    sim.add_argument(
+        "--model", "--served-model-name", dest="model", default="sim-llama", help="model name"
+    )
+    sim.add_argument("--num-spec-tokens", type=int, default=4, help="draft length K")
+    sim.add_argument("--seed", type=int, default=0, help="random seed")
+    sim.add_argument(
+        "--per-request-spec-decode-metrics",
+        "--spec-metrics",
+        dest="spec_metrics",
+        choices=("detailed", "summary", "none"),
+        default="detailed",
+        help="per-request acceptance in responses, like vLLM's flag (but on by default)",
+    )
+    sim.add_argument("--enable-per-request-metrics", action="store_true", help="accepted, as vLLM")
+    sim.add_argument("--enable-request-id-headers", action="store_true", help="accepted, as vLLM")
+    sim.add_argument(
+        "--log-stats-interval",
+        type=float,
+        default=float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10")),
+        help="seconds between vLLM-style stats lines on stdout (VLLM_LOG_STATS_INTERVAL)",
+    )
+    sim.add_argument("--step-ms", type=float, default=4.0, help="target step time, ms")
+    sim.add_argument("--draft-cost", type=float, default=0.05, help="draft/target step cost c")
+    sim.add_argument("--no-sleep", action="store_true", help="answer without simulated latency")
+    sim.add_argument(
+        "--drop-after", type=float, help="seconds after start of an acceptance drop (none)"
+    )
+    sim.add_argument(
+        "--drop-factor", type=float, default=0.7, help="acceptance multiplied by this at the drop"
+    )
+    sim.add_argument("--drop-task", help="the task the drop hits (all)")
+    sim.add_argument(
+        "--request-icc",
+        type=float,
+        default=None,
+        help="between-request variance of acceptance / m (1 - m) (default: calibrated, 0.17)",
+    )
+
+    from specwatch.bench.options import add_parser as add_bench
+
+    add_bench(commands)
+
+    demo = _command(
+        commands,
+        "demo",
+        "simulator, proxy and a mixed workload in one process, with a live table",
+        "Runs the simulated server, the sidecar in front of it and a workload of several\n"
+        "tasks and context lengths, on a shortened time scale (a one-minute window): zones\n"
+        "settle within the run, and halfway one task's draft gets worse.",
+    )
+    demo.add_argument("--duration", type=float, default=45.0, help="seconds of load")
+    demo.add_argument("--seed", type=int, default=7, help="random seed")
+    demo.add_argument("--concurrency", type=int, default=16, help="requests in flight")
+    demo.add_argument("--port", type=int, default=0, help="proxy port (default: any free)")
+    demo.add_argument("--admin-port", type=int, default=0, help="admin port (default: any free)")
+    demo.add_argument(
+        "--keep-running", action="store_true", help="keep serving after the summary (Ctrl-C)"
+    )
