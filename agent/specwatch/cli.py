@@ -33,21 +33,12 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _dispatch(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:
     from specwatch.commands import offline
-    from specwatch.commands.loop import run_loop
 
     command = args.command
-    if command == "sim":
-        from specwatch.commands.sim import run_sim
-
-        return run_loop(run_sim(args))
     if command == "bench":
         from specwatch.bench.command import run as run_bench
 
         return run_bench(args, settings, vllm_argv)
-    if command == "demo":
-        from specwatch.demo import run_demo
-
-        return run_loop(run_demo(args, settings))
     offline_commands = {
         "check-config": lambda: offline.check_config(settings),
         "replay": lambda: offline.run_replay(args, settings),
@@ -57,18 +48,35 @@ def _dispatch(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]
     }
     if command in offline_commands:
         return offline_commands[command]()
+    if command == "serve" and not vllm_argv:
+        print("specwatch: serve needs a vLLM command after --", file=sys.stderr)
+        return 2
+    try:
+        return _serving(command, args, settings, vllm_argv)
+    except (OSError, ValueError) as error:  # e.g. the port is taken, an empty token file
+        print(f"specwatch: {command}: {error}", file=sys.stderr)
+        return 1
+
+
+def _serving(
+    command: str, args: argparse.Namespace, settings: Settings, vllm_argv: list[str]
+) -> int:
+    """The commands that listen until stopped: serve, proxy, sim, demo."""
+    from specwatch.commands.loop import run_loop
+
+    if command == "sim":
+        from specwatch.commands.sim import run_sim
+
+        return run_loop(run_sim(args))
+    if command == "demo":
+        from specwatch.demo import run_demo
+
+        return run_loop(run_demo(args, settings))
     from specwatch.commands.live import run_proxy, run_serve
 
-    try:
-        if command == "serve":
-            if not vllm_argv:
-                print("specwatch: serve needs a vLLM command after --", file=sys.stderr)
-                return 2
-            return run_loop(run_serve(settings, vllm_argv))
-        return run_loop(run_proxy(settings))
-    except (OSError, ValueError) as error:  # e.g. the port is taken, an empty token file
-        print(f"specwatch: {error}", file=sys.stderr)
-        return 1
+    if command == "serve":
+        return run_loop(run_serve(settings, vllm_argv))
+    return run_loop(run_proxy(settings))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

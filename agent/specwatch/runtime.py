@@ -28,6 +28,7 @@ from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading
 from specwatch.health import Health
+from specwatch.listening import binding
 from specwatch.model import EngineSample
 from specwatch.settings import Settings
 from specwatch.sources.ab import LOOPBACK_HOSTS, ABRouter, admin_routes, read_token
@@ -302,7 +303,8 @@ class Sidecar:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
-        await site.start()
+        with binding(host, port, "--admin-port"):
+            await site.start()
         self._runners.append(runner)
         return int(runner.addresses[-1][1])  # the bound port, when 0 asked the OS to choose
 
@@ -335,7 +337,8 @@ class Sidecar:
         routes = admin_routes(self.router, token, loopback) if self.router.enabled else []
         admin = admin_app(self.exposition.scrape, self.reading, self.ready, routes)
         admin_port = await self._serve(admin, admin_host, self.settings.admin_port)
-        proxy_port = await self.proxy.start(self.settings.host, self.settings.port)
+        with binding(self.settings.host, self.settings.port, "--port"):
+            proxy_port = await self.proxy.start(self.settings.host, self.settings.port)
         self.ports = Ports(proxy=proxy_port, admin=admin_port)
         log.info(
             "sidecar_started",

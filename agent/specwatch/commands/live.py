@@ -29,9 +29,25 @@ async def run_proxy(settings: Settings) -> int:
     return 0
 
 
+def _check_ports(settings: Settings, vllm_argv: list[str]) -> None:
+    """A pasted `vllm serve ... --port 8000` would take the port clients reach specwatch on
+    (8000 is the default of both): vLLM, started first, would win it and specwatch would
+    fail to bind, or the other way round. Said before anything starts."""
+    given = flag_value(vllm_argv, ("--port",))
+    if given is None or not given.isdigit():
+        return
+    for flag, own in (("--port", settings.port), ("--admin-port", settings.admin_port)):
+        if int(given) == own:
+            raise ValueError(
+                f"vLLM's --port {given} is specwatch's own {flag}: drop --port from the vLLM "
+                f"command (specwatch then picks a free one) or give specwatch another {flag}"
+            )
+
+
 async def run_serve(settings: Settings, vllm_argv: list[str]) -> int:
     """Start vLLM with the flags specwatch needs, proxy it, and stop both together; the exit
     code is vLLM's (0 after a clean stop on our signal)."""
+    _check_ports(settings, vllm_argv)
     command = prepare_command(vllm_argv)
     print(f"specwatch: starting vLLM: {shlex.join(command.argv)}", file=sys.stderr)
     if command.added:

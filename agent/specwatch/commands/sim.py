@@ -8,6 +8,7 @@ import asyncio
 from aiohttp import web
 
 from specwatch.commands.loop import until_signal
+from specwatch.listening import ListenError, binding
 from specwatch.sim.acceptance import REQUEST_ICC, AcceptanceModel, CostModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 
@@ -35,7 +36,12 @@ async def run_sim(args: argparse.Namespace) -> int:
     server = SimServer(config)
     runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, args.host, args.port).start()
+    try:
+        with binding(args.host, args.port, "--port"):
+            await web.TCPSite(runner, args.host, args.port).start()
+    except ListenError:
+        await runner.cleanup()
+        raise
     print(f"specwatch sim: {config.model} (K={config.num_spec_tokens}) on {runner.addresses}")
     stats = asyncio.create_task(server.log_stats(args.log_stats_interval, _print_line))
     try:
