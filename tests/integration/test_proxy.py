@@ -538,3 +538,41 @@ async def test_metrics_go_out_in_pieces_that_make_the_whole_body(
     metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
     assert 6 == total(metrics, C.REQUESTS + "_total")
     assert text.rstrip().splitlines()[-1].startswith(b"process_")
+
+
+async def _raw(port: int, version: bytes, body: bytes) -> tuple[bytes, bytes]:
+    """One request on a bare socket, read until the proxy closes (at most 10 s): head, body.
+    HTTP/1.1 asks for the close; 1.0 closes by default."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    close = b"Connection: close\r\n" if version == b"1.1" else b""
+    writer.write(
+        b"POST /v1/completions HTTP/%s\r\nHost: x\r\n%sContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (version, close, len(body), body)
+    )
+    received = await asyncio.wait_for(reader.read(-1), 10)
+    writer.close()
+    head, _, rest = received.partition(b"\r\n\r\n")
+    return head + b"\r\n\r\n", rest
+
+
+async def test_an_http10_client_gets_its_stream_unframed_and_closed(
+    sim: tuple[SimServer, str], sidecar: Sidecar
+) -> None:
+    """RFC 9112 forbids chunked framing to an HTTP/1.0 client; like nginx, the body goes as it
+    comes and the close ends it. An HTTP/1.1 client still gets chunks."""
+    _, direct = sim
+    body = {"prompt": "def add(a, b):", "max_tokens": 24, "temperature": 0, "stream": True}
+    async with aiohttp.ClientSession() as session:
+        _, upstream_bytes = await post(session, direct + "/v1/completions", body)
+    head, stream = await _raw(sidecar.ports.proxy, b"1.0", orjson.dumps(body))
+    lowered = head.lower()
+    assert lowered.startswith(b"http/1.1 200 ")
+    assert b"transfer-encoding" not in lowered
+    assert b"connection: close" in lowered
+    assert _events(upstream_bytes) == _events(stream)
+    head11, chunked = await _raw(sidecar.ports.proxy, b"1.1", orjson.dumps(body))
+    assert b"transfer-encoding: chunked" in head11.lower()
+    assert chunked.endswith(b"\r\n0\r\n\r\n")
+    await sidecar.drained()
+    metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
+    assert 2 == total(metrics, C.REQUESTS + "_total", outcome=C.Outcome.OBSERVED)

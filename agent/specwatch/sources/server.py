@@ -78,6 +78,7 @@ class ClientConnection(asyncio.Protocol):
         self._chunked = False
         self._held: list[bytes] | None = None  # writes gathered between hold() and flush()
         self._keep_alive = True
+        self._http10 = False
         self._head = False  # the request is a HEAD: its answer has no body
 
     # --- asyncio.Protocol --------------------------------------------------------------------
@@ -135,6 +136,7 @@ class ClientConnection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         self._started = self._loop.time()
         self._keep_alive = self._parser.should_keep_alive()
+        self._http10 = self._parser.get_http_version() == "1.0"
         self._head = self._parser.get_method() == b"HEAD"
         length = wire.header(self._headers, b"content-length")
         if length is not None and length.isdigit() and int(length) > self._limits.max_request_bytes:
@@ -167,8 +169,16 @@ class ClientConnection(asyncio.Protocol):
     ) -> None:
         """Write a response head; the body follows with write() and end()."""
         bodiless = self._head or status < 200 or status in (204, 304)
-        self._chunked = length is None and not bodiless
-        self._send(wire.response_head(status, reason, headers, length, self._keep_alive, bodiless))
+        unframed = length is None and not bodiless
+        # HTTP/1.1 forbids chunked framing to a 1.0 client (RFC 9112, 6.1): its body of
+        # unknown length is sent as it comes and ended by closing, as nginx does
+        self._chunked = unframed and not self._http10
+        if unframed and self._http10:
+            self._keep_alive = False
+        head = wire.response_head(
+            status, reason, headers, length, self._keep_alive, bodiless, self._chunked
+        )
+        self._send(head)
 
     def write(self, data: bytes) -> None:
         if not data:

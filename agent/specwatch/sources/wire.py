@@ -71,14 +71,16 @@ def response_head(
     content_length: int | None,
     keep_alive: bool,
     bodiless: bool = False,
+    chunked: bool = True,
 ) -> bytes:
-    """A response head to the client: chunked unless the length is known."""
+    """A response head to the client: with its length when known, else chunked, or (`chunked`
+    False: an HTTP/1.0 client, which must not get chunked framing) ended by the close."""
     lines = [b"HTTP/1.1 ", str(status).encode(), b" ", reason or _reason(status), b"\r\n"]
     for name, value in headers:
         lines += [name, b": ", value, b"\r\n"]
     if content_length is not None:
         lines += [b"content-length: ", str(content_length).encode(), b"\r\n"]
-    elif not bodiless:
+    elif not bodiless and chunked:
         lines.append(b"transfer-encoding: chunked\r\n")
     if not keep_alive:
         lines.append(b"connection: close\r\n")
