@@ -29,6 +29,9 @@ class Mutation:
     path: str  # under agent/specwatch
     old: str
     new: str
+    # the tests that must catch it: the fast ones, unless the line is only reachable over a
+    # socket (the proxy's HTTP framing)
+    tests: tuple[str, ...] = ("tests/unit", "tests/artifacts")
 
 
 MUTATIONS = (
@@ -364,6 +367,44 @@ MUTATIONS = (
         "        self.flush()\n        self._room = None\n",
         "        self.flush()\n",
     ),
+    Mutation(
+        "stream: the usage event is the one with no choices, not any event with usage",
+        "sources/vllm_response.py",
+        """    return b'"usage"' in event and _EMPTY_CHOICES.search(event) is not None""",
+        """    return b'"usage"' in event""",
+    ),
+    Mutation(
+        "SSE: a blank line of bare carriage returns ends an event",
+        "sources/sse.py",
+        '_SEPARATORS = (b"\\n\\n", b"\\r\\n\\r\\n", b"\\r\\r")',
+        '_SEPARATORS = (b"\\n\\n", b"\\r\\n\\r\\n")',
+    ),
+    Mutation(
+        "spec block: num_spec_steps may leave out the steps that drafted nothing",
+        "sources/vllm_response.py",
+        '    if _count(block.get("num_spec_steps")) != len(drafted) - drafted.count(0):\n',
+        "    if True:\n",
+    ),
+    Mutation(
+        "stream options: a client's continuous_usage_stats is not switched on by injection",
+        "sources/proxy.py",
+        "    kept = {name: value for name, value in kept.items() if name != "
+        '"continuous_usage_stats"}',
+        "",
+    ),
+    Mutation(
+        "stream: usage vLLM forces on everyone is not taken out",
+        "sources/stream.py",
+        """                    self._forced = self._forced or b'"usage"' in event""",
+        "                    pass",
+    ),
+    Mutation(
+        "HTTP/1.0: no chunked framing to a 1.0 client",
+        "sources/server.py",
+        "        self._chunked = unframed and not self._http10",
+        "        self._chunked = unframed",
+        ("tests/integration/test_proxy.py",),
+    ),
 )
 
 
@@ -382,8 +423,7 @@ def run(mutation: Mutation, root: Path) -> bool:
         if generated:
             regenerate(root, env)
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "tests/unit",
-             "tests/artifacts"],
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", *mutation.tests],
             cwd=root, env=env, capture_output=True, text=True, check=False,
         )  # fmt: skip
     finally:
@@ -394,7 +434,7 @@ def run(mutation: Mutation, root: Path) -> bool:
 
 
 def regenerate(root: Path, env: dict[str, str]) -> None:
-    command = [sys.executable, "-m", "specwatch", "generate", "--log-level", "warning"]
+    command = [sys.executable, "-m", "specwatch", "generate"]
     subprocess.run(command, cwd=root, env=env, capture_output=True, check=True)
 
 

@@ -72,7 +72,14 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 # What each command reads of the settings: the others would be accepted and do nothing.
-ANALYSIS_FLAGS = ("--ctx-buckets", "--tasks", "--window", "--zone-metric")
+ANALYSIS_FLAGS = (
+    "--ctx-buckets",
+    "--tasks",
+    "--window",
+    "--zone-metric",
+    "--log-level",  # the analysis logs each verdict change (`zone_changed`), as live
+    "--log-format",
+)
 
 
 def _default(path: tuple[str, ...]) -> Any:

@@ -576,3 +576,22 @@ async def test_an_http10_client_gets_its_stream_unframed_and_closed(
     await sidecar.drained()
     metrics = await scrape(f"http://127.0.0.1:{sidecar.ports.admin}/metrics")
     assert 2 == total(metrics, C.REQUESTS + "_total", outcome=C.Outcome.OBSERVED)
+
+
+async def test_the_admin_ports_404s_say_what_is_there_and_what_to_configure(
+    sidecar: Sidecar,
+) -> None:
+    """A/B is off here: its admin routes are named with the setting that turns them on."""
+    admin = f"http://127.0.0.1:{sidecar.ports.admin}"
+    async with aiohttp.ClientSession() as session:
+        for path in ("/admin/ab", "/admin/rollback"):
+            async with session.get(admin + path) as response:
+                assert 404 == response.status
+                error = (await response.json())["error"]
+            assert error.startswith(f"{path} exists when A/B is on: set ab.baseline_upstream")
+        async with session.get(admin + "/metric") as response:
+            assert 404 == response.status
+            error = (await response.json())["error"]
+        assert "no /metric on the admin port; it serves /metrics, /status" in error
+        async with session.post(admin + "/metrics") as response:
+            assert 405 == response.status

@@ -238,6 +238,33 @@ def test_the_sse_splitter_finds_the_same_events_however_the_bytes_are_cut(
     assert expected == [*events, splitter.flush()]
 
 
+def _events_by_the_spec(data: bytes) -> list[bytes]:
+    """The events of an SSE stream written from the spec's definition, independently of the
+    splitter: an event ends at the first blank line, whichever of the three line endings
+    (CRLF CRLF, LF LF, CR CR) makes it; what follows the last one is the rest."""
+    out, start, i = [], 0, 0
+    while i < len(data):
+        for end in (b"\r\n\r\n", b"\n\n", b"\r\r"):
+            if data.startswith(end, i):
+                out.append(data[start : i + len(end)])
+                start = i = i + len(end)
+                break
+        else:
+            i += 1
+    return [*out, data[start:]]
+
+
+@settings(max_examples=400)
+@given(_sse_bytes, st.lists(st.integers(1, 12), max_size=40))
+@example(b"data: x\r\rdata: y\n\n", [])  # a stream whose server ends lines with CR alone
+def test_the_sse_splitter_finds_the_events_the_spec_defines(data: bytes, cuts: list[int]) -> None:
+    """Against a reference, not against itself: every terminator the spec allows ends an
+    event, however the bytes are cut."""
+    splitter = SseSplitter(1 << 20)
+    events = [event for piece in _cut(data, cuts) for event in splitter.feed(piece)]
+    assert _events_by_the_spec(data) == [*events, splitter.flush()]
+
+
 @settings(max_examples=300)
 @given(_sse_bytes, st.lists(st.integers(1, 12), max_size=40), st.integers(0, 40))
 def test_the_sse_splitter_holds_of_the_budget_exactly_the_bytes_it_holds_back(

@@ -103,3 +103,48 @@ def test_a_request_without_a_speculative_step_has_null_arrays() -> None:
     }  # fmt: skip
     spec = parse_spec_block(block)
     assert (0, 4) == (spec.steps, spec.num_spec_tokens)
+
+
+def _by_draft_length_with_steps(steps: int) -> bytes:
+    raw = (SHAPES / "by_draft_length.json").read_bytes()
+    assert b'"num_spec_steps":10' in raw  # the 2 steps of the d = 0 row counted, as vLLM 0.32
+    return raw.replace(b'"num_spec_steps":10', b'"num_spec_steps":%d' % steps)
+
+
+def test_a_step_count_without_the_steps_that_drafted_nothing_is_consistent() -> None:
+    """Newer builds leave the K = 0 rows out of num_spec_steps (8 of 10 here): the same steps,
+    not an inconsistent block; a count that is neither is refused."""
+    spec = parse_response_body(_by_draft_length_with_steps(8)).spec
+    assert spec is not None
+    assert (10, 22, 15) == (spec.steps, sum(spec.drafted), sum(spec.accepted))
+    with pytest.raises(ParseFailure) as failure:
+        parse_response_body(_by_draft_length_with_steps(9))
+    assert ParseReason.INCONSISTENT_SPEC_BLOCK == failure.value.reason
+
+
+FORCED_STREAM = [
+    b'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":" a",'
+    b'"finish_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":6,"completion_tokens":1}}'
+    b"\n\n",
+    b'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":" b",'
+    b'"finish_reason":"length","stop_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":7,'
+    b'"completion_tokens":2}}\n\n',
+    b'data: {"id":"c","object":"text_completion","model":"m","choices":[],"usage":{'
+    b'"prompt_tokens":5,"total_tokens":7,"completion_tokens":2},"system_fingerprint":"fp"}\n\n',
+    b"data: [DONE]\n\n",
+]
+
+
+@pytest.mark.parametrize("pieces", ["events", "whole", "bytes"])
+def test_a_forced_usage_stream_reaches_the_client_unchanged_though_usage_was_injected(
+    pieces: str,
+) -> None:
+    """vLLM with --enable-force-include-usage puts usage in every chunk and sends the usage
+    chunk to everyone: the client gets all of it, as direct, and the usage is still read."""
+    data = b"".join(FORCED_STREAM)
+    chunks = {"events": FORCED_STREAM, "whole": [data], "bytes": [bytes([b]) for b in data]}
+    rewriter = StreamRewriter(inject=True, max_event_bytes=1 << 20)
+    out = b"".join(rewriter.feed(chunk) for chunk in chunks[pieces]) + rewriter.finish()
+    assert data == out
+    assert FORCED_STREAM[2] == rewriter.usage
+    assert rewriter.parse_failure is None

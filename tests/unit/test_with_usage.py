@@ -53,3 +53,12 @@ def test_a_body_too_deep_to_encode_again_gives_none() -> None:
     assert with_usage(deep, orjson.loads(deep)) is None
     shallow_options = b'{"stream": true, "x": ' + b"[" * 300 + b"]" * 300 + b"}"
     assert with_usage(shallow_options, orjson.loads(shallow_options)) is not None
+
+
+def test_continuous_usage_the_client_would_not_get_is_not_asked_for() -> None:
+    """vLLM honours continuous_usage_stats only with include_usage: a client that sent it
+    alone gets no usage direct, so asking vLLM for usage must not switch it on."""
+    raw = b'{"stream": true, "stream_options": {"continuous_usage_stats": true, "k": 1}}'
+    asked = with_usage(raw, orjson.loads(raw))
+    assert asked is not None
+    assert {"include_usage": True, "k": 1} == orjson.loads(asked)["stream_options"]

@@ -42,10 +42,27 @@ def admin_app(
         is_ready, why = ready()
         return web.Response(status=200 if is_ready else 503, text=why + "\n")
 
+    extra = list(routes)
+    paths = sorted({route.path for route in extra if isinstance(route, web.RouteDef)})
+    served = [*paths, "/metrics", "/status", "/healthz", "/readyz"]
+
+    async def not_found(request: web.Request) -> web.Response:
+        """A 404 that says what is here, and what to configure for what is not."""
+        if request.path in served:  # there, for another method: what aiohttp would answer
+            return json_response({"error": f"{request.method} is not allowed here"}, 405)
+        error = f"no {request.path} on the admin port; it serves {', '.join(served)}"
+        if request.path.startswith("/admin/") and not extra:
+            error = (
+                f"{request.path} exists when A/B is on: set ab.baseline_upstream "
+                f"(--baseline-upstream URL of a vLLM without speculation)"
+            )
+        return json_response({"error": error}, 404)
+
     app = web.Application(client_max_size=4096)
-    app.router.add_routes(list(routes))
+    app.router.add_routes(extra)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/status", status)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_route("*", "/{tail:.*}", not_found)
     return app

@@ -49,6 +49,8 @@ class SimConfig:
     # the requests (chosen per request, seeded).
     corrupt_share: float = 0.0
     version: str = SIM_VERSION  # what GET /version answers, as vLLM does
+    # vLLM's --enable-force-include-usage: usage in every stream, in every chunk too
+    force_include_usage: bool = False
 
 
 class SimServer:
@@ -129,6 +131,11 @@ class SimServer:
         if fault == Fault.INTERNAL:
             raise BadRequest(500, "simulated internal error", "InternalServerError", None)
         options = body.get("stream_options")
+        options = options if isinstance(options, dict) else {}
+        include_usage = cfg.force_include_usage or options.get("include_usage") is True
+        continuous = cfg.force_include_usage or (
+            include_usage and options.get("continuous_usage_stats") is True
+        )  # vLLM 0.32's should_include_usage
         # Same request, same output: the seed ignores transport options such as stream_options.
         key = orjson.dumps(
             [cfg.seed, body.get("prompt"), body.get("messages"), max_tokens, body.get("seed")],
@@ -152,7 +159,8 @@ class SimServer:
             max_tokens=max_tokens,
             task=task,
             stream=body.get("stream") is True,
-            include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+            include_usage=include_usage,
+            continuous_usage=continuous,
             fault=fault,
             steps=steps,
             text_rng=random.Random(hashlib.sha256(key + b"text").digest()),

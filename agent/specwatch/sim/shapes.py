@@ -39,6 +39,9 @@ class Generation:
     return_ids: bool
     ids: list[int] = field(default_factory=list)
     last_ids: list[int] = field(default_factory=list)
+    # usage in every chunk too: vLLM's continuous_usage_stats, which it honours only with
+    # include_usage (should_include_usage in vLLM 0.32)
+    continuous_usage: bool = False
 
     def text(self, n: int) -> str:
         """The next `n` output tokens (the same for the same request at any K: lossless)."""
@@ -178,6 +181,14 @@ def chunk(gen: Generation, text: str, finished: bool) -> dict[str, Any]:
         "model": gen.model,
         "choices": [choice],
     }
+    if gen.continuous_usage:
+        done = len(gen.ids)
+        prompt = gen.prompt_tokens
+        out["usage"] = {
+            "prompt_tokens": prompt,
+            "total_tokens": prompt + done,
+            "completion_tokens": done,
+        }
     if finished and not gen.include_usage:
         out["system_fingerprint"] = FINGERPRINT  # vLLM moves it to the usage chunk if asked
     return out

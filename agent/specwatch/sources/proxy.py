@@ -52,12 +52,16 @@ def with_usage(raw: bytes, body: dict[str, Any]) -> bytes | None:
     client sent stays as it was (a number keeps its spelling: orjson would write an integer
     past 2^64 as a float, `1e5` as `100000.0`). With `stream_options` but no include_usage
     the body is encoded again with it; None when orjson cannot (nested past 254 levels).
+    A client's `continuous_usage_stats` is taken out then: vLLM honours it only with
+    include_usage, so this client, direct, would get no usage in its chunks, and through
+    specwatch it would get usage in every one (only the final usage chunk is taken out).
     """
     if "stream_options" not in body:  # (a streaming body has a member: the comma is right)
         at = raw.index(b"{") + 1
         return raw[:at] + _USAGE_OPTION + raw[at:]
     options = body["stream_options"]
     kept = options if isinstance(options, dict) else {}
+    kept = {name: value for name, value in kept.items() if name != "continuous_usage_stats"}
     try:
         return orjson.dumps({**body, "stream_options": {**kept, "include_usage": True}})
     except TypeError:

@@ -5,7 +5,9 @@ out unchanged the moment it arrives; the events are only looked at. When specwat
 for usage on the client's behalf (`inject` True), the usage event is taken out again, and the
 last content chunk is held until it is known whether usage follows, to put back the
 `system_fingerprint` vLLM moves into the usage chunk: the client gets exactly the stream it
-would have got without specwatch.
+would have got without specwatch. Unless vLLM sends usage unasked (`--enable-force-include-
+usage`, which also puts usage in every content chunk): a finishing chunk with usage says so, and
+the usage event then goes to the client as it would direct.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class StreamRewriter:
     """Feed the upstream's chunks; send what `feed` and `finish` return, in order."""
 
     __slots__ = (
+        "_forced",
         "_held",
         "_inject",
         "_splitter",
@@ -41,6 +44,7 @@ class StreamRewriter:
 
     def __init__(self, inject: bool, max_event_bytes: int, room: Held | None = None) -> None:
         self._inject = inject
+        self._forced = False  # vLLM sends usage whether asked or not: nothing to take out
         self._splitter = SseSplitter(max_event_bytes, room)  # room: for a partial event
         self._held: bytes | None = None  # the last content chunk, until we know if usage follows
         self.usage: bytes | None = None  # the final usage event, as vLLM sent it
@@ -76,7 +80,7 @@ class StreamRewriter:
         for event in self._splitter.feed(chunk):
             if is_usage_event(event):
                 self.usage = event
-                if self._inject:
+                if self._inject and not self._forced:
                     if self._held is not None:
                         self._held = restore_fingerprint(self._held, event)
                     continue
@@ -91,6 +95,9 @@ class StreamRewriter:
                     forward.append(self._held)
                     self._held = None
                 if finishes(event):
+                    # usage in a content chunk: vLLM's continuous usage, which it sends only
+                    # when it includes usage anyway (asked by nobody here but forced)
+                    self._forced = self._forced or b'"usage"' in event
                     self._held = event
                     continue
                 forward.append(event)
