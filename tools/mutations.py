@@ -405,6 +405,18 @@ MUTATIONS = (
         "        self._chunked = unframed",
         ("tests/integration/test_proxy.py",),
     ),
+    Mutation(
+        "coverage: the proxy's count is taken at each scrape",
+        "analysis/analyzer.py",
+        "        self._engine.observe(sample, self._drafted_seen.get(sample.model, 0))",
+        "        self._engine.observe(sample)",
+    ),
+    Mutation(
+        "coverage: between the same scrapes, not up to now",
+        "analysis/engine.py",
+        "        between.drafted = seen - seen_before",
+        "        between.drafted = seen",
+    ),
 )
 
 

@@ -41,9 +41,14 @@ async def short_keepalive(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
 
 
 def scraped_everything(car: Sidecar) -> bool:
-    """vLLM's counters, as scraped, cover every step the proxy saw (coverage 1 in the window)."""
-    engine = car.analyzer.snapshot(time.time()).engine
-    return bool(engine) and all(view.coverage == 1.0 for view in engine)
+    """vLLM's counters, as scraped, hold every draft token the proxy saw (coverage 1 between
+    the scrapes, and the scrapes caught up with the proxy)."""
+    snapshot = car.analyzer.snapshot(time.time())
+    seen = {view.key.model: view.since_start.drafted for view in snapshot.rollups}
+    return bool(snapshot.engine) and all(
+        view.coverage == 1.0 and view.since_start.drafted == seen.get(view.model)
+        for view in snapshot.engine
+    )
 
 
 def resets(car: Sidecar) -> int:

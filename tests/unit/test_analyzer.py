@@ -483,3 +483,15 @@ def test_every_snapshot_counts_each_latency_observed_before_it() -> None:
         if rng.random() < 0.4:
             ttft = a.snapshot(float(i)).histograms[C.TTFT_SECONDS]
             assert expected == {key.task: h.count for key, h in ttft.items()}, i
+
+
+def test_coverage_waits_for_the_scrape_that_counts_what_the_proxy_saw_since() -> None:
+    """The proxy saw every draft token vLLM counted; requests that finished after the latest
+    scrape are not held against it (they used to read as coverage 1.5)."""
+    a = Analyzer(load_settings(), started=0.0, fresh_engine=True)
+    for ts in (1.0, 2.0):
+        a.ingest(record(ts, (3, 1, 0, 2), model="old-vllm"))  # 12 draft tokens each
+    a.ingest_engine(engine_sample(3.0, 8, 12, 2))  # vLLM: 8 drafts x 3 = 24 draft tokens
+    a.ingest(record(4.0, (3, 3, 3, 3), model="old-vllm"))  # not scraped yet
+    (engine,) = a.snapshot(5.0).engine
+    assert 1.0 == engine.coverage

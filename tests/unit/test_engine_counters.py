@@ -101,3 +101,22 @@ def test_under_a_batch_size_schedule_alpha_is_unknown_not_biased() -> None:
     fixed = EngineCounters(60, 10, 8, fresh_start=True)
     fixed.observe(sample(1.0, 10, 12, 2))
     assert 20 == fixed.since_start()["m"].trials  # at one K the trials are known
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_coverage_compares_the_proxys_count_between_the_same_scrapes_as_vllms(
+    fresh: bool,
+) -> None:
+    """What the proxy saw after vLLM's latest scrape waits for the next one: a proxy that sees
+    everything reads 1, not 1.1-1.6 for a scrape interval after traffic."""
+    counters = EngineCounters(60, 10, 8, fresh_start=fresh)
+    counters.observe(sample(1.0, 10, 12, 2), seen=30)  # fresh: all 30 draft tokens since zero
+    counters.observe(sample(6.0, 30, 40, 5), seen=90)  # 60 more on both sides
+    window = counters.window(9.0)
+    # the proxy has seen 45 more by now (requests finished since the scrape at 6.0)
+    (view,) = counters.views(window, 9.0, 0.95)
+    assert 1.0 == view.coverage
+    counters.observe(sample(11.0, 40, 50, 6), seen=105)  # vLLM counted 30 more, proxy 15
+    (view,) = counters.views(counters.window(12.0), 12.0, 0.95)
+    drafted = 90 + 30 if fresh else 60 + 30
+    assert (drafted - 15) / drafted == pytest.approx(view.coverage)

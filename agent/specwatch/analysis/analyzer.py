@@ -79,6 +79,7 @@ class Analyzer:
             fresh_start=fresh_engine,
         )
         self._log = LogTotals()
+        self._drafted_seen: dict[str, int] = {}  # per model, by the proxy: what coverage reads
         self._drift = DriftDetector(settings.drift)
         self._mix = TrafficMix(self._drift, settings.drift)
         self._speedup = SpeedupTracker(settings)
@@ -113,6 +114,7 @@ class Analyzer:
         if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
             self._load.add(record, model, baseline, None)
             return
+        self._drafted_seen[model] = self._drafted_seen.get(model, 0) + sum(spec.drafted)
         tau = 1.0 + sum(spec.accepted) / spec.steps
         self._series.observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, tau)
         if prompt is None:
@@ -143,7 +145,7 @@ class Analyzer:
 
     def ingest_engine(self, sample: EngineSample) -> None:
         self._changes += 1
-        self._engine.observe(sample)
+        self._engine.observe(sample, self._drafted_seen.get(sample.model, 0))
 
     def ingest_log(self, record: SpecLogRecord | EngineLogRecord) -> None:
         self._changes += 1
@@ -364,12 +366,7 @@ class Analyzer:
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
         yield
         self._unchanged_since(changes)
-        seen = {
-            key.model: counts.drafted
-            for key, (counts, source) in windows.items()
-            if key.ctx_bucket == C.ALL and source == C.SliceSource.PROXY
-        }
-        engine = self._engine.views(engine_window, seen, self._cfg.zones.confidence)
+        engine = self._engine.views(engine_window, now, self._cfg.zones.confidence)
         mix = self._mix(now)  # (computed again once per drift bucket: ~10 ms at full size)
         yield
         self._unchanged_since(changes)

@@ -67,7 +67,8 @@ class EngineView:
     since_start: Counts
     window: Counts
     stats: SliceStats
-    coverage: float | None  # draft tokens seen by the proxy / counted by vLLM, over the window
+    # draft tokens the proxy saw / vLLM counted, between the same scrapes, over the window
+    coverage: float | None
     running: float | None = None  # vLLM's num_requests_running at the latest scrape
 
 
@@ -76,6 +77,12 @@ class EngineCounters:
 
     With `fresh_start` (specwatch started vLLM itself) the first sample counts from zero;
     otherwise the first sample is the baseline, so traffic from before specwatch is not counted.
+
+    Coverage compares like with like: each sample comes with the draft tokens the proxy had
+    seen of that model when it was taken, so the proxy's count between two scrapes sits beside
+    vLLM's between the same two, in the same window bucket. Compared with the proxy's count up
+    to now, it ran ahead of vLLM's latest scrape by whatever finished since (1.1-1.6 for a
+    scrape interval after traffic).
     """
 
     def __init__(self, length: float, bucket: float, max_position: int, fresh_start: bool) -> None:
@@ -84,13 +91,22 @@ class EngineCounters:
         self._last: dict[str, EngineSample] = {}
         self._since_start: dict[str, Counts] = {}
         self._window: SlidingWindow[str] = SlidingWindow(length, bucket, max_position)
+        self._seen: SlidingWindow[str] = SlidingWindow(length, bucket, max_position)
+        self._seen_at_last: dict[str, int] = {}
         self.resets = 0
 
-    def observe(self, sample: EngineSample) -> None:
+    def observe(self, sample: EngineSample, seen: int = 0) -> None:
+        """A scrape's sample, with the draft tokens of that model the proxy had seen by then
+        (a running total)."""
         previous = self._last.get(sample.model)
         self._last[sample.model] = sample
+        seen_before = self._seen_at_last.get(sample.model, 0)
+        self._seen_at_last[sample.model] = seen
         if previous is None and not self._fresh_start:
             return
+        between = Counts(self._max_position)
+        between.drafted = seen - seen_before
+        self._seen.add(sample.model, sample.ts, between)
         counts, reset = _delta_counts(sample, previous, self._max_position)
         self.resets += reset
         total = self._since_start.setdefault(sample.model, Counts(self._max_position))
@@ -113,14 +129,15 @@ class EngineCounters:
         return self._window.totals(now)
 
     def views(
-        self, window: dict[str, Counts], seen: dict[str, int], confidence: float
+        self, window: dict[str, Counts], now: float, confidence: float
     ) -> tuple[EngineView, ...]:
-        """Per model, its counts since the start and over `window` (this object's `window`),
-        with the draft tokens the proxy `seen` of them in the window."""
+        """Per model, its counts since the start and over `window` (this object's `window`
+        at `now`), with the share of them the proxy saw."""
         out = []
+        seen = self._seen.totals(now)
         for model, since_start in sorted(self.since_start().items()):
             counts = window.get(model) or Counts(self._max_position)
-            drafted = seen.get(model, 0)
+            drafted = seen[model].drafted if model in seen else 0
             out.append(
                 EngineView(
                     model=model,
