@@ -1,9 +1,10 @@
-"""The README's metric table is the metric table of conventions/metrics.py, name for name."""
+"""The README's metric and alert tables: those of conventions/metrics.py and of the rules."""
 
 from __future__ import annotations
 
 import re
 
+import yaml
 from specwatch import conventions as C
 
 from tests.support import ROOT
@@ -50,3 +51,30 @@ def test_every_relative_link_of_the_docs_points_inside_the_repository() -> None:
         for path in re.findall(r"(?:\.\./)+[\w.-]*", text):  # a relative path in the prose
             assert (document.parent / path).resolve().is_relative_to(inside), (document.name, path)
     assert checked >= 5
+
+
+def readme_alerts() -> dict[str, str]:
+    """alert -> severity from the README's alerts table (`A` / `B` | sev / sev: in order)."""
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| alert | severity | fires when |") :].split("\n\n", 1)[0]
+    out: dict[str, str] = {}
+    for row in table.splitlines()[2:]:
+        names_cell, severity_cell = [cell.strip() for cell in row.strip("|").split("|")][:2]
+        names = re.findall(r"`(SpecDecode\w+)`", names_cell)
+        severities = [part.strip() for part in severity_cell.split("/")]
+        if len(severities) == 1:
+            severities *= len(names)
+        assert len(names) == len(severities), row
+        out.update(zip(names, severities, strict=True))
+    return out
+
+
+def test_the_readmes_alerts_table_is_the_generated_rules_alert_for_alert() -> None:
+    rules = yaml.safe_load((ROOT / "alerts" / "specwatch-alerts.rules.yml").read_text())
+    generated = {
+        rule["alert"]: rule["labels"]["severity"]
+        for group in rules["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
+    assert generated == readme_alerts()
