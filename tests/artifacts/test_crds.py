@@ -12,6 +12,7 @@ from specwatch.gen.writer import ANALYSIS_TEMPLATE, PROMETHEUS_RULE, render
 from specwatch.settings import load_settings
 
 from tests.support import ROOT
+from tests.support.kube import kustomize
 
 CRDS = ROOT / "tests" / "fixtures" / "crds"
 
@@ -58,3 +59,35 @@ def test_a_wrong_field_is_refused_so_the_validation_can_fail() -> None:
     document["spec"]["metrics"][0]["provider"]["prometheus"]["query"] = ["not", "a string"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, schema_of("argoproj.io_analysis-template-crd.yaml"))
+
+
+def test_on_a_default_kube_prometheus_stack_every_part_is_where_the_stack_looks() -> None:
+    """The chart's Prometheus selects by `release`, Grafana's sidecar reads its own namespace,
+    Alertmanager its own: the overlay puts each object there, and the custom resources still
+    validate against their CRDs."""
+    objects = kustomize("kube-prometheus-stack")
+    in_monitoring = {"specwatch-dashboards", "specwatch-alertmanager-config"}
+    for obj in objects:
+        name = obj["metadata"]["name"]
+        if obj["kind"] == "Namespace":
+            assert "inference" == name
+            continue
+        expected = "monitoring" if name in in_monitoring else "inference"
+        assert expected == obj["metadata"].get("namespace"), name
+    crds = {
+        "PodMonitor": "monitoring.coreos.com_podmonitors.yaml",
+        "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
+    }
+    for kind, crd in crds.items():
+        (obj,) = [o for o in objects if o["kind"] == kind]
+        assert "kube-prometheus-stack" == obj["metadata"]["labels"]["release"]
+        jsonschema.validate(obj, schema_of(crd))
+    (dashboards,) = [o for o in objects if o["metadata"]["name"] == "specwatch-dashboards"]
+    assert "1" == dashboards["metadata"]["labels"]["grafana_dashboard"]
+    (monitor,) = [o for o in objects if o["kind"] == "PodMonitor"]
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod["metadata"]["labels"].items()
+    ports = {p["name"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
+    assert {e["port"] for e in monitor["spec"]["podMetricsEndpoints"]} <= ports

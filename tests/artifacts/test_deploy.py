@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from typing import Any
 
 import kubernetes_validate
@@ -14,20 +13,11 @@ from specwatch.gen.writer import ALERTING_RULES, RECORDING_RULES, render
 from specwatch.settings import load_settings
 
 from tests.support import ROOT
-from tests.support.tools import binary
+from tests.support.kube import kustomize
 
 OVERLAYS = ("ngram", "draft-model", "eagle", "wrap")
 KUBERNETES = "1.32.0"  # pinned: the kubectl on these machines
 CRDS = {"PodMonitor", "PrometheusRule"}
-
-
-def kustomize(overlay: str) -> list[dict[str, Any]]:
-    path = ROOT / "deploy" / "kubernetes" / "overlays" / overlay
-    result = subprocess.run(
-        [binary("kubectl"), "kustomize", str(path)], capture_output=True, text=True, check=False
-    )
-    assert 0 == result.returncode, result.stderr
-    return list(yaml.safe_load_all(result.stdout))
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:

@@ -142,16 +142,32 @@ def test_every_alert_has_a_positive_and_a_negative_promtool_case() -> None:
     assert set(alerts) <= negative, set(alerts) - negative
 
 
-def test_every_alert_has_severity_summary_description_and_runbook_anchor() -> None:
+def test_every_alert_has_severity_summary_description_and_its_runbook() -> None:
+    """As shipped, no link is made up: each alert carries the steps of its runbook section."""
     runbooks = (ALERTS / "runbooks.md").read_text()
     for group in yaml.safe_load((ROOT / ALERTING_RULES).read_text())["groups"]:
         for rule in group["rules"]:
             assert re.fullmatch(r"SpecDecode[A-Z][A-Za-z]+", rule["alert"])
             assert rule["labels"]["severity"] in {"critical", "warning", "info"}
             annotations = rule["annotations"]
-            assert {"summary", "description", "runbook_url"} <= set(annotations)
-            anchor = annotations["runbook_url"].split("#", 1)[1]
-            assert f'<a id="{anchor}"></a>' in runbooks
+            assert {"summary", "description", "runbook"} == set(annotations) - {"value"}
+            section = runbooks[runbooks.index(f"## {rule['alert']}\n") :]
+            steps = section[section.index("**What to do.**") :].split("**The rule.**")[0]
+            assert annotations["runbook"] == steps.removeprefix("**What to do.**").strip()
+
+
+def test_with_a_published_runbook_every_alert_links_to_its_section() -> None:
+    base = "https://wiki.example.org/specwatch/runbooks"
+    files = render(load_settings(alerts={"runbook_base_url": base}))
+    runbooks = (ALERTS / "runbooks.md").read_text()
+    for group in yaml.safe_load(files[ALERTING_RULES])["groups"]:
+        for rule in group["rules"]:
+            url = rule["annotations"]["runbook_url"]
+            assert url == f"{base}#{rule['alert'].lower()}"
+            assert f'<a id="{rule["alert"].lower()}"></a>' in runbooks
+    config = files[ALERTMANAGER].decode()
+    assert "{{ .CommonAnnotations.runbook_url }}" in config
+    assert "runbook_url" not in render(load_settings())[ALERTMANAGER].decode()
 
 
 def test_amtool_accepts_the_alertmanager_config() -> None:

@@ -170,12 +170,14 @@ async def test_a_red_slice_pages_and_resolves_through_real_prometheus_and_alertm
             details = event["payload"]["custom_details"]
             assert "model=sim-llama ctx_bucket=0-512 task=code" in details["slice"]
             assert details["zone"] == "red"
-            assert details["runbook_url"].endswith("runbooks.md#specdecodeslicered")
+            # no runbook link is made up: the alert brings its runbook's steps
+            assert details["runbook"].startswith("- Lower K (`num_speculative_tokens`)")
+            assert "runbook_url" not in details
             assert "test-routing-key" == event["routing_key"]
             (message,) = firing(receiver.slack, "SpecDecodeSliceRed", "FIRING")[:1]
             attachment = message["attachments"][0]
             assert "sim-llama / 0-512 / code" in attachment["text"]
-            assert "#specdecodeslicered" in attachment["text"]
+            assert "what to do:\n- Lower K" in attachment["text"]
             assert "#specwatch-page" == message["channel"]
 
             sim.acceptance = AcceptanceModel()  # the draft recovers

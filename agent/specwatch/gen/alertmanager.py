@@ -46,7 +46,10 @@ TEMPLATES = (
 {{ .Annotations.description }}
 zone: {{ template "specwatch.zone" $ }} · \
 slice: {{ .Labels.model }} / {{ .Labels.ctx_bucket }} / {{ .Labels.task }}
-runbook: {{ .Annotations.runbook_url }}
+{{ if .Annotations.runbook_url }}runbook: {{ .Annotations.runbook_url }}
+{{ else }}what to do:
+{{ .Annotations.runbook }}
+{{ end -}}
 {{ end -}}
 {{ end }}
 
@@ -73,6 +76,13 @@ def alertmanager_config(
     """The config; `windows` scales its timings along with the rules (live tests, demos);
     `templates` is where Alertmanager finds specwatch.tmpl (relative to the config file)."""
     cfg = settings.alerts
+    # a link only where the runbooks are published (alerts.runbook_base_url): PagerDuty
+    # refuses an event whose link has no address
+    runbook_url: dict[str, str] = {}
+    links: dict[str, list[dict[str, str]]] = {}
+    if cfg.runbook_base_url:
+        runbook_url = {"runbook_url": "{{ .CommonAnnotations.runbook_url }}"}
+        links = {"links": [{"href": "{{ .CommonAnnotations.runbook_url }}", "text": "runbook"}]}
     receivers: list[dict[str, Any]] = [
         {
             "name": "specwatch-critical",
@@ -87,9 +97,10 @@ def alertmanager_config(
                         "slice": '{{ template "specwatch.slice" . }}',
                         "zone": '{{ template "specwatch.zone" . }}',
                         "description": "{{ .CommonAnnotations.description }}",
-                        "runbook_url": "{{ .CommonAnnotations.runbook_url }}",
+                        "runbook": "{{ .CommonAnnotations.runbook }}",
+                        **runbook_url,
                     },
-                    "links": [{"href": "{{ .CommonAnnotations.runbook_url }}", "text": "runbook"}],
+                    **links,
                 }
             ],
             "slack_configs": [_slack(settings, cfg.slack_channel_critical)],

@@ -344,7 +344,8 @@ def alert_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
             "annotations": {
                 "summary": alert.summary,
                 "description": alert.description,
-                "runbook_url": f"{base}#{alert.anchor}",
+                "runbook": "\n".join(f"- {step}" for step in alert.actions),
+                **({"runbook_url": f"{base}#{alert.anchor}"} if base else {}),
             },
         }
         if alert.for_seconds:

@@ -139,7 +139,10 @@ class AlertSettings(Part):
     never settings: only the paths of the files that hold them.
     """
 
-    runbook_base_url: str = "https://github.com/specwatch/specwatch/blob/main/alerts/runbooks.md"
+    # Where alerts/runbooks.md is published (a wiki page, your fork's web view): alerts then
+    # link to `{base}#{alert}`. Unset, no link is made up: each alert carries its runbook's
+    # steps in its own `runbook` annotation, which the Slack and PagerDuty messages show.
+    runbook_base_url: str | None = None
     job: str = "specwatch"  # the Prometheus job that scrapes specwatch's admin port
     slo_target: float = Field(default=0.99, gt=0, lt=1)  # share of good 5-minute windows
     min_window_trials: int = Field(default=100, ge=1)  # evidence for a 5-minute window to count
