@@ -7,7 +7,8 @@ for usage itself), the body the client received through specwatch equals, byte f
 body vLLM sent to specwatch for that request. Where specwatch asked for usage on the client's
 behalf (a stream without `include_usage`), the client's stream equals a direct request to vLLM
 with the same body and X-Request-Id, byte for byte but for `created` (the second the request
-was made). Chat and completions, each way.
+was made); so too for a client that sent `continuous_usage_stats` without `include_usage`. Chat
+and completions, each way.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ def bodies(tiny: TinyModels) -> list[tuple[str, str, dict[str, Any]]]:
         out.append((f"{kind}, not streamed", path, body))
         out.append((f"{kind}, streamed with usage", path, {**body, **usage}))
         out.append((f"{kind}, streamed without usage", path, {**body, "stream": True}))
+        # vLLM honours continuous usage only with include_usage: direct, this client gets none
+        continuous = {"stream": True, "stream_options": {"continuous_usage_stats": True}}
+        out.append((f"{kind}, streamed with continuous usage alone", path, {**body, **continuous}))
     return out
 
 
@@ -81,7 +85,8 @@ async def test_the_client_gets_vllms_bytes_through_specwatch(
                 request_id = f"transparency-{i}"
                 status, headers, through = await fetch(proxy + path, body, request_id)
                 assert 200 == status, (name, through[:300])
-                if body.get("stream") and "stream_options" not in body:
+                asked = (body.get("stream_options") or {}).get("include_usage") is True
+                if body.get("stream") and not asked:
                     # specwatch asked for usage: compare with vLLM asked directly, as the client did
                     _, direct_headers, direct = await fetch(vllm + path, body, request_id)
                     assert b'"usage"' not in through
@@ -98,4 +103,4 @@ async def test_the_client_gets_vllms_bytes_through_specwatch(
         finally:
             await car.stop()
             await tap.stop()
-    assert 6 == len(checked)
+    assert 8 == len(checked)
