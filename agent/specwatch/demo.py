@@ -24,6 +24,7 @@ from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
 from specwatch.table import ZONE_STYLE, slice_table
+from specwatch.table import console as terminal
 
 
 def demo_settings(port: int, admin_port: int) -> Settings:
@@ -54,7 +55,7 @@ async def run_demo(
     args: argparse.Namespace, settings: Settings, console: Console | None = None
 ) -> int:
     configure("warning", "console")
-    console = console or Console()
+    console = console or terminal()  # piped: no wrapping, no cut cells
     # Translation is red, chat yellow, code green at short context; halfway through, the
     # summarization draft gets worse: watch its slices leave green.
     acceptance = AcceptanceModel(
