@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from specwatch import conventions as C
-from specwatch.arguments import parser
 from specwatch.cli import main
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.sources.cyclelog import to_line
@@ -147,17 +147,27 @@ def test_piped_tables_are_not_wrapped_or_cut(
     assert "insufficient" in row or "yellow" in row or "red" in row or "green" in row
 
 
-def _help(command: str) -> str:
-    sub = parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
-    return str(sub.format_help())
+@pytest.fixture
+def help_of(capsys: pytest.CaptureFixture[str]) -> Callable[[str], str]:
+    """`specwatch COMMAND --help` as a user reads it."""
+
+    def read(command: str) -> str:
+        with pytest.raises(SystemExit) as done:
+            main([command, "--help"])
+        assert 0 == done.value.code
+        return capsys.readouterr().out
+
+    return read
 
 
 PROXY_ONLY = ("--upstream", "--port", "--baseline-upstream", "--vllm-log", "--drain-seconds")
 
 
 @pytest.mark.parametrize("command", ["replay", "generate", "advise", "snapshot"])
-def test_offline_commands_list_none_of_the_proxy_flags(command: str) -> None:
-    text = _help(command)
+def test_offline_commands_list_none_of_the_proxy_flags(
+    help_of: Callable[[str], str], command: str
+) -> None:
+    text = help_of(command)
     assert [flag for flag in PROXY_ONLY if f"{flag} " in text] == []
 
 
@@ -166,8 +176,8 @@ def test_offline_commands_list_none_of_the_proxy_flags(command: str) -> None:
     ["serve", "proxy", "check-config", "replay", "generate", "advise", "snapshot", "sim",
      "bench", "demo"],
 )  # fmt: skip
-def test_every_command_says_what_it_does(command: str) -> None:
-    text = _help(command)
+def test_every_command_says_what_it_does(help_of: Callable[[str], str], command: str) -> None:
+    text = help_of(command)
     description = text.split("\n\n")[1]
     assert len(description) > 20, text
 
@@ -185,7 +195,9 @@ def test_every_command_says_what_it_does(command: str) -> None:
         ("demo", "--duration", "45.0"),
     ],
 )
-def test_help_names_each_default(command: str, flag: str, default: str) -> None:
-    text = _help(command)
+def test_help_names_each_default(
+    help_of: Callable[[str], str], command: str, flag: str, default: str
+) -> None:
+    text = help_of(command)
     entry = text[text.index(f"\n  {flag} ") :][:300]  # its line in the options, not the usage
     assert "(default: " + default in " ".join(entry.split()).replace(", ", ",")
