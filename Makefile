@@ -59,7 +59,7 @@ generate: setup
 	$(BIN)/specwatch generate
 
 bench: setup
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet -e '.[benchmarks]'
 	$(BIN)/python benchmarks/uncertainty.py
 	$(BIN)/python benchmarks/replay_verdicts.py
 	$(BIN)/python benchmarks/drift_evaluation.py --seeds 5

@@ -8,6 +8,7 @@ once per command, and passed down.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -31,10 +32,22 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings_from(args)
 
 
+# what the commands outside the sidecar's own work need beyond its dependencies (the `bench`
+# extra: kept out of the sidecar's image)
+EXTRAS = {"bench": ("numpy", "matplotlib", "sacrebleu"), "snapshot": ("matplotlib",)}
+
+
 def _dispatch(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:
     from specwatch.commands import offline
 
     command = args.command
+    missing = [name for name in EXTRAS.get(command, ()) if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"specwatch: {command} needs {', '.join(missing)}: pip install 'specwatch[bench]'",
+            file=sys.stderr,
+        )
+        return 2
     if command == "bench":
         from specwatch.bench.command import run as run_bench
 

@@ -36,3 +36,14 @@ def test_the_wheel_builds_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> N
         [specwatch, "check-config", "--port", "x"], capture_output=True, text=True, check=False
     )
     assert 2 == bad.returncode
+    # the sidecar's install carries no plotting or numerics: bench and snapshot say what to add
+    python = str(venv / "bin" / "python")
+    for module in ("numpy", "matplotlib", "sacrebleu"):
+        found = subprocess.run([python, "-c", f"import {module}"], capture_output=True, check=False)
+        assert 0 != found.returncode, module
+    bench = subprocess.run(
+        [specwatch, "bench", "--url", "http://127.0.0.1:9"], capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert 2 == bench.returncode
+    assert "pip install 'specwatch[bench]'" in bench.stderr

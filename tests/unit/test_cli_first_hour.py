@@ -4,6 +4,7 @@ compressed and long logs; per-command help; tables that survive a pipe."""
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -201,3 +202,24 @@ def test_help_names_each_default(
     text = help_of(command)
     entry = text[text.index(f"\n  {flag} ") :][:300]  # its line in the options, not the usage
     assert "(default: " + default in " ".join(entry.split()).replace(", ", ",")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["bench", "--url", "http://127.0.0.1:9"],
+        ["snapshot", "--prometheus", "http://p", "--out", "x.png"],
+    ],
+)
+def test_without_the_bench_extra_bench_and_snapshot_say_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """The sidecar's image has no matplotlib: the commands that plot say so in one line."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
+    )
+    assert 2 == main(command)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"specwatch: {command[0]} needs ")
+    assert line.endswith("matplotlib: pip install 'specwatch[bench]'")
