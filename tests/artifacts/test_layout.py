@@ -81,3 +81,31 @@ def test_every_guarded_line_of_the_mutation_list_is_still_in_the_source() -> Non
         source = (PACKAGE / mutation.path).read_text()
         assert source.count(mutation.old) == 1, mutation.name
         assert mutation.new != mutation.old, mutation.name
+
+
+TESTS = sorted((ROOT / "tests").rglob("test_*.py"))
+# a literal sleep of a second or more; allowed only where it says what it waits out and why
+# no state can be polled instead (`# waits out: ...`)
+LONG_SLEEP = re.compile(r"sleep\((\d+(?:\.\d+)?)\)")
+
+
+@pytest.mark.parametrize("path", TESTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_test_module_imports_another(path: Path) -> None:
+    """Shared helpers live in tests/support: a test module is never a library."""
+    found = {
+        name
+        for name in imports(path)
+        if re.match(r"tests\.(unit|integration|e2e|artifacts|fuzz)\b", name)
+    }
+    assert set() == found
+
+
+@pytest.mark.parametrize("path", TESTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_fixed_sleep_where_a_state_can_be_polled(path: Path) -> None:
+    long = [
+        (number, line.strip())
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        for seconds in LONG_SLEEP.findall(line)
+        if float(seconds) >= 1 and "# waits out:" not in line
+    ]
+    assert [] == long

@@ -157,7 +157,8 @@ async def test_a_red_slice_pages_and_resolves_through_real_prometheus_and_alertm
                 logs[1],
             ),
         ):  # fmt: skip
-            await asyncio.sleep(15)  # green first: the young-slice guard needs 45 s of history
+            # 15 scaled minutes of a good draft first, so that the page comes from the drop
+            await asyncio.sleep(15)  # waits out: history before the drop, not a state
             sim.acceptance = AcceptanceModel(drops=(Drop(after=0.0, factor=0.35, task="code"),))
 
             def paged() -> bool:
@@ -188,7 +189,7 @@ async def test_a_red_slice_pages_and_resolves_through_real_prometheus_and_alertm
                 )
 
             await until("the resolved messages", resolved, 150, logs)
-            await asyncio.sleep(20)  # longer than the yellow alert's `for`, scaled
+            await asyncio.sleep(20)  # waits out: the yellow alert's `for` (scaled): an absence
             assert [] == firing(receiver.slack, "SpecDecodeSliceYellow", "FIRING")
             titles = [m["attachments"][0]["title"] for m in receiver.slack]
             print("\nSlack messages received:\n" + "\n".join(titles))

@@ -93,7 +93,7 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
                 run_load(f"http://127.0.0.1:{canary.ports.proxy}", "sim-llama", seed=6,
                          concurrency=2, duration=45.0),
             )  # fmt: skip
-            await asyncio.sleep(5)  # a few more rule evaluations after the load
+            await asyncio.sleep(5)  # waits out: rule evaluations over the load's last samples
             failures = []
             checked = 0
             for name, data in render_dashboards(load_settings()).items():

@@ -31,6 +31,18 @@ def resources() -> tuple[int, int]:
     return psutil.Process().num_fds(), len(asyncio.all_tasks())
 
 
+async def settled(quiet: int = 8) -> None:
+    """Until the process' file descriptors and tasks stay the same over `quiet` polls in a row
+    (0.1 s apart, past the 0.3 s keep-alive): what a storm left open has closed."""
+    last, same = resources(), 0
+    async with asyncio.timeout(20):
+        while same < quiet:
+            await asyncio.sleep(0.1)
+            now = resources()
+            same = same + 1 if now == last else 0
+            last = now
+
+
 @pytest.fixture
 async def short_keepalive(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
     """Idle upstream connections close after 0.3 s, so a pool cannot hide or fake a leak."""
@@ -76,8 +88,9 @@ async def test_an_abort_storm_leaks_nothing_and_every_request_is_counted(
     async def storm(first: int) -> None:
         async with aiohttp.ClientSession() as session:
             await asyncio.gather(*(one(session, i) for i in range(first, first + n // 2)))
-        await asyncio.sleep(1.5)  # aborts settle upstream; idle pooled connections close
         await sidecar.drained()
+        await eventually(lambda: sidecar.proxy.in_flight == 0)
+        await settled()  # aborts settle upstream; idle pooled connections close
 
     with capture_logs() as logs:
         # The first storm warms everything up; the second's thousand requests must leave the
@@ -115,7 +128,7 @@ async def odd_upstream() -> AsyncIterator[str]:
         body = await request.json()
         kind = body.get("prompt")
         if kind == "slow":
-            await asyncio.sleep(3)
+            await asyncio.sleep(3)  # waits out: nothing; the fault itself (a slow upstream)
         if kind == "html":
             return web.Response(text="<html>oops</html>", content_type="text/html")
         if kind == "5xx":

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -87,15 +88,26 @@ def serve(tmp_path: Path, *child: str, extra: tuple[str, ...] = ()) -> Iterator[
 
 
 async def settle(served: Served, requests: int) -> dict[str, list[tuple[dict[str, str], float]]]:
-    """/metrics once every request is counted and a scrape and a stats line came after them."""
-    async with asyncio.timeout(20):
+    """/metrics once every request is counted and both a scrape of vLLM's counters and one of
+    its stats lines came after them: polled for, not waited out."""
+
+    def caught_up(metrics: dict[str, list[tuple[dict[str, str], float]]], status: Any) -> bool:
+        drafted = total(metrics, C.DRAFT_TOKENS + "_total")
+        scraped = sum(model["since_start"]["drafted"] for model in status["vllm"]["models"])
+        return (
+            total(metrics, C.REQUESTS + "_total") >= requests
+            and drafted == scraped
+            and drafted == total(metrics, C.VLLM_LOG_DRAFT_TOKENS + "_total")
+        )
+
+    async with asyncio.timeout(20), aiohttp.ClientSession() as session:
         while True:
             metrics = await scrape(served.admin + "/metrics")
-            if total(metrics, C.REQUESTS + "_total") >= requests:
-                break
+            async with session.get(served.admin + "/status") as response:
+                status = await response.json()
+            if caught_up(metrics, status):
+                return metrics
             await asyncio.sleep(0.1)
-    await asyncio.sleep(1.5)
-    return await scrape(served.admin + "/metrics")
 
 
 async def test_serve_reconciles_with_the_childs_counters_and_its_log_and_replays_exactly(

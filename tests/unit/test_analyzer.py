@@ -7,56 +7,26 @@ import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer, SliceView, Snapshot
 from specwatch.export.collector import SpecwatchCollector
-from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading, status_document
-from specwatch.httpjson import dumps
 from specwatch.model import (
     EngineLogRecord,
-    EngineSample,
     Latency,
     RequestKey,
     RequestRecord,
     SliceKey,
-    SpecDecodeBlock,
     SpecLogRecord,
 )
 from specwatch.settings import load_settings
 from structlog.testing import capture_logs
 
-
-def record(
-    ts: float,
-    accepted: tuple[int, ...],
-    *,
-    model: str = "m",
-    task: str = "code",
-    prompt: int | None = 100,
-    outcome: str = C.Outcome.OBSERVED,
-) -> RequestRecord:
-    spec = SpecDecodeBlock(3, (3,) * len(accepted), accepted) if accepted else None
-    return RequestRecord(
-        ts=ts,
-        request_id="r",
-        model=model,
-        task=task,
-        outcome=outcome,
-        prompt_tokens=prompt,
-        completion_tokens=len(accepted) * 2,
-        spec=spec,
-        latency=Latency(ttft=0.01, tpot=0.002, e2e=0.2),
-    )
-
-
-def analyzer(**overrides: Any) -> Analyzer:
-    settings = load_settings(
-        **{
-            "ctx_buckets": "512,2048",
-            "window": {"length_seconds": 60, "bucket_seconds": 10},
-            "zones": {"min_trials": 30, "min_requests": 3, "min_dwell_seconds": 0},
-            **overrides,
-        }
-    )
-    return Analyzer(settings, started=0.0)
+from tests.support.analysis import (
+    MIXED_SETTINGS,
+    analyzer,
+    engine_sample,
+    mixed_traffic,
+    record,
+    rendered,
+)
 
 
 def test_counts_land_in_the_slice_of_each_step_and_in_the_model_rollup() -> None:
@@ -80,7 +50,6 @@ def test_a_request_across_ctx_buckets_is_one_unit_of_its_model_with_its_whole_mo
     a1^2 + a2^2: the covariance between its buckets stays in the model's variance; and the
     per-model counters export exactly these."""
     from prometheus_client import CollectorRegistry
-    from specwatch.export.collector import SpecwatchCollector
     from specwatch.export.status import Reading
 
     a = analyzer()
@@ -154,18 +123,6 @@ def test_latency_and_acceptance_length_histograms_are_per_request_slice() -> Non
     key = RequestKey("m", "0-512", "code", C.VARIANT_SPEC)
     assert 1 == histograms[C.TTFT_SECONDS][key].count
     assert 3.0 == histograms[C.REQUEST_ACCEPTANCE_LENGTH][key].sum  # 1 + 4 / 2
-
-
-def engine_sample(ts: float, drafts: int, accepted: int, full: int) -> EngineSample:
-    return EngineSample(
-        ts=ts,
-        model="old-vllm",
-        drafts=drafts,
-        draft_tokens=drafts * 3,
-        accepted_tokens=accepted,
-        accepted_per_position=(accepted / 2, accepted / 2 - full, full),
-        requests=drafts / 10,
-    )
 
 
 def test_without_per_request_data_the_model_is_judged_on_vllms_own_counters() -> None:
@@ -302,7 +259,6 @@ def test_the_traffic_mix_is_read_once_per_bucket_but_sees_a_late_record() -> Non
 
 
 def test_status_shows_each_slices_drift_once_it_has_a_baseline() -> None:
-    from specwatch.export.status import Reading, status_document
 
     car = short_drift_analyzer()
     for t in range(16):
@@ -326,59 +282,14 @@ class _Forgetful(dict[SliceKey, Any]):
         pass
 
 
-# every zone reachable in _mixed_traffic, a measured cost and gain from its A/B requests
-_MIXED_SETTINGS: dict[str, Any] = {
-    "speedup": {"cost_ratio": {"m0": 0.6, "m1": 0.6}, "min_baseline_requests": 3},
-    # a low bar: windows of a dozen requests still reach every zone
-    "zones": {
-        "min_trials": 60,
-        "min_requests": 6,
-        "min_dwell_seconds": 0,
-        "slower_seconds": 30,
-        "evidence": 1.5,
-        "exit_evidence": 0.5,
-    },
-}
-
-
-def _mixed_traffic(seed: int) -> list[RequestRecord]:
-    """Slices going in and out of evidence with acceptance in phases (modelled gains above and
-    below 1 at c = 0.6; green, yellow and red), A/B baseline requests that move the measured
-    cost and gain, quiet spells and gaps long enough for windows to empty; and a model (m2)
-    with rare short speculative requests beside a steady baseline, whose rollup stays
-    insufficient while its measured gain (slower: red without the gates) moves with time."""
-    rng = random.Random(seed)
-    out, ts = [], 0.0
-    for _ in range(2000):
-        ts += rng.choice((0.2, 1.0, 3.0, 7.0, 15.0)) if rng.random() > 0.01 else 200.0
-        model, task = rng.choice(("m0", "m1", "m2")), rng.choice(("code", "chat", "rag"))
-        busy = rng.random() < 0.5  # one finer slice has half the traffic: it gets verdicts
-        model, task = ("m0", "code") if busy else (model, task)
-        baseline = rng.random() < (0.8 if model == "m2" else 0.15)
-        alpha = (0.9, 0.55, 0.2)[(int(ts) // 300) % 3]
-        steps = 2 if model == "m2" else rng.randrange(2, 12)
-        accepted = tuple(sum(rng.random() < alpha for _ in range(3)) for _ in range(steps))
-        out.append(
-            RequestRecord(
-                ts=ts, request_id="r", model=model, task=task, outcome=C.Outcome.OBSERVED,
-                prompt_tokens=100 if busy else rng.choice((100, 1000, 3000)),
-                completion_tokens=steps * 2,
-                spec=None if baseline else SpecDecodeBlock(3, (3,) * steps, accepted),
-                latency=Latency(tpot=rng.uniform(0.01, 0.03) * (1.0 if baseline else 1.6)),
-                variant=C.VARIANT_BASELINE if baseline else C.VARIANT_SPEC,
-            )
-        )  # fmt: skip
-    return out
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_passing_over_quiet_slices_changes_no_zone(seed: int) -> None:
     """Every zone state after every evaluation is what evaluating every slice gives: a finer
     slice left insufficient, whose window and cost did not move, is a fixed point."""
-    passing, every = analyzer(**_MIXED_SETTINGS), analyzer(**_MIXED_SETTINGS)
+    passing, every = analyzer(**MIXED_SETTINGS), analyzer(**MIXED_SETTINGS)
     every._quiet = _Forgetful()
     passed_over, next_evaluation, seen = 0, 10.0, set()
-    for item in _mixed_traffic(seed):
+    for item in mixed_traffic(seed):
         while item.ts >= next_evaluation:
             passing.evaluate(next_evaluation)
             every.evaluate(next_evaluation)
@@ -399,11 +310,11 @@ def test_a_snapshot_keeps_a_finer_slices_view_only_while_it_is_what_making_it_gi
     """Snapshots between and at evaluations, through mixed traffic (every zone, drift, A/B
     moving the cost, windows emptying): every view equals the one made afresh, and quiet
     slices' views are shared from one snapshot to the next."""
-    keeping, fresh = analyzer(**_MIXED_SETTINGS), analyzer(**_MIXED_SETTINGS)
+    keeping, fresh = analyzer(**MIXED_SETTINGS), analyzer(**MIXED_SETTINGS)
     fresh._kept._views = _Forgetful()
     shared, next_evaluation = 0, 10.0
     before: dict[SliceKey, SliceView] = {}
-    for item in _mixed_traffic(seed):
+    for item in mixed_traffic(seed):
         while item.ts >= next_evaluation:
             for at in (next_evaluation - 4.0, next_evaluation):  # a scrape, an evaluation
                 if at == next_evaluation:
@@ -436,21 +347,15 @@ def test_a_snapshot_keeps_a_finer_slices_view_only_while_it_is_what_making_it_gi
     assert len(gains) > 1
 
 
-def _rendered(snapshot: Snapshot) -> tuple[bytes, bytes]:
-    """A snapshot as /metrics (a new collector: nothing kept) and /status write it."""
-    reading = Reading(snapshot)
-    return Exposition(SpecwatchCollector(lambda: reading)).render(), dumps(status_document(reading))
-
-
 def test_a_snapshot_is_what_it_was_whatever_the_analysis_does_after() -> None:
     """/metrics writes a snapshot in a worker thread while the event loop goes on feeding the
     analysis (export/exposition.py): nothing a snapshot holds may be an object the analysis
     changes later. A snapshot every fifth evaluation, written again after the next stretch of
     mixed traffic (and vLLM's own counters, and evaluations), reads as it did when taken."""
-    a = analyzer(**_MIXED_SETTINGS)
+    a = analyzer(**MIXED_SETTINGS)
     earlier: tuple[Snapshot, tuple[bytes, bytes]] | None = None
     next_evaluation, compared, drafts = 10.0, 0, 0
-    for item in _mixed_traffic(1):
+    for item in mixed_traffic(1):
         while item.ts >= next_evaluation:
             a.evaluate(next_evaluation)
             drafts += 40
@@ -461,10 +366,10 @@ def test_a_snapshot_is_what_it_was_whatever_the_analysis_does_after() -> None:
                                          generation_throughput=2.0))  # fmt: skip
             if next_evaluation % 50.0 == 0.0:
                 if earlier is not None:
-                    assert _rendered(earlier[0]) == earlier[1], next_evaluation
+                    assert rendered(earlier[0]) == earlier[1], next_evaluation
                     compared += 1
                 snapshot = a.snapshot(next_evaluation)
-                earlier = (snapshot, _rendered(snapshot))
+                earlier = (snapshot, rendered(snapshot))
             next_evaluation += 10.0
         a.ingest(item)
     assert compared > 100

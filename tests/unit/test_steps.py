@@ -16,22 +16,22 @@ from specwatch.export.status import Reading
 from specwatch.model import SpecLogRecord
 from specwatch.steps import ReadGate, finish, run
 
-from tests.unit.test_analyzer import (
-    _MIXED_SETTINGS,
-    _mixed_traffic,
-    _rendered,
+from tests.support.analysis import (
+    MIXED_SETTINGS,
     analyzer,
     engine_sample,
+    mixed_traffic,
     record,
+    rendered,
 )
 
 
 def _fed(until: float, stepped: bool = False) -> Analyzer:
     """Mixed traffic up to `until`, evaluated every 10 s (`stepped`: each evaluation in steps
     as small as they come, a yield at every slice)."""
-    a = analyzer(**_MIXED_SETTINGS)
+    a = analyzer(**MIXED_SETTINGS)
     next_evaluation = 10.0
-    for item in _mixed_traffic(2):
+    for item in mixed_traffic(2):
         if item.ts >= until:
             break
         while item.ts >= next_evaluation:
@@ -59,7 +59,7 @@ def test_a_snapshot_in_steps_is_the_snapshot_in_one_go(until: float) -> None:
         taken += 1
     one_go = whole.snapshot(until)
     assert taken > len(one_go.slices)
-    assert _rendered(snapshot) == _rendered(one_go)
+    assert rendered(snapshot) == rendered(one_go)
 
 
 @pytest.mark.parametrize("until", [300.0, 2000.0, 6000.0])
@@ -67,7 +67,7 @@ def test_evaluations_in_steps_are_evaluations_in_one_go(until: float) -> None:
     """Every evaluation of the history in steps: zones, drift, gains and what /metrics and
     /status show are those of evaluating in one go."""
     stepped, whole = _fed(until, stepped=True), _fed(until)
-    assert _rendered(stepped.snapshot(until)) == _rendered(whole.snapshot(until))
+    assert rendered(stepped.snapshot(until)) == rendered(whole.snapshot(until))
     # a step per slice for its drift, one reading its window and one judging its zone
     slices = len(whole.snapshot(until).slices) + len(whole.snapshot(until).rollups)
     assert len(list(stepped.evaluate_steps(until, step=0.0))) >= 3 * slices
