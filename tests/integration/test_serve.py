@@ -93,7 +93,7 @@ async def settle(served: Served, requests: int) -> dict[str, list[tuple[dict[str
 
     def caught_up(metrics: dict[str, list[tuple[dict[str, str], float]]], status: Any) -> bool:
         drafted = total(metrics, C.DRAFT_TOKENS + "_total")
-        scraped = sum(model["since_start"]["drafted"] for model in status["vllm"]["models"])
+        scraped = sum(m["since_start"]["draft_tokens"] for m in status["vllm"]["models"])
         return (
             total(metrics, C.REQUESTS + "_total") >= requests
             and drafted == scraped
