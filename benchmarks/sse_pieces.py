@@ -17,7 +17,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from specwatch.sources.sse import SseSplitter
+from specwatch.proxy.sse import SseSplitter
 
 KIB = 1024
 # (event size, piece size); the old splitter only where it finishes in seconds

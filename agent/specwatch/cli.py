@@ -21,7 +21,7 @@ from specwatch.settings import ConfigError, Settings, load_settings
 def _settings(args: argparse.Namespace) -> Settings:
     """The command's settings (raises ConfigError)."""
     if args.command == "demo":
-        from specwatch.demo import demo_settings
+        from specwatch.commands.demo import demo_settings
 
         return demo_settings(args.port, args.admin_port)
     if args.command == "bench":
@@ -82,7 +82,7 @@ def _serving(
 
         return run_loop(run_sim(args))
     if command == "demo":
-        from specwatch.demo import run_demo
+        from specwatch.commands.demo import run_demo
 
         return run_loop(run_demo(args, settings))
     from specwatch.commands.live import run_proxy, run_serve

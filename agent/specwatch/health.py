@@ -28,7 +28,7 @@ class HealthSnapshot:
     shadow_skipped: dict[str, int]
     in_flight: dict[str, int]  # observed requests in flight through the proxy, per variant
     tasks: int  # the event loop's tasks (0 when read outside one: a test, a CLI)
-    held_bytes: int | None = None  # the proxy's byte budget (sources/budget.py): held, limit
+    held_bytes: int | None = None  # the proxy's byte budget (proxy/budget.py): held, limit
     held_limit_bytes: int | None = None
 
 

@@ -30,18 +30,18 @@ from specwatch.export.status import Reading
 from specwatch.health import Health
 from specwatch.listening import binding
 from specwatch.model import EngineSample
+from specwatch.proxy.ab import LOOPBACK_HOSTS, ABRouter, admin_routes, read_token
+from specwatch.proxy.observation import Observation, to_record
+from specwatch.proxy.proxy import Proxy
 from specwatch.settings import Settings
-from specwatch.sources.ab import LOOPBACK_HOSTS, ABRouter, admin_routes, read_token
-from specwatch.sources.configwatch import ConfigWatch
-from specwatch.sources.cyclelog import CycleLogWriter
-from specwatch.sources.logfollow import LogFollower
-from specwatch.sources.observation import Observation, to_record
-from specwatch.sources.proxy import Proxy
-from specwatch.sources.scraper import Scraper
-from specwatch.sources.specconfig import read_speculative
-from specwatch.sources.state import StateFile
-from specwatch.sources.vllm_log import LogParseFailure, parse_line
 from specwatch.steps import ReadGate, finish
+from specwatch.store.cyclelog import CycleLogWriter
+from specwatch.store.state import StateFile
+from specwatch.vllm.configwatch import ConfigWatch
+from specwatch.vllm.log import LogParseFailure, parse_line
+from specwatch.vllm.logfollow import LogFollower
+from specwatch.vllm.scraper import Scraper
+from specwatch.vllm.specconfig import read_speculative
 
 log = structlog.get_logger("specwatch")
 

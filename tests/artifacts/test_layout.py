@@ -29,6 +29,10 @@ def imports(path: Path) -> set[str]:
     return out
 
 
+# where data enters and leaves: the request path, vLLM's formats and process, our own files
+OUTSIDE = ("specwatch.proxy", "specwatch.vllm", "specwatch.store")
+
+
 def package_of(path: Path) -> str:
     return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
 
@@ -46,9 +50,9 @@ def test_imports_follow_the_layers(path: Path) -> None:
         assert "specwatch.cli" not in found  # cli dispatches; nothing imports it
     if where == "analysis":  # pure: fed records and a clock
         assert not {m for m in found if m.split(".")[0] in {"aiohttp", "prometheus_client"}}
-        assert not {m for m in found if m.startswith(("specwatch.sources", "specwatch.export"))}
+        assert not {m for m in found if m.startswith((*OUTSIDE, "specwatch.export"))}
     if where == "export":  # reads snapshots only
-        assert not {m for m in found if m.startswith("specwatch.sources")}
+        assert not {m for m in found if m.startswith(OUTSIDE)}
     if where == "gen":  # names, settings, and the formulas the rules share with the sidecar
         allowed = ("specwatch.conventions", "specwatch.settings", "specwatch.analysis.stats",
                    "specwatch.gen")  # fmt: skip
@@ -109,3 +113,10 @@ def test_no_fixed_sleep_where_a_state_can_be_polled(path: Path) -> None:
         if float(seconds) >= 1 and "# waits out:" not in line
     ]
     assert [] == long
+
+
+def test_modules_are_not_packed_to_stay_under_the_line_limit() -> None:
+    """The 400-line rule is kept by splitting a module by what it does, not by `# fmt: skip`
+    on dense lines: a handful at most, where a table reads better aligned."""
+    skipped = sum(path.read_text().count("# fmt: skip") for path in MODULES)
+    assert skipped <= 5

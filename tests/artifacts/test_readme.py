@@ -1,4 +1,4 @@
-"""The README's metric and alert tables: those of conventions/metrics.py and of the rules."""
+"""The documented metric and alert tables are those of conventions/metrics.py and the rules."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from tests.support import ROOT
 
 
 def readme_metrics() -> dict[str, tuple[str, set[str]]]:
-    """name -> (type, labels shown in braces) from the README's Metrics table."""
-    text = (ROOT / "README.md").read_text()
+    """name -> (type, labels shown in braces) from the metrics table of docs/metrics.md."""
+    text = (ROOT / "docs" / "metrics.md").read_text()
     table = text[text.index("| metric | type | meaning |") :].split("\n\n", 1)[0]
     out: dict[str, tuple[str, set[str]]] = {}
     for row in table.splitlines()[2:]:
@@ -78,3 +78,22 @@ def test_the_readmes_alerts_table_is_the_generated_rules_alert_for_alert() -> No
         if "alert" in rule
     }
     assert generated == readme_alerts()
+
+
+def test_every_document_named_in_code_build_and_docs_is_in_the_repository() -> None:
+    """A `*.md` named in the package, the tools, the tests, the benchmarks, the Makefile or the
+    docs exists here: the repository stands alone (a reference to a file beside it once sent
+    readers to a document they did not have)."""
+    sources = [ROOT / "Makefile", *(ROOT / "docs").rglob("*.md"), *(ROOT / "docs").rglob("*.sh")]
+    for folder in ("agent", "tools", "tests", "benchmarks"):
+        sources += [p for p in (ROOT / folder).rglob("*") if p.suffix in {".py", ".sh"}]
+    known = {p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.md") if ".venv" not in p.parts}
+    missing = set()
+    for source in sources:
+        for name in re.findall(r"(?<![\w.*/-])([\w./-]*[A-Za-z]\w*\.md)\b", source.read_text()):
+            beside = (source.parent / name).resolve()
+            if beside.is_file() and beside.is_relative_to(ROOT.resolve()):
+                continue
+            if not any(path == name or path.endswith("/" + name) for path in known):
+                missing.add((source.relative_to(ROOT).as_posix(), name))
+    assert set() == missing

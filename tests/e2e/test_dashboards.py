@@ -17,7 +17,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from specwatch.demo import demo_settings
+from specwatch.commands.demo import demo_settings
+from specwatch.commands.snapshot_png import render_snapshot
 from specwatch.gen.dashboards import panel_queries, render_dashboards
 from specwatch.gen.writer import RECORDING_RULES, render
 from specwatch.runtime import Sidecar
@@ -25,7 +26,6 @@ from specwatch.settings import ABSettings, CostSettings, ShadowSettings, load_se
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
-from specwatch.snapshot_png import render_snapshot
 
 from tests.support.http import serve
 from tests.support.servers import api, prometheus

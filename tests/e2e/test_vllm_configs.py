@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 from specwatch import conventions as C
-from specwatch.sources.specconfig import config_id
+from specwatch.vllm.specconfig import config_id
 
 from tests.support import assert_status_valid
 from tests.support.http import scrape, total

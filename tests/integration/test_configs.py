@@ -18,7 +18,7 @@ from aiohttp import web
 from specwatch import conventions as C
 from specwatch.runtime import Sidecar
 from specwatch.sim.server import SimServer
-from specwatch.sources.specconfig import config_id
+from specwatch.vllm.specconfig import config_id
 
 from tests.support import assert_status_valid
 from tests.support.http import eventually, post, scrape, serve, sidecar_settings, total

@@ -7,7 +7,7 @@ import io
 import re
 
 from rich.console import Console
-from specwatch.demo import demo_settings, run_demo
+from specwatch.commands.demo import demo_settings, run_demo
 
 # The drift check needs the demo's traffic in real time, and its buckets hold a few requests
 # each. Under three CPU-bound processes on two cores (6 seeds, 40-s runs), the summarization

@@ -11,11 +11,11 @@ import orjson
 import pytest
 from aiohttp import web
 from specwatch import conventions as C
-from specwatch.analysis.tasks import features_of
+from specwatch.proxy.observation import Observation
+from specwatch.proxy.tasks import features_of
 from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
-from specwatch.sources.observation import Observation
 
 from tests.support import CAPTURES, assert_status_valid
 from tests.support.http import (
@@ -170,7 +170,7 @@ async def test_draining_finishes_streams_in_flight_and_refuses_new_ones(
         await car.stop()
 
 
-# --- what is held of responses to read them (sources/budget.py) -------------------------------
+# --- what is held of responses to read them (proxy/budget.py) -------------------------------
 
 PIECE = 3000  # bytes of an upstream body piece; bodies are two pieces
 

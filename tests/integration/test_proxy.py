@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from specwatch import conventions as C
+from specwatch.proxy.proxy import _USAGE_OPTION
+from specwatch.proxy.sse import SseSplitter
 from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
-from specwatch.sources.proxy import _USAGE_OPTION
-from specwatch.sources.sse import SseSplitter
-from specwatch.sources.vllm_response import event_data, is_usage_event
+from specwatch.vllm.response import event_data, is_usage_event
 
 from tests.support import assert_status_valid
 from tests.support.http import by_label, post, scrape, serve, sidecar_settings, total
@@ -420,7 +420,7 @@ async def test_a_failure_inside_the_proxy_answers_502_and_serves_the_next_reques
                 patched.setattr(sidecar.proxy.shadow, "wanted", boom)
                 status, answer = await post(session, proxy + "/v1/completions", body)
             else:
-                patched.setattr("specwatch.sources.wire.request_head", boom)
+                patched.setattr("specwatch.proxy.wire.request_head", boom)
                 async with session.get(proxy + "/v1/models") as response:
                     status, answer = response.status, await response.read()
         assert 502 == status

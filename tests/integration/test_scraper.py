@@ -13,7 +13,7 @@ from specwatch.conventions import ParseReason, ParseSource
 from specwatch.health import Health
 from specwatch.model import EngineSample
 from specwatch.runtime import Sidecar
-from specwatch.sources.scraper import ScrapeFailure, Scraper, parse_vllm_metrics
+from specwatch.vllm.scraper import ScrapeFailure, Scraper, parse_vllm_metrics
 
 from tests.support.http import serve, sidecar_settings
 

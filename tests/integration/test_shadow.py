@@ -16,11 +16,11 @@ import pytest
 from aiohttp import web
 from specwatch import conventions as C
 from specwatch.health import Health
+from specwatch.proxy.budget import ByteBudget
+from specwatch.proxy.shadow import SKIP_MEMORY, Shadow
 from specwatch.runtime import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
-from specwatch.sources.budget import ByteBudget
-from specwatch.sources.shadow import SKIP_MEMORY, Shadow
 
 from tests.support.http import scrape, serve, sidecar_settings, total
 

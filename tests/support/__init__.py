@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 from specwatch.model import SpecDecodeBlock
-from specwatch.sources.sse import SseSplitter
-from specwatch.sources.vllm_response import (
+from specwatch.proxy.sse import SseSplitter
+from specwatch.vllm.response import (
     ParsedResponse,
     decode_json,
     event_data,

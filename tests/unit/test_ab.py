@@ -6,9 +6,9 @@ import hashlib
 from typing import Any
 
 from specwatch import conventions as C
+from specwatch.proxy.ab import ABRouter, authorized, point
+from specwatch.proxy.budget import ByteBudget
 from specwatch.settings import ABSettings
-from specwatch.sources.ab import ABRouter, authorized, point
-from specwatch.sources.budget import ByteBudget
 
 
 def router(**cfg: Any) -> ABRouter:
@@ -78,8 +78,8 @@ def test_token_rules() -> None:
 
 def test_the_shadow_check_compares_only_greedy_single_choice_spec_requests() -> None:
     from specwatch.health import Health
+    from specwatch.proxy.shadow import Shadow
     from specwatch.settings import load_settings
-    from specwatch.sources.shadow import Shadow
 
     settings = load_settings(
         ab={"baseline_upstream": "http://base", "baseline_percent": 10}, shadow={"fraction": 1.0}

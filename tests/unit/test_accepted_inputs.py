@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 from rich.console import Console
 from specwatch.analysis.replay import replay
+from specwatch.commands.table import slice_table
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading, status_document
@@ -26,8 +27,7 @@ from specwatch.health import Health
 from specwatch.httpjson import dumps
 from specwatch.model import RequestRecord
 from specwatch.settings import load_settings
-from specwatch.sources.cyclelog import MAX_TS, BadLine, from_line
-from specwatch.table import slice_table
+from specwatch.store.cyclelog import MAX_TS, BadLine, from_line
 
 SETTINGS = load_settings(
     limits={"max_position": 4, "max_models": 3},

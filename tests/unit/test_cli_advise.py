@@ -7,7 +7,7 @@ import pytest
 from specwatch import conventions as C
 from specwatch.cli import main
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.sources.cyclelog import to_line
+from specwatch.store.cyclelog import to_line
 
 
 def test_advise_reads_cycle_logs_and_recommends_a_shorter_draft(

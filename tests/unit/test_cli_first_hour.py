@@ -13,7 +13,7 @@ import pytest
 from specwatch import conventions as C
 from specwatch.cli import main
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.sources.cyclelog import to_line
+from specwatch.store.cyclelog import to_line
 
 
 def write_log(path: Path, n: int, spacing: float = 20.0, model: str = "m", task: str = "code",

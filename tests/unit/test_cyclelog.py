@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.sources.cyclelog import MAX_TS, BadLine, _checked, from_line, to_line
+from specwatch.store.cyclelog import MAX_TS, BadLine, _checked, from_line, to_line
 
 GOOD: dict[str, Any] = {
     "v": 1, "ts": 1764400000.465, "request_id": "req-1", "model": "m", "task": "code",

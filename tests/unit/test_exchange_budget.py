@@ -1,4 +1,4 @@
-"""An exchange's share of the byte budget, piece by piece (sources/exchange.py, budget.py); the
+"""An exchange's share of the byte budget, piece by piece (proxy/exchange.py, budget.py); the
 proxy's integration tests (tests/integration/test_limits.py) check the same through sockets."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, cast
 
 from specwatch.health import Health
-from specwatch.sources.budget import ByteBudget
-from specwatch.sources.exchange import Exchange
-from specwatch.sources.server import ClientConnection
+from specwatch.proxy.budget import ByteBudget
+from specwatch.proxy.exchange import Exchange
+from specwatch.proxy.server import ClientConnection
 
 MAX = 4096
 EVENT = b'data: {"choices":[{"text":"' + b"x" * 1000 + b'"}]}\n\n'

@@ -14,7 +14,7 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.load import LoadBuckets, LoadTable
 from specwatch.cli import main
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.sources.cyclelog import from_line, to_line
+from specwatch.store.cyclelog import from_line, to_line
 
 K = 4
 

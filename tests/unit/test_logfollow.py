@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from specwatch.sources.logfollow import LogFollower
+from specwatch.vllm.logfollow import LogFollower
 
 
 class Writer:

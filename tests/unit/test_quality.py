@@ -10,7 +10,7 @@ from specwatch.bench.quality import (
     distribution_test,
     greedy_identity,
 )
-from specwatch.sources.shadow import first_divergence
+from specwatch.proxy.shadow import first_divergence
 
 WORDS = [f"w{i}" for i in range(30)]
 

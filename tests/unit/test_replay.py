@@ -13,7 +13,7 @@ from specwatch.analysis.replay import SpanTooLong, replay
 from specwatch.cli import main
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
-from specwatch.sources.cyclelog import to_line
+from specwatch.store.cyclelog import to_line
 
 
 def records(n: int) -> list[RequestRecord]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from specwatch.commands.snapshot_png import SnapshotError, render_snapshot
 from specwatch.settings import load_settings
-from specwatch.snapshot_png import SnapshotError, render_snapshot
 
 
 def test_a_prometheus_out_of_reach_is_named_not_its_whole_query(tmp_path: Path) -> None:

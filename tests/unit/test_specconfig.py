@@ -7,7 +7,7 @@ import json
 
 import pytest
 import structlog
-from specwatch.sources.specconfig import (
+from specwatch.vllm.specconfig import (
     UNKNOWN,
     config_id,
     flag_value,

@@ -8,7 +8,7 @@ from specwatch.analysis.drift import DriftDetector
 from specwatch.model import SliceKey
 from specwatch.runtime import Sidecar
 from specwatch.settings import DriftSettings, load_settings
-from specwatch.sources.state import StateFile
+from specwatch.store.state import StateFile
 from structlog.testing import capture_logs
 
 KEY = SliceKey("m", "0-512", "code")

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from specwatch.analysis.tasks import classify, features_of
+from specwatch.proxy.tasks import classify, features_of
 from specwatch.settings import TaskSettings
 
 CFG = TaskSettings(by_model={"coder-7b": "code"}, by_path={"/v1/completions": "extraction"})

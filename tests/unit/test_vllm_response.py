@@ -9,15 +9,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
-from specwatch.analysis.tasks import features_of
 from specwatch.conventions import Outcome, ParseReason
 from specwatch.health import Health
+from specwatch.proxy.budget import ByteBudget, Held
+from specwatch.proxy.observation import Observation, to_record
+from specwatch.proxy.sse import SseSplitter
+from specwatch.proxy.stream import StreamRewriter
+from specwatch.proxy.tasks import features_of
 from specwatch.settings import TaskSettings
-from specwatch.sources.budget import ByteBudget, Held
-from specwatch.sources.observation import Observation, to_record
-from specwatch.sources.sse import SseSplitter
-from specwatch.sources.stream import StreamRewriter
-from specwatch.sources.vllm_response import (
+from specwatch.vllm.response import (
     ParseFailure,
     event_data,
     is_usage_event,
@@ -393,7 +393,7 @@ def test_the_rewriters_fast_path_changes_no_byte(
     path sends what its general path alone sends."""
     from unittest import mock
 
-    from specwatch.sources import stream as rewriting
+    from specwatch.proxy import stream as rewriting
 
     chunks, position = [], 0
     for size in cuts:

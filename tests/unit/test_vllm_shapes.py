@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 from specwatch.analysis.counts import Counts
-from specwatch.analysis.tasks import features_of
 from specwatch.conventions import Outcome, ParseReason
 from specwatch.health import Health
+from specwatch.proxy.observation import Observation, to_record
+from specwatch.proxy.stream import StreamRewriter
+from specwatch.proxy.tasks import features_of
 from specwatch.settings import TaskSettings
-from specwatch.sources.observation import Observation, to_record
-from specwatch.sources.stream import StreamRewriter
-from specwatch.sources.vllm_log import parse_line
-from specwatch.sources.vllm_response import ParseFailure, parse_response_body, parse_spec_block
+from specwatch.vllm.log import parse_line
+from specwatch.vllm.response import ParseFailure, parse_response_body, parse_spec_block
 
 SHAPES = Path(__file__).parents[1] / "fixtures" / "shapes"
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
-from specwatch.sources.proxy import _USAGE_OPTION, with_usage
+from specwatch.proxy.proxy import _USAGE_OPTION, with_usage
 
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70),

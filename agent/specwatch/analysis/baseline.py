@@ -71,9 +71,20 @@ class BaselineWindow:
     """Buckets with at least `min_trials` trials in [start, end), in order, and their sums."""
 
     __slots__ = (
-        "_a", "_binomial", "_design", "_lags", "_n", "_next", "_slides", "_steps", "_uu",
-        "_uv", "_vu", "_vv", "items",
-    )  # fmt: skip
+        "_a",
+        "_binomial",
+        "_design",
+        "_lags",
+        "_n",
+        "_next",
+        "_slides",
+        "_steps",
+        "_uu",
+        "_uv",
+        "_vu",
+        "_vv",
+        "items",
+    )
 
     def __init__(self, lags: int) -> None:
         self._lags = lags
@@ -272,5 +283,12 @@ def baseline_of(moments: Moments) -> Baseline:
     excess = square - wander - noise
     icc = min(1.0, max(0.0, excess / cluster)) if cluster > 0 else 0.0
     phi = max(1.0, (square - wander - icc * cluster) / noise) if noise > 0 else 1.0
-    return Baseline(alpha=p0, phi=phi, icc=icc, rho=rho if wander > 0 else 0.0, wander=wander,
-                    buckets=count, per_step=per_step)  # fmt: skip
+    return Baseline(
+        alpha=p0,
+        phi=phi,
+        icc=icc,
+        rho=rho if wander > 0 else 0.0,
+        wander=wander,
+        buckets=count,
+        per_step=per_step,
+    )

@@ -1,7 +1,7 @@
 """Drift in a slice: a one-sided CUSUM on per-bucket acceptance, standardised against a baseline.
 
 Per-event detectors (ADWIN, Page-Hinkley) raise hundreds of false alarms a week on real,
-overdispersed streams (REFERENCE.md). Here each slice's requests are summed into time buckets
+overdispersed streams (docs/statistics.md). Here each slice's requests are summed into time buckets
 (1 minute by default): accepted tokens a, trials n, steps N and the requests' steps squared s.
 A bucket's deviation from the baseline mean p0 is
 
@@ -369,9 +369,14 @@ class DriftDetector:
         if state.shown is None:
             baseline = None if state.baseline is None else state.baseline.alpha
             state.shown = DriftView(
-                state.statistic, state.alarm, state.alarm_since, baseline,
-                state.recent_alpha, self.threshold, state.alarms_raised,
-            )  # fmt: skip
+                state.statistic,
+                state.alarm,
+                state.alarm_since,
+                baseline,
+                state.recent_alpha,
+                self.threshold,
+                state.alarms_raised,
+            )
         return state.shown
 
 

@@ -188,12 +188,18 @@ class LoadTable:
             cell = cells.get(index)
             ranges.append(
                 LoadRange(
-                    first=first, last=end, k=k, method=method, gain=gain, lower=lower,
-                    upper=upper, spec_requests=cell.spec.n if cell else 0,
+                    first=first,
+                    last=end,
+                    k=k,
+                    method=method,
+                    gain=gain,
+                    lower=lower,
+                    upper=upper,
+                    spec_requests=cell.spec.n if cell else 0,
                     baseline_requests=cell.baseline.n if cell else 0,
                     label=self.buckets.labels[index],
                 )
-            )  # fmt: skip
+            )
         return KTable(model=model, k_in_use=k_in_use, ranges=tuple(ranges))
 
 
@@ -323,10 +329,12 @@ def load_cells(table: LoadTable) -> tuple[LoadCell, ...]:
         for index, (counts, spec, baseline) in table.cells(model).items():
             out.append(
                 LoadCell(
-                    model=model, load=table.buckets.labels[index], accepted=counts.accepted,
+                    model=model,
+                    load=table.buckets.labels[index],
+                    accepted=counts.accepted,
                     trials=counts.trials,
                     decode_seconds={VARIANT_SPEC: spec.x, VARIANT_BASELINE: baseline.x},
                     decode_tokens={VARIANT_SPEC: spec.y, VARIANT_BASELINE: baseline.y},
                 )
-            )  # fmt: skip
+            )
     return tuple(out)

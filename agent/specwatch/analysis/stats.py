@@ -94,9 +94,8 @@ def _incomplete_beta(x: float, a: float, b: float) -> float:
     if x <= 0.0 or x >= 1.0:
         return 0.0 if x <= 0.0 else 1.0
     log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-        + a * math.log(x) + b * math.log1p(-x)
-    )  # fmt: skip
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
     front = math.exp(log_front)
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _beta_fraction(x, a, b) / a

@@ -19,8 +19,8 @@ import orjson
 
 from specwatch.bench.workload import BenchRequest
 from specwatch.model import SpecDecodeBlock
-from specwatch.sources.sse import SseSplitter
-from specwatch.sources.vllm_response import (
+from specwatch.proxy.sse import SseSplitter
+from specwatch.vllm.response import (
     ParseFailure,
     choice_text,
     event_data,

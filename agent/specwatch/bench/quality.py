@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from specwatch.bench.client import Sample
-from specwatch.sources.shadow import first_divergence
+from specwatch.proxy.shadow import first_divergence
 
 Similarity = Callable[[str, str], float]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from specwatch.analysis.tasks import classify, features_of
+from specwatch.proxy.tasks import classify, features_of
 from specwatch.settings import TaskSettings
 from specwatch.sim.workload import FILLER, OPENERS, TASK_WEIGHTS
 

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 
 from specwatch.analysis.load import KTable, LoadTable
+from specwatch.commands.table import show
 from specwatch.settings import Settings
-from specwatch.table import show
 
 
 def k_tables(
@@ -41,10 +41,13 @@ def print_k_tables(console: Console, tables: list[tuple[KTable, float, str]]) ->
         for row in k_table.ranges:
             interval = "" if row.lower is None else f"{row.lower:.2f}-{row.upper:.2f}"
             view.add_row(
-                f"{row.first}-{row.last}", str(row.k), row.method or "(no traffic)",
-                "" if row.gain is None else f"{row.gain:.2f}", interval,
+                f"{row.first}-{row.last}",
+                str(row.k),
+                row.method or "(no traffic)",
+                "" if row.gain is None else f"{row.gain:.2f}",
+                interval,
                 f"{row.spec_requests} / {row.baseline_requests}",
-            )  # fmt: skip
+            )
         show(console, view)
         console.print(
             f'--speculative-config ... "num_speculative_tokens_per_batch_size": '

@@ -14,7 +14,7 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.load import LoadTable
 from specwatch.conventions import ALL
 from specwatch.settings import Settings
-from specwatch.sources.cyclelog import LineError
+from specwatch.store.cyclelog import LineError
 
 
 def check_config(settings: Settings) -> int:
@@ -61,7 +61,7 @@ def replayed(
     table and the number of records; None (said on stderr) when a file is unreadable, holds
     no record, or the records span more time than a replay evaluates."""
     from specwatch.analysis.replay import SpanTooLong, replay
-    from specwatch.sources.cyclelog import read_cycle_logs
+    from specwatch.store.cyclelog import read_cycle_logs
 
     errors: list[LineError] = []
     try:
@@ -102,7 +102,7 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
         }
         sys.stdout.write(dumps(document).decode() + "\n")
     else:
-        from specwatch.table import Period, console, show, slice_table
+        from specwatch.commands.table import Period, console, show, slice_table
 
         start, end = snapshot.started, snapshot.at
         period: Period
@@ -155,8 +155,9 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
         _report_bad_lines(errors, "advise")
         return 1
     judged = {view.key.model for view in below}
-    tables = [entry for entry in k_tables(load, settings, args.cost_ratio)
-              if entry[0].model not in judged]  # fmt: skip
+    tables = [
+        entry for entry in k_tables(load, settings, args.cost_ratio) if entry[0].model not in judged
+    ]
     costs = {table.model: cost for table, cost, _ in tables}
     default_cost = settings.speedup.default_cost_ratio
     results = []
@@ -174,22 +175,32 @@ def run_advise(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         document = {
             "slices": [
-                {"model": key.model, "ctx_bucket": key.ctx_bucket, "task": key.task,
-                 "spec_steps": steps, "cost_ratio": cost, **asdict(advice)}
+                {
+                    "model": key.model,
+                    "ctx_bucket": key.ctx_bucket,
+                    "task": key.task,
+                    "spec_steps": steps,
+                    "cost_ratio": cost,
+                    **asdict(advice),
+                }
                 for key, steps, advice, cost in results
             ],
             "batch_size": [
-                {"model": table.model, "k_in_use": table.k_in_use, "cost_ratio": cost,
-                 "cost_ratio_source": source,
-                 "num_speculative_tokens_per_batch_size": table.schedule(),
-                 "ranges": [asdict(row) for row in table.ranges]}
+                {
+                    "model": table.model,
+                    "k_in_use": table.k_in_use,
+                    "cost_ratio": cost,
+                    "cost_ratio_source": source,
+                    "num_speculative_tokens_per_batch_size": table.schedule(),
+                    "ranges": [asdict(row) for row in table.ranges],
+                }
                 for table, cost, source in tables
             ],
-        }  # fmt: skip
+        }
         sys.stdout.write(dumps(document).decode() + "\n")
     else:
-        from specwatch.table import console as terminal
-        from specwatch.table import show
+        from specwatch.commands.table import console as terminal
+        from specwatch.commands.table import show
 
         console = terminal()
         for key, steps, advice, cost in results:
@@ -224,7 +235,7 @@ def _enough(counts: Counts, settings: Settings) -> bool:
 
 
 def run_snapshot(args: argparse.Namespace, settings: Settings) -> int:
-    from specwatch.snapshot_png import SnapshotError, render_snapshot
+    from specwatch.commands.snapshot_png import SnapshotError, render_snapshot
 
     try:
         path = render_snapshot(args.prometheus, args.out, settings, args.model, args.minutes)

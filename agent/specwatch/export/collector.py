@@ -34,11 +34,15 @@ from specwatch.steps import finish
 
 # a slice's since-start counters: the family and the Counts attribute it reads
 _SLICE_COUNTERS = (
-    (C.SPEC_STEPS, "steps"), (C.DRAFT_TOKENS, "drafted"), (C.ACCEPTED_TOKENS, "accepted"),
-    (C.ACCEPTANCE_TRIALS, "trials"), (C.SLICE_REQUESTS, "requests"),
-    (C.REQUEST_ACCEPTED_SQUARED, "aa"), (C.REQUEST_ACCEPTED_X_TRIALS, "at"),
+    (C.SPEC_STEPS, "steps"),
+    (C.DRAFT_TOKENS, "drafted"),
+    (C.ACCEPTED_TOKENS, "accepted"),
+    (C.ACCEPTANCE_TRIALS, "trials"),
+    (C.SLICE_REQUESTS, "requests"),
+    (C.REQUEST_ACCEPTED_SQUARED, "aa"),
+    (C.REQUEST_ACCEPTED_X_TRIALS, "at"),
     (C.REQUEST_TRIALS_SQUARED, "tt"),
-)  # fmt: skip
+)
 _SINCE_START = attrgetter(*(attribute for _, attribute in _SLICE_COUNTERS))
 # a model's request moments: its rollup counts each request once, with its whole sums
 _MODEL_COUNTERS = (
@@ -58,9 +62,17 @@ _NONE_HOT = (0.0,) * len(_ZONES)
 
 
 _Outcome = tuple[RequestKey, str]  # a request slice and an outcome: a requests_total series
-_JUDGEMENTS = (C.ZONE, C.ACCEPTANCE_ALPHA, C.ACCEPTANCE_RATE, C.MEAN_ACCEPTANCE_LENGTH,
-               C.WINDOW_TRIALS, C.WINDOW_REQUESTS, C.ESTIMATED_GAIN_RATIO, C.DRIFT_STATISTIC,
-               C.DRIFT_ALARM)  # fmt: skip
+_JUDGEMENTS = (
+    C.ZONE,
+    C.ACCEPTANCE_ALPHA,
+    C.ACCEPTANCE_RATE,
+    C.MEAN_ACCEPTANCE_LENGTH,
+    C.WINDOW_TRIALS,
+    C.WINDOW_REQUESTS,
+    C.ESTIMATED_GAIN_RATIO,
+    C.DRIFT_STATISTIC,
+    C.DRIFT_ALARM,
+)
 
 
 def _counter_groups(labels: tuple[str, ...], total: Counts) -> tuple[Group, ...]:
@@ -95,12 +107,12 @@ def _judgement_groups(view: SliceView, run: Run) -> tuple[Group | None, ...]:
         None if stats.tau is None else (labels, None, (stats.tau.estimate,)),
         (labels, None, (view.window.trials,)),
         (labels, None, (view.window.requests,)),
-        None if gain is None or gain.method == INSUFFICIENT else (
-            (*labels, gain.method), _BOUNDS, (gain.ratio, gain.lower, gain.upper)
-        ),
+        None
+        if gain is None or gain.method == INSUFFICIENT
+        else ((*labels, gain.method), _BOUNDS, (gain.ratio, gain.lower, gain.upper)),
         None if statistic is None else (labels, None, (statistic,)),
         None if statistic is None else (labels, None, (1.0 if alarm else 0.0,)),
-    )  # fmt: skip
+    )
 
 
 def _config_info(config: SpecConfig) -> Family:

@@ -136,8 +136,17 @@ class _Head:
     """How one family's groups are written: its header, and the template of a group's lines
     (everything but the values, `%s` where they go)."""
 
-    __slots__ = ("bucket", "header", "histogram", "names", "order", "run", "run_at",
-                 "run_order", "sample")  # fmt: skip
+    __slots__ = (
+        "bucket",
+        "header",
+        "histogram",
+        "names",
+        "order",
+        "run",
+        "run_at",
+        "run_order",
+        "sample",
+    )
 
     def __init__(self, family: Family) -> None:
         spec = family.spec

@@ -77,9 +77,11 @@ def vllm(snapshot: Snapshot, run: Run) -> Iterator[Family]:
     yield resets
     totals = snapshot.vllm_log
     if totals is not None:
-        for name, value in ((C.VLLM_LOG_SPEC_LINES, totals.lines),
-                            (C.VLLM_LOG_ACCEPTED_TOKENS, totals.accepted),
-                            (C.VLLM_LOG_DRAFT_TOKENS, totals.drafted)):  # fmt: skip
+        for name, value in (
+            (C.VLLM_LOG_SPEC_LINES, totals.lines),
+            (C.VLLM_LOG_ACCEPTED_TOKENS, totals.accepted),
+            (C.VLLM_LOG_DRAFT_TOKENS, totals.drafted),
+        ):
             target = Family(name)
             target.add((), value)
             yield target

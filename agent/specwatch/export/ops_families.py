@@ -44,11 +44,16 @@ def health(snapshot: Snapshot, health: HealthSnapshot, run: Run) -> Iterator[Fam
     folded = Family(C.FOLDED_LABEL_VALUES)
     folded.add((C.Label.MODEL,), snapshot.folded_models)
     yield from (errors, passthrough, folded)
-    scalars = [(C.ASYNCIO_TASKS, health.tasks), (C.CYCLE_LOG_ERRORS, health.cycle_log_errors),
-               (C.ANALYSIS_ERRORS, health.analysis_errors)]  # fmt: skip
+    scalars = [
+        (C.ASYNCIO_TASKS, health.tasks),
+        (C.CYCLE_LOG_ERRORS, health.cycle_log_errors),
+        (C.ANALYSIS_ERRORS, health.analysis_errors),
+    ]
     if health.held_bytes is not None and health.held_limit_bytes is not None:
-        scalars += [(C.HELD_RESPONSE_BYTES, health.held_bytes),
-                    (C.HELD_RESPONSE_LIMIT_BYTES, health.held_limit_bytes)]  # fmt: skip
+        scalars += [
+            (C.HELD_RESPONSE_BYTES, health.held_bytes),
+            (C.HELD_RESPONSE_LIMIT_BYTES, health.held_limit_bytes),
+        ]
     for name, value in scalars:
         target = Family(name)
         target.add((), value)

@@ -18,8 +18,12 @@ DATASOURCE = models.DataSourceRef(type_val="prometheus", uid="${datasource}")
 TAGS = ["specwatch", "speculative-decoding", "vllm"]
 M = 'model=~"$model"'
 SLICE_SELECTOR = 'model=~"$model", ctx_bucket=~"$ctx_bucket", task=~"$task"'
-ZONE_CODES = {"0": ("insufficient", "gray"), "1": ("green", "green"), "2": ("yellow", "yellow"),
-              "3": ("red", "red")}  # fmt: skip
+ZONE_CODES = {
+    "0": ("insufficient", "gray"),
+    "1": ("green", "green"),
+    "2": ("yellow", "yellow"),
+    "3": ("red", "red"),
+}
 
 
 def thresholds(settings: Settings) -> builders.ThresholdsConfig:
@@ -72,8 +76,13 @@ def series(
     return panel
 
 
-def acceptance(title: str, queries: list[tuple[str, str]], settings: Settings, width: int = 12,
-                description: str = "") -> timeseries.Panel:  # fmt: skip
+def acceptance(
+    title: str,
+    queries: list[tuple[str, str]],
+    settings: Settings,
+    width: int = 12,
+    description: str = "",
+) -> timeseries.Panel:
     """Acceptance coloured by zone: red below the red threshold, green above the green one."""
     return (
         series(title, queries, "percentunit", width, description)

@@ -11,8 +11,16 @@ from pydantic_settings import NoDecode
 from specwatch.conventions import ALL, Header
 from specwatch.settings.base import Part, http_url, split_csv
 
-DEFAULT_TASKS = ("chat", "code", "summarization", "translation", "extraction", "reasoning",
-                 "tool_call", "structured")  # fmt: skip
+DEFAULT_TASKS = (
+    "chat",
+    "code",
+    "summarization",
+    "translation",
+    "extraction",
+    "reasoning",
+    "tool_call",
+    "structured",
+)
 
 
 class TaskSettings(Part):
@@ -50,7 +58,7 @@ class LimitSettings(Part):
 
     max_models: int = Field(default=16, ge=1)
     max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
-    # the bodies and events held to be read, all requests together (sources/budget.py)
+    # the bodies and events held to be read, all requests together (proxy/budget.py)
     max_observed_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
     max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     analysis_queue: int = Field(default=10_000, ge=1)

@@ -101,8 +101,13 @@ class SimMetrics:
         self.interval = IntervalStats()
         # Like vLLM, every series exists from the start at 0: a scraper's first sample is a
         # true baseline, not one taken after the first requests.
-        for family in (self.drafts, self.draft_tokens, self.accepted, self.prompt_tokens,
-                       self.generation_tokens):  # fmt: skip
+        for family in (
+            self.drafts,
+            self.draft_tokens,
+            self.accepted,
+            self.prompt_tokens,
+            self.generation_tokens,
+        ):
             family.labels(**self._labels)
         for position in range(num_spec_tokens):
             self.per_pos.labels(**self._labels, position=str(position))

@@ -14,9 +14,27 @@ from specwatch.sim.requests import Fault
 
 FINGERPRINT = "vllm-0.32.0-specwatch-sim"
 WORDS = (
-    "the", "model", "draft", "token", "accept", "verify", "step", "cache", "batch", "speed",
-    "def", "return", "value", "data", "layer", "(", ")", ":", "\n", "    ",
-)  # fmt: skip
+    "the",
+    "model",
+    "draft",
+    "token",
+    "accept",
+    "verify",
+    "step",
+    "cache",
+    "batch",
+    "speed",
+    "def",
+    "return",
+    "value",
+    "data",
+    "layer",
+    "(",
+    ")",
+    ":",
+    "\n",
+    "    ",
+)
 
 
 @dataclass(slots=True)
@@ -113,19 +131,37 @@ def body(gen: Generation, text: str, metrics: dict[str, Any]) -> dict[str, Any]:
     token_ids = gen.ids if gen.return_ids else None
     tail: dict[str, Any] = {}
     if gen.chat:
-        message = {"role": "assistant", "content": text, "refusal": None, "annotations": None,
-                   "audio": None, "function_call": None, "reasoning": None}  # fmt: skip
+        message = {
+            "role": "assistant",
+            "content": text,
+            "refusal": None,
+            "annotations": None,
+            "audio": None,
+            "function_call": None,
+            "reasoning": None,
+        }
         choice: dict[str, Any] = {
-            "index": 0, "message": message, "logprobs": None, "finish_reason": "length",
-            "stop_reason": None, "token_ids": token_ids, "routed_experts": None,
-        }  # fmt: skip
+            "index": 0,
+            "message": message,
+            "logprobs": None,
+            "finish_reason": "length",
+            "stop_reason": None,
+            "token_ids": token_ids,
+            "routed_experts": None,
+        }
         tail = {"prompt_logprobs": None, "prompt_token_ids": None, "prompt_text": None}
     else:
         choice = {
-            "index": 0, "text": text, "logprobs": None, "finish_reason": "length",
-            "stop_reason": None, "token_ids": token_ids, "prompt_logprobs": None,
-            "prompt_token_ids": None, "routed_experts": None,
-        }  # fmt: skip
+            "index": 0,
+            "text": text,
+            "logprobs": None,
+            "finish_reason": "length",
+            "stop_reason": None,
+            "token_ids": token_ids,
+            "prompt_logprobs": None,
+            "prompt_token_ids": None,
+            "routed_experts": None,
+        }
     return {
         "id": gen.request_id,
         "object": "chat.completion" if gen.chat else "text_completion",
@@ -144,8 +180,12 @@ def body(gen: Generation, text: str, metrics: dict[str, Any]) -> dict[str, Any]:
 
 def role_chunk(gen: Generation) -> dict[str, Any]:
     """A chat stream's first event: the assistant role, no content yet."""
-    choice = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-              "finish_reason": None}  # fmt: skip
+    choice = {
+        "index": 0,
+        "delta": {"role": "assistant", "content": ""},
+        "logprobs": None,
+        "finish_reason": None,
+    }
     return {
         "id": gen.request_id,
         "object": "chat.completion.chunk",
@@ -169,10 +209,14 @@ def chunk(gen: Generation, text: str, finished: bool) -> dict[str, Any]:
         obj = "chat.completion.chunk"
     else:
         choice = {
-            "index": 0, "text": text, "logprobs": None,
-            "finish_reason": "length" if finished else None, "stop_reason": None,
-            "prompt_token_ids": None, "token_ids": token_ids,
-        }  # fmt: skip
+            "index": 0,
+            "text": text,
+            "logprobs": None,
+            "finish_reason": "length" if finished else None,
+            "stop_reason": None,
+            "prompt_token_ids": None,
+            "token_ids": token_ids,
+        }
         obj = "text_completion"
     out: dict[str, Any] = {
         "id": gen.request_id,

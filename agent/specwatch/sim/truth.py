@@ -19,7 +19,7 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.sources.cyclelog import to_line
+from specwatch.store.cyclelog import to_line
 
 # one prompt length per default ctx bucket; none of these requests crosses into the next one
 PROMPTS = (200, 1000, 3000, 6000, 10000, 40000)

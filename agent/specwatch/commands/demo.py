@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.live import Live
 
 from specwatch.analysis.analyzer import Snapshot
+from specwatch.commands.table import ZONE_STYLE, slice_table
+from specwatch.commands.table import console as terminal
 from specwatch.conventions import VLLM_NUM_DRAFTS
 from specwatch.logs import configure
 from specwatch.runtime import Sidecar
@@ -23,8 +25,6 @@ from specwatch.settings import Settings, load_settings
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
-from specwatch.table import ZONE_STYLE, slice_table
-from specwatch.table import console as terminal
 
 
 def demo_settings(port: int, admin_port: int) -> Settings:

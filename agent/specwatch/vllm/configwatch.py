@@ -21,7 +21,7 @@ import aiohttp
 import structlog
 
 from specwatch.model import SpecConfig
-from specwatch.sources.specconfig import read_version, spec_config
+from specwatch.vllm.specconfig import read_version, spec_config
 
 log = structlog.get_logger("specwatch.config")
 

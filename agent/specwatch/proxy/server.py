@@ -20,8 +20,8 @@ from urllib.parse import unquote
 
 import httptools
 
-from specwatch.sources import wire
-from specwatch.sources.wire import Headers
+from specwatch.proxy import wire
+from specwatch.proxy.wire import Headers
 
 if TYPE_CHECKING:
     from specwatch.settings import LimitSettings

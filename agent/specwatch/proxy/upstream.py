@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from specwatch.sources.wire import Headers
+from specwatch.proxy.wire import Headers
 
 
 class Sink(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from specwatch.sources.wire import Headers
+from specwatch.proxy.wire import Headers
 
 _JSON: Headers = [(b"content-type", b"application/json")]
 _ERROR_TYPES = {408: "RequestTimeout", 413: "RequestTooLarge", 502: "BadGateway"}

@@ -100,8 +100,14 @@ def render_snapshot(
         points = dict(zip(series.times, series.values, strict=True))
         grid.append([points.get(t, float("nan")) for t in (rows[0].times if rows else [])])
     if grid:
-        ax.imshow(grid, aspect="auto", cmap=ListedColormap(ZONE_COLOURS), vmin=-0.5, vmax=3.5,
-                  interpolation="nearest")  # fmt: skip
+        ax.imshow(
+            grid,
+            aspect="auto",
+            cmap=ListedColormap(ZONE_COLOURS),
+            vmin=-0.5,
+            vmax=3.5,
+            interpolation="nearest",
+        )
         ax.set_yticks(
             range(len(rows)),
             [f"{s.labels.get('ctx_bucket')} {s.labels.get('task')}" for s in rows],
@@ -131,8 +137,12 @@ def render_snapshot(
     ax.set_ylim(0, 1)
     twin = ax.twinx()
     for series in tau:
-        twin.plot(_minutes(series.times, end), series.values, linestyle="--",
-                  label=f"tau {series.labels['model']}")  # fmt: skip
+        twin.plot(
+            _minutes(series.times, end),
+            series.values,
+            linestyle="--",
+            label=f"tau {series.labels['model']}",
+        )
     ax.set_xlabel("minutes")
     ax.legend(loc="upper left", fontsize=8)
     twin.legend(loc="upper right", fontsize=8)
@@ -141,8 +151,11 @@ def render_snapshot(
     ax.set_title("Time per output token")
     for q, found in tpot.items():
         for series in found:
-            ax.plot(_minutes(series.times, end), [v * 1000 for v in series.values],
-                    label=f"p{round(q * 100)}")  # fmt: skip
+            ax.plot(
+                _minutes(series.times, end),
+                [v * 1000 for v in series.values],
+                label=f"p{round(q * 100)}",
+            )
     ax.set_ylabel("ms")
     ax.set_xlabel("minutes")
     ax.legend(fontsize=8)

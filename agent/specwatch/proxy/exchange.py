@@ -1,10 +1,10 @@
 """One request's upstream response on its way to the client, piece by piece.
 
-An Exchange is the upstream connection's sink (sources/upstream.py): the head, each body piece
+An Exchange is the upstream connection's sink (proxy/upstream.py): the head, each body piece
 and the end arrive as callbacks and go straight to the client connection, one write each. For
 an observed request it also keeps what the analysis needs: the JSON body (up to the response
-limit, and while the shared byte budget of sources/budget.py allows) or, for a stream, the usage
-event (sources/stream.py), the time to first byte, and the outcome. Whatever happens, `finished`
+limit, and while the shared byte budget of proxy/budget.py allows) or, for a stream, the usage
+event (proxy/stream.py), the time to first byte, and the outcome. Whatever happens, `finished`
 resolves exactly once; `settle` then hands what the payload holds of the budget to the
 observation, and gives back the rest.
 """
@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 import structlog
 
 from specwatch.conventions import Outcome, ParseReason
-from specwatch.sources import wire
-from specwatch.sources.budget import ByteBudget, Held
-from specwatch.sources.replies import UPSTREAM_LOST_EVENT, openai_error
-from specwatch.sources.stream import StreamRewriter
+from specwatch.proxy import wire
+from specwatch.proxy.budget import ByteBudget, Held
+from specwatch.proxy.replies import UPSTREAM_LOST_EVENT, openai_error
+from specwatch.proxy.stream import StreamRewriter
 
 if TYPE_CHECKING:
     from specwatch.health import Health
-    from specwatch.sources.server import ClientConnection
-    from specwatch.sources.upstream import UpstreamConnection
+    from specwatch.proxy.server import ClientConnection
+    from specwatch.proxy.upstream import UpstreamConnection
 
 log = structlog.get_logger("specwatch.proxy")
 
@@ -36,11 +36,30 @@ _EVENT_STREAM = b"text/event-stream"
 
 class Exchange:
     __slots__ = (
-        "_budget", "_client", "_head_sent", "_health", "_held", "_max", "_observed", "_parts",
-        "_rewriter", "_started", "_stream", "_unread", "capture",
-        "choice_stats", "finished", "first_byte", "flush", "hold", "inject", "outcome",
-        "parse_failure", "payload", "upstream",
-    )  # fmt: skip
+        "_budget",
+        "_client",
+        "_head_sent",
+        "_health",
+        "_held",
+        "_max",
+        "_observed",
+        "_parts",
+        "_rewriter",
+        "_started",
+        "_stream",
+        "_unread",
+        "capture",
+        "choice_stats",
+        "finished",
+        "first_byte",
+        "flush",
+        "hold",
+        "inject",
+        "outcome",
+        "parse_failure",
+        "payload",
+        "upstream",
+    )
 
     def __init__(
         self,

@@ -3,7 +3,7 @@
 Bytes go back to the client as they arrive, one write per piece the upstream sent. The only
 change made on the way: a stream whose client did not ask for usage gets
 `stream_options.include_usage` upstream, and the usage chunk it then brings is taken out of
-what the client receives (sources/stream.py). The final JSON body, or the usage chunk, is
+what the client receives (proxy/stream.py). The final JSON body, or the usage chunk, is
 handed to the analysis queue after the response is done; nothing here parses more than it must
 to find it, and nothing here can fail a request the upstream served. Every other path is
 relayed unobserved. Upstream connections are kept alive in a pool per upstream (A/B: two).
@@ -22,19 +22,19 @@ import aiohttp
 import orjson
 import structlog
 
-from specwatch.analysis.tasks import RequestFeatures, features_of
 from specwatch.conventions import OBSERVED_PATHS, Header, Outcome, ParseReason, ParseSource
 from specwatch.health import Health
+from specwatch.proxy import wire
+from specwatch.proxy.ab import ABRouter
+from specwatch.proxy.budget import ByteBudget
+from specwatch.proxy.exchange import Exchange
+from specwatch.proxy.observation import Observation
+from specwatch.proxy.replies import openai_error
+from specwatch.proxy.server import ClientConnection, Request
+from specwatch.proxy.shadow import Shadow
+from specwatch.proxy.tasks import RequestFeatures, features_of
+from specwatch.proxy.upstream import UpstreamPool
 from specwatch.settings import Settings
-from specwatch.sources import wire
-from specwatch.sources.ab import ABRouter
-from specwatch.sources.budget import ByteBudget
-from specwatch.sources.exchange import Exchange
-from specwatch.sources.observation import Observation
-from specwatch.sources.replies import openai_error
-from specwatch.sources.server import ClientConnection, Request
-from specwatch.sources.shadow import Shadow
-from specwatch.sources.upstream import UpstreamPool
 
 log = structlog.get_logger("specwatch.proxy")
 
@@ -187,11 +187,17 @@ class Proxy:
             request_id = self._request_id(request)
             self._submit(
                 Observation(
-                    ts=self._clock(), request_id=request_id, features=self._features(request),
-                    outcome=Outcome.REJECTED, stream=False, payload=None, e2e=None,
-                    first_byte=None, variant=self.router.variant(self._ab_key(request, request_id)),
+                    ts=self._clock(),
+                    request_id=request_id,
+                    features=self._features(request),
+                    outcome=Outcome.REJECTED,
+                    stream=False,
+                    payload=None,
+                    e2e=None,
+                    first_byte=None,
+                    variant=self.router.variant(self._ab_key(request, request_id)),
                 )
-            )  # fmt: skip
+            )
         else:
             self._health.passthrough[f"{status // 100}xx"] += 1
         headers, body = openai_error(status, message)
@@ -253,9 +259,12 @@ class Proxy:
                 if connection.paused:
                     upstream.pause()
                 head = wire.request_head(
-                    request.method, request.target, pool.authority,
-                    wire.forwardable(request.headers), len(body),
-                )  # fmt: skip
+                    request.method,
+                    request.target,
+                    pool.authority,
+                    wire.forwardable(request.headers),
+                    len(body),
+                )
                 upstream.send(head + body, exchange, head_only=request.method == b"HEAD")
         await exchange.finished
         return exchange
@@ -315,12 +324,18 @@ class Proxy:
             held = exchange.settle()
             self._submit(
                 Observation(
-                    ts=self._clock(), request_id=request_id,
+                    ts=self._clock(),
+                    request_id=request_id,
                     features=self._features(request) if features is None else features,
-                    outcome=exchange.outcome, stream=stream, payload=exchange.payload,
+                    outcome=exchange.outcome,
+                    stream=stream,
+                    payload=exchange.payload,
                     choice_stats=exchange.choice_stats,
-                    e2e=time.perf_counter() - started, first_byte=exchange.first_byte,
-                    parse_failure=exchange.parse_failure, variant=variant, in_flight=load,
+                    e2e=time.perf_counter() - started,
+                    first_byte=exchange.first_byte,
+                    parse_failure=exchange.parse_failure,
+                    variant=variant,
+                    in_flight=load,
                     held=held,
                 )
-            )  # fmt: skip
+            )

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specwatch.conventions import ParseReason
-from specwatch.sources.sse import SseSplitter
-from specwatch.sources.vllm_response import (
+from specwatch.proxy.sse import SseSplitter
+from specwatch.vllm.response import (
     event_data,
     finishes,
     is_usage_event,
@@ -24,7 +24,7 @@ from specwatch.sources.vllm_response import (
 )
 
 if TYPE_CHECKING:
-    from specwatch.sources.budget import Held
+    from specwatch.proxy.budget import Held
 
 
 class StreamRewriter:

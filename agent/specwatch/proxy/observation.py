@@ -6,7 +6,6 @@ import contextlib
 import dataclasses
 from dataclasses import dataclass
 
-from specwatch.analysis.tasks import RequestFeatures, classify
 from specwatch.conventions import (
     OTHER,
     VARIANT_BASELINE,
@@ -17,8 +16,9 @@ from specwatch.conventions import (
 )
 from specwatch.health import Health
 from specwatch.model import Latency, RequestRecord
+from specwatch.proxy.tasks import RequestFeatures, classify
 from specwatch.settings import TaskSettings
-from specwatch.sources.vllm_response import (
+from specwatch.vllm.response import (
     ParsedResponse,
     ParseFailure,
     decode_json,

@@ -32,8 +32,12 @@ MODEL_FLAGS = ("--model",)
 
 # the draft's name as vLLM's SpeculativeConfig reads it when `method` is not given
 # (vllm/config/speculative.py: "eagle-" -> eagle, "eagle3" -> eagle3, ...; else draft_model)
-_NAMED_METHODS = (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"),
-                  ("dspark", "dspark"))  # fmt: skip
+_NAMED_METHODS = (
+    ("eagle-", "eagle"),
+    ("eagle3", "eagle3"),
+    ("dflash", "dflash"),
+    ("dspark", "dspark"),
+)
 
 
 def flag_value(argv: Sequence[str], flags: Sequence[str]) -> str | None:

@@ -7,7 +7,7 @@ output texts are compared. With correct speculative decoding they are identical;
 is a correctness problem of the server. Counted per model (comparisons, and those that
 diverged); nothing of the texts is logged or kept. Bounded: at most `shadow.max_in_flight`
 comparisons run at once, the rest are skipped and counted; both outputs are held against the
-proxy's byte budget (sources/budget.py) while compared, the baseline's read up to
+proxy's byte budget (proxy/budget.py) while compared, the baseline's read up to
 `limits.max_response_bytes`: without room, or past it, the comparison is skipped and counted.
 """
 
@@ -24,10 +24,10 @@ import structlog
 
 from specwatch import conventions as C
 from specwatch.health import Health
+from specwatch.proxy.budget import ByteBudget, Held
+from specwatch.proxy.sse import SseSplitter
 from specwatch.settings import Settings
-from specwatch.sources.budget import ByteBudget, Held
-from specwatch.sources.sse import SseSplitter
-from specwatch.sources.vllm_response import choice_text, event_data, first_choice
+from specwatch.vllm.response import choice_text, event_data, first_choice
 
 log = structlog.get_logger("specwatch.shadow")
 
@@ -103,9 +103,13 @@ class Shadow:
         return C.OTHER
 
     def start(
-        self, path: str, body: dict[str, Any], headers: dict[str, str], spec_output: bytes,
+        self,
+        path: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        spec_output: bytes,
         stream: bool,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Begin one comparison in the background (the client already has its answer)."""
         if len(self._tasks) >= self._cfg.max_in_flight:
             self._health.shadow_skipped[SKIP_BUSY] += 1
@@ -120,9 +124,14 @@ class Shadow:
         task.add_done_callback(lambda _: held.release())  # however it ends, cancelled too
 
     async def _compare(
-        self, path: str, body: dict[str, Any], headers: dict[str, str], spec_output: bytes,
-        stream: bool, held: Held,
-    ) -> None:  # fmt: skip
+        self,
+        path: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        spec_output: bytes,
+        stream: bool,
+        held: Held,
+    ) -> None:
         model = self.model_label(body.get("model"))
         spec_text = output_text(spec_output, stream)
         request = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}

@@ -1,7 +1,7 @@
 """Server-sent events as vLLM streams them: a byte stream split into whole events.
 
 Pure, no I/O. The proxy relays every byte as it comes; the splitter only finds where each
-event ends (sources/stream.py reads the usage event and the finishing chunk from them).
+event ends (proxy/stream.py reads the usage event and the finishing chunk from them).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from specwatch.sources.budget import Held
+    from specwatch.proxy.budget import Held
 
 _SEPARATORS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
@@ -18,7 +18,7 @@ class SseSplitter:
     """Split a byte stream into whole SSE events, each with its terminator, bytes unchanged.
 
     A partial event is held (at most `max_event_bytes`, and while `room` has room for it:
-    the proxy's byte budget, sources/budget.py) until its terminator arrives. It grows in
+    the proxy's byte budget, proxy/budget.py) until its terminator arrives. It grows in
     place and only the new bytes (and the 3 before them, where a terminator may begin) are
     searched, so an event that arrives in many small pieces costs time linear in its size:
     joining and rescanning it at every piece cost 0.5 s of the event loop for a 1 MiB event
