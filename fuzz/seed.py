@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 from specwatch.gen.alertmanager import TEMPLATES  # noqa: F401  # the package imports cleanly
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
-from specwatch.sources.cyclelog import to_line
+from specwatch.store.cyclelog import to_line
 
 CAPTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "vllm-0.32.0-cpu"
 
