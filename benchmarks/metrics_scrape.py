@@ -43,7 +43,7 @@ from specwatch.health import Health
 from specwatch.logs import configure
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
-from specwatch.steps import ReadGate
+from specwatch.turns import ReadGate
 
 MODELS = 16
 TASKS = ("code", "chat", "summarization", "translation", "reasoning", "rag", "math",
@@ -143,7 +143,7 @@ async def evaluation_stalls(
         if i % 2 == 0:
             analyzer.evaluate(now)
         else:
-            await gate.read(partial(analyzer.evaluate_steps, now))
+            await gate.read(partial(analyzer.evaluate_in_turns, now))
         await asyncio.sleep(0.002)
         out[ways[i % 2]].append(max(gaps) * 1000.0)
     tick.cancel()
@@ -207,7 +207,7 @@ def main() -> None:
         return Reading(analyzer.snapshot(now), health.snapshot())
 
     def steps() -> Generator[None, None, Reading]:
-        snapshot = yield from analyzer.snapshot_steps(now)
+        snapshot = yield from analyzer.snapshot_in_turns(now)
         return Reading(snapshot, health.snapshot())
 
     gate = ReadGate(failed=lambda error: None)

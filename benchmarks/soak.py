@@ -24,7 +24,7 @@ import time
 import aiohttp
 import psutil
 from specwatch.sim.workload import run_load
-from specwatch.vllm.supervisor import free_port
+from specwatch.vllm.child import free_port
 
 WARM_UP_MINUTES = 5
 
@@ -42,7 +42,7 @@ async def sample(admin: str, process: psutil.Process) -> tuple[float, int, float
 async def totals(admin: str) -> dict[str, float]:
     """Requests by variant, the shadow counters and the sidecar's own errors, from /metrics
     (an input left out of the analysis, a loop that failed, an evaluation or a reading that
-    found the analysis changed under it: analysis_errors; bad vLLM output: parse_errors)."""
+    found the analysis changed under it: internal_errors; bad vLLM output: parse_errors)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     async with aiohttp.ClientSession() as session, session.get(admin + "/metrics") as response:
@@ -56,7 +56,7 @@ async def totals(admin: str) -> dict[str, float]:
                 "specwatch_shadow_comparisons_total",
                 "specwatch_output_divergence_total",
                 "specwatch_shadow_skipped_total",
-                "specwatch_analysis_errors_total",
+                "specwatch_internal_errors_total",
                 "specwatch_parse_errors_total",
             ):
                 key = s.name.removeprefix("specwatch_").removesuffix("_total")
@@ -119,7 +119,7 @@ async def main() -> None:
             base.terminate()
             await base.wait()
     print(f"requests: {result.ok} served, {result.failed} failed")
-    errors = {k: at_end.pop(k, 0.0) for k in ("analysis_errors", "parse_errors")}
+    errors = {k: at_end.pop(k, 0.0) for k in ("internal_errors", "parse_errors")}
     print(f"the sidecar's own errors at the end: {errors}")
     if args.ab:
         print(f"A/B and shadow at the end: {at_end}")

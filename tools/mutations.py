@@ -37,7 +37,7 @@ class Mutation:
 MUTATIONS = (
     Mutation(
         "readings in steps: a change held during a reading is made out of order",
-        "steps.py",
+        "turns.py",
         "                for change in held:\n",
         "                for change in reversed(held):\n",
     ),
@@ -162,13 +162,13 @@ MUTATIONS = (
     ),
     Mutation(
         "SpecDecodeSliceRed pending 10 minutes, not 5",
-        "gen/alerts.py",
+        "gen/alert_rules.py",
         '            for_seconds=300,\n            summary="Speculative decoding is in the red',
         '            for_seconds=600,\n            summary="Speculative decoding is in the red',
     ),
     Mutation(
         "SpecDecodeSliceRed without its hysteresis",
-        "gen/alerts.py",
+        "gen/alert_rules.py",
         '        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > 0\\n"',
         '        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > -1e9\\n"',
     ),
@@ -333,9 +333,9 @@ MUTATIONS = (
     Mutation(
         "an evaluation judging windows read while the analysis changed",
         "analysis/analyzer.py",
-        "        windows, _ = yield from self._windows_steps(now, step)\n"
+        "        windows, _ = yield from self._windows_in_turns(now, step)\n"
         "        self._unchanged_since(changes)\n",
-        "        windows, _ = yield from self._windows_steps(now, step)\n",
+        "        windows, _ = yield from self._windows_in_turns(now, step)\n",
     ),
     Mutation(
         "the drift's judging in one step",

@@ -18,7 +18,7 @@ class HealthSnapshot:
     parse_errors: dict[tuple[str, str], int]
     dropped: int
     dropped_by_variant: dict[str, int]
-    analysis_errors: int
+    internal_errors: int
     cycle_log_errors: int
     passthrough: dict[str, int]
     proxy_overhead: Histogram
@@ -37,7 +37,7 @@ class Health:
         self.parse_errors: dict[tuple[str, str], int] = defaultdict(int)
         self.dropped = 0
         self.dropped_by_variant: dict[str, int] = defaultdict(int)
-        self.analysis_errors = 0
+        self.internal_errors = 0
         self.cycle_log_errors = 0
         self.passthrough: dict[str, int] = defaultdict(int)
         self.proxy_overhead = Histogram(PROXY_OVERHEAD_BUCKETS)
@@ -54,13 +54,23 @@ class Health:
     def parse_error(self, source: str, reason: str) -> None:
         self.parse_errors[source, reason] += 1
 
+    def readiness(self, draining: bool) -> tuple[bool, str]:
+        """/readyz: ready while vLLM's /health answers and the proxy is not draining."""
+        if draining:
+            return False, "draining"
+        if self.upstream_up:
+            return True, "ready"
+        if self.upstream_up is None:
+            return False, "upstream not probed yet"
+        return False, "upstream /health is failing"
+
     def snapshot(self, held: int | None = None, limit: int | None = None) -> HealthSnapshot:
         """A copy; `held` and `limit`: the proxy's byte budget, when there is a proxy."""
         return HealthSnapshot(
             parse_errors=dict(self.parse_errors),
             dropped=self.dropped,
             dropped_by_variant=dict(self.dropped_by_variant),
-            analysis_errors=self.analysis_errors,
+            internal_errors=self.internal_errors,
             cycle_log_errors=self.cycle_log_errors,
             passthrough=dict(self.passthrough),
             proxy_overhead=self.proxy_overhead.copy(),

@@ -7,6 +7,8 @@ import errno
 import os
 from collections.abc import Iterator
 
+from aiohttp import web
+
 
 class ListenError(OSError):
     """A port that could not be bound: what, where, and which flag moves it."""
@@ -37,3 +39,17 @@ def binding(host: str, port: int, flag: str) -> Iterator[None]:
         raise ListenError(
             error.errno, f"cannot listen on {host}:{port} ({flag}): {reason}"
         ) from None
+
+
+async def serve_app(app: web.Application, host: str, port: int, flag: str) -> web.AppRunner:
+    """An aiohttp application listening on host:port (0: a port the OS chooses); its runner,
+    whose `addresses` say where."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        with binding(host, port, flag):
+            await web.TCPSite(runner, host, port).start()
+    except ListenError:
+        await runner.cleanup()
+        raise
+    return runner

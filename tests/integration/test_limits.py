@@ -346,9 +346,9 @@ async def test_payloads_waiting_for_the_analysis_hold_the_budget_until_it_reads_
             outcome=None, stream=False, payload=payload, e2e=0.1, first_byte=0.01,
             held=len(payload),
         ))  # fmt: skip
-        car.submit(observations[-1])
+        car.intake.submit(observations[-1])
     assert (1, observations[0].held) == (car.health.dropped, budget.held)
-    car.ingest(observations[0])
+    car.intake.ingest(observations[0])
     assert 0 == budget.held
     assert budget.take(budget.limit)  # up to the limit itself, not a byte past it
     assert not budget.take(1)

@@ -290,7 +290,7 @@ async def test_whatever_the_upstream_sends_the_client_gets_it_and_failures_are_c
     reading = broken_sidecar.read()
     snapshot, health = reading.snapshot, reading.health
     assert health is not None
-    assert 0 == health.analysis_errors
+    assert 0 == health.internal_errors
     new = {
         key: n - before_snapshot.requests.get(key, 0)
         for key, n in snapshot.requests.items()
@@ -467,11 +467,11 @@ async def test_requests_are_relayed_while_a_scrape_is_under_way(
     holding, answered, entered = hold.holding, hold.answered, hold.entered
     analyzer, exposition = sidecar.analyzer, sidecar.exposition
     if held == "reading":
-        take = analyzer.snapshot_steps
-        analyzer.snapshot_steps = lambda now, step=0.001: holding(take(now, step))  # type: ignore[method-assign]
+        take = analyzer.snapshot_in_turns
+        analyzer.snapshot_in_turns = lambda now, step=0.001: holding(take(now, step))  # type: ignore[method-assign]
     else:
-        render = exposition.render_steps
-        exposition.render_steps = lambda reading: holding(render(reading))  # type: ignore[method-assign]
+        render = exposition.render_in_turns
+        exposition.render_in_turns = lambda reading: holding(render(reading))  # type: ignore[method-assign]
     proxy = f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions"
     async with aiohttp.ClientSession() as session:
         assert 200 == (await post(session, proxy, {"prompt": "before"}))[0]
@@ -496,8 +496,8 @@ async def test_requests_are_relayed_while_an_evaluation_is_under_way(
     steps until a proxied request has been answered, it ends without error (an ingestion
     between its steps would mix two moments: it raises) and the request is counted after."""
     hold = Held()
-    evaluate = sidecar.analyzer.evaluate_steps
-    sidecar.analyzer.evaluate_steps = lambda now, step=0.001: hold.holding(evaluate(now, step))  # type: ignore[method-assign]
+    evaluate = sidecar.analyzer.evaluate_in_turns
+    sidecar.analyzer.evaluate_in_turns = lambda now, step=0.001: hold.holding(evaluate(now, step))  # type: ignore[method-assign]
     proxy = f"http://127.0.0.1:{sidecar.ports.proxy}/v1/completions"
     async with aiohttp.ClientSession() as session:
         assert 200 == (await post(session, proxy, {"prompt": "before"}))[0]
@@ -512,7 +512,7 @@ async def test_requests_are_relayed_while_an_evaluation_is_under_way(
         await evaluating
     await sidecar.drained()
     assert 2 == sum(sidecar.read().snapshot.requests.values())
-    assert 0 == sidecar.health.analysis_errors
+    assert 0 == sidecar.health.internal_errors
 
 
 async def test_metrics_go_out_in_pieces_that_make_the_whole_body(

@@ -8,11 +8,11 @@ import asyncio
 import aiohttp
 import pytest
 from aiohttp import web
-from specwatch import runtime
 from specwatch.conventions import ParseReason, ParseSource
 from specwatch.health import Health
 from specwatch.model import EngineSample
 from specwatch.runtime import Sidecar
+from specwatch.sidecar import loops
 from specwatch.vllm.scraper import ScrapeFailure, Scraper, parse_vllm_metrics
 
 from tests.support.http import serve, sidecar_settings
@@ -66,7 +66,7 @@ async def test_a_bad_page_or_a_failing_analysis_costs_one_scrape_and_the_scraper
             assert (1, []) == (health.parse_errors[key], seen)
             await scraper.scrape_once(session)
             await scraper.scrape_once(session)  # the sink raises: counted
-            assert ([10.0, 10.0], 1) == (seen, health.analysis_errors)
+            assert ([10.0, 10.0], 1) == (seen, health.internal_errors)
         task = asyncio.create_task(scraper.run())  # and the loop goes on past it
         for _ in range(200):
             if len(seen) == 4:
@@ -106,7 +106,7 @@ async def test_a_sidecar_loop_that_fails_is_started_again_and_counted(
         await original(self, session)
 
     monkeypatch.setattr(Scraper, "scrape_once", once_broken)
-    monkeypatch.setattr(runtime, "LOOP_RESTART_SECONDS", 0.01)
+    monkeypatch.setattr(loops, "RESTART_SECONDS", 0.01)
     car = Sidecar(sidecar_settings(url, scrape_interval_seconds=0.02))
     await car.start()
     try:
@@ -115,7 +115,7 @@ async def test_a_sidecar_loop_that_fails_is_started_again_and_counted(
                 break
             await asyncio.sleep(0.01)
         assert ["m"] == [view.model for view in car.read().snapshot.engine]
-        assert 1 == car.health.analysis_errors
+        assert 1 == car.health.internal_errors
         assert len(calls) >= 2
     finally:
         await car.stop()
@@ -127,7 +127,7 @@ def test_a_loop_failing_again_and_again_waits_longer_each_time_up_to_a_minute() 
     second; a failure after a long run is a fault of that moment and restarts at once."""
     delays, delay = [], None
     for _ in range(9):
-        delay = runtime.restart_delay(delay, ran_for=0.1)
+        delay = loops.restart_delay(delay, ran_for=0.1)
         delays.append(delay)
     assert [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 60.0] == delays
-    assert 1.0 == runtime.restart_delay(60.0, ran_for=300.0)
+    assert 1.0 == loops.restart_delay(60.0, ran_for=300.0)

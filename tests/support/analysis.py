@@ -1,4 +1,4 @@
-"""Requests, engine samples and analyzers for the analysis tests (test_analyzer, test_steps)."""
+"""Requests, engine samples and analyzers for the analysis tests (test_analyzer, test_turns)."""
 
 from __future__ import annotations
 

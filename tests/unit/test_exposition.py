@@ -152,7 +152,7 @@ class NoFamilies:
     def read(self) -> Reading:
         raise AssertionError("not read: families are written directly")
 
-    def family_steps(self, reading: Reading) -> Generator[None, None, list[Family]]:
+    def families_in_turns(self, reading: Reading) -> Generator[None, None, list[Family]]:
         yield
         return []
 

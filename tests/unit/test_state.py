@@ -53,7 +53,7 @@ def test_missing_stale_and_corrupt_state_each_give_one_line_and_a_fresh_start(
             path.write_bytes(content)
         car = Sidecar(settings, clock=lambda: 1e12)
         with capture_logs() as logs:
-            car.restore_state()
+            car.states.restore_drift()
         fresh = [entry for entry in logs if entry["event"] == "state_fresh"]
         assert 1 == len(fresh), name
         assert car.analyzer.drift_state()["slices"] == [], name
@@ -65,7 +65,7 @@ def test_a_saved_sidecar_state_is_restored_on_start(tmp_path: Path) -> None:
     StateFile(tmp_path, "drift").save(detector.to_state(), now=1000.0)
     car = Sidecar(settings, clock=lambda: 1100.0)
     with capture_logs() as logs:
-        car.restore_state()
+        car.states.restore_drift()
     assert ["state_restored"] == [entry["event"] for entry in logs]
     assert detector.to_state() == car.analyzer.drift_state()
 

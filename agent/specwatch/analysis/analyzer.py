@@ -14,7 +14,6 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, EngineView, LogTotals
 from specwatch.analysis.evidence import Evidence, EvidenceWindows, Sums, gathered
-from specwatch.analysis.kept import KeptViews
 from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
 from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
@@ -27,6 +26,7 @@ from specwatch.analysis.stats import (
     rate_interval,
     tau_interval,
 )
+from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot
 from specwatch.analysis.windows import SlidingWindow
 from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone
@@ -38,7 +38,7 @@ from specwatch.model import (
     SpecLogRecord,
 )
 from specwatch.settings import Settings
-from specwatch.steps import finish
+from specwatch.turns import finish
 
 _NO_ZONE = ZoneState()  # read only: a slice no evaluation has judged yet
 
@@ -57,7 +57,7 @@ class Analyzer:
         self._buckets = CtxBuckets(settings.ctx_buckets)
         self._max_position = settings.limits.max_position
         self._started = started
-        self._changes = 0  # counts whatever changes the analysis: see snapshot_steps
+        self._changes = 0  # counts whatever changes the analysis: see snapshot_in_turns
         self._window: SlidingWindow[SliceKey] = SlidingWindow(
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
@@ -69,7 +69,7 @@ class Analyzer:
         self._zones: dict[SliceKey, ZoneState] = {}
         self._verdict_cache: dict[SliceKey, tuple[int, Interval | None, Interval | None]] = {}
         self._quiet: dict[SliceKey, tuple[int, int, Cost]] = {}  # see evaluate
-        self._kept = KeptViews(self._window, settings.zones.confidence)
+        self._kept = ViewCache(self._window, settings.zones.confidence)
         self._order: tuple[set[SliceKey], list[SliceKey]] = (set(), [])  # see _ordered
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
         self._engine = EngineCounters(
@@ -151,16 +151,16 @@ class Analyzer:
         self._changes += 1
         self._log.add(record)
 
-    def _windows_steps(
+    def _windows_in_turns(
         self, now: float, step: float
     ) -> Generator[None, None, tuple[dict[SliceKey, tuple[Counts, str]], dict[str, Counts]]]:
-        """Window counts per key with their source, and vLLM's own per model, read in steps
+        """Window counts per key with their source, and vLLM's own per model, read in turns
         of about `step` seconds: the window's own running totals, to read at once.
 
         A model whose requests carried no per-request data in the window (an older vLLM, or the
         flag missing) is judged on vLLM's own counters: its `all` slice, nothing finer.
         """
-        window = yield from self._window.current_steps(now, step)
+        window = yield from self._window.current_in_turns(now, step)
         engine = self._engine.window(now)
         out: dict[SliceKey, tuple[Counts, str]] = {
             key: (counts, C.SliceSource.PROXY) for key, counts in window.items()
@@ -186,16 +186,16 @@ class Analyzer:
         return self._speedup.gain(key.model, rollup, tau, counts.max_drafted, cost, now)
 
     def evaluate(self, now: float) -> None:
-        """One zone and drift evaluation of every slice and rollup, in one go (`evaluate_steps`)."""
-        finish(self.evaluate_steps(now, math.inf))
+        """Zones and drift of every slice and rollup evaluated at once (`evaluate_in_turns`)."""
+        finish(self.evaluate_in_turns(now, math.inf))
 
-    def evaluate_steps(self, now: float, step: float = 0.001) -> Generator[None, None, None]:
-        """`evaluate` in steps of about `step` seconds, as `snapshot_steps`: nothing may change
+    def evaluate_in_turns(self, now: float, step: float = 0.001) -> Generator[None, None, None]:
+        """`evaluate` in turns of about `step` seconds, as `snapshot_in_turns`: nothing may change
         the analysis until it is done (RuntimeError), nor read it (the sidecar's gate)."""
         self._changes += 1
         changes, cfg, clock = self._changes, self._cfg.zones, time.perf_counter
-        yield from self._drift.evaluate_steps(now, step)
-        windows, _ = yield from self._windows_steps(now, step)
+        yield from self._drift.evaluate_in_turns(now, step)
+        windows, _ = yield from self._windows_in_turns(now, step)
         self._unchanged_since(changes)
         costs = self._costs(windows, now)
         default_cost, quiet = self._default_cost, self._quiet
@@ -327,17 +327,17 @@ class Analyzer:
         return order
 
     def snapshot(self, now: float) -> Snapshot:
-        """Everything export reads at `now`, copied, in one go (`snapshot_steps`)."""
-        return finish(self.snapshot_steps(now))
+        """Everything export reads at `now`, copied, in one go (`snapshot_in_turns`)."""
+        return finish(self.snapshot_in_turns(now))
 
-    def snapshot_steps(self, now: float, step: float = 0.001) -> Generator[None, None, Snapshot]:
-        """The snapshot at `now`, taken in steps of about `step` seconds: it yields between
+    def snapshot_in_turns(self, now: float, step: float = 0.001) -> Generator[None, None, Snapshot]:
+        """The snapshot at `now`, taken in turns of about `step` seconds: it yields between
         them (the sidecar returns to its event loop there, runtime.ReadGate) and returns the
         snapshot. Nothing may change the analysis until it is done: a change in between makes
         it raise RuntimeError instead of mixing two moments."""
         changes = self._changes
         clock = time.perf_counter
-        windows, engine_window = yield from self._windows_steps(now, step)
+        windows, engine_window = yield from self._windows_in_turns(now, step)
         costs = self._costs(windows, now)
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
@@ -391,4 +391,4 @@ class Analyzer:
 
     def _unchanged_since(self, changes: int) -> None:
         if self._changes != changes:
-            raise RuntimeError("the analysis changed while it was read or evaluated in steps")
+            raise RuntimeError("the analysis changed while it was read or evaluated in turns")

@@ -19,9 +19,9 @@ with the steps alone:
 
 r the requests' intra-request correlation: a bucket that holds one long request is nearly as
 noisy as that request, one of many short requests nearly binomial. A constant overdispersion
-on realised trials, as an earlier version had, holds only where every bucket holds many
-requests; on a quiet slice (3 requests a minute) it raised 15 false alarms a week against the
-target of 1 (benchmarks/drift_evaluation.py, sparse). For the bucket under test, a trailing
+on realised trials holds only where every bucket holds many requests: on a quiet slice (3
+requests a minute) it gives many times the target of one false alarm a week
+(benchmarks/drift_evaluation.py, sparse). For the bucket under test, a trailing
 baseline that ends a gap before it gives p0, tau, r, rho and s2 by the method of moments
 (analysis/baseline.py: `moments_of`, kept sliding): the mean square of d is
 s2 + E[binomial] + r E[design], the lag-k autoproducts are rho^k s2; r is at most 1, and what
@@ -63,7 +63,7 @@ from specwatch.analysis.baseline import (
 from specwatch.analysis.cusum import cusum_step, cusum_threshold
 from specwatch.model import SliceKey
 from specwatch.settings import DriftSettings
-from specwatch.steps import finish
+from specwatch.turns import finish
 
 log = structlog.get_logger("specwatch.drift")
 
@@ -159,10 +159,10 @@ class DriftDetector:
 
     def evaluate(self, now: float) -> None:
         """Feed every completed bucket of every slice to its CUSUM."""
-        finish(self.evaluate_steps(now, math.inf))
+        finish(self.evaluate_in_turns(now, math.inf))
 
-    def evaluate_steps(self, now: float, step: float) -> Generator[None, None, None]:
-        """`evaluate`, yielding after about every `step` seconds (steps.py): a new bucket's
+    def evaluate_in_turns(self, now: float, step: float) -> Generator[None, None, None]:
+        """`evaluate`, yielding after about every `step` seconds (turns.py): a new bucket's
         judging takes ~20 ms at full cardinality. Nothing may be added until it returns."""
         current = int(now // self._cfg.bucket_seconds)
         prune = current != self._pruned_at  # old buckets go once per bucket, not per call
@@ -170,7 +170,7 @@ class DriftDetector:
         keep = current - self._cfg.gap_buckets - self._cfg.baseline_buckets - 1
         clock = time.perf_counter
         last = clock()
-        for key, state in tuple(self._slices.items()):  # a copy: as SlidingWindow.current_steps
+        for key, state in tuple(self._slices.items()):  # a copy: as SlidingWindow.current_in_turns
             if clock() - last >= step:
                 yield
                 last = clock()

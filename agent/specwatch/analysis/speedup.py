@@ -8,8 +8,8 @@ ratio over the ratio squared, and Student's t with Welch-Satterthwaite degrees o
 A configured baseline (`speedup.baseline_tpot_ms`) is a constant: only speculation's side
 varies then. A model with a baseline (A/B traffic in the lookback, or a configured figure)
 is measured over the window when both sides have `min_baseline_requests` there, else over
-`speedup.lookback_seconds`, else its gain is `insufficient`: never modelled in its place (a
-model whose measured gain is 0.95 was once shown a modelled 2.78 when its window ran thin).
+`speedup.lookback_seconds`, else its gain is `insufficient`: never modelled in its place (the
+model can say 2.78 where the measured gain is 0.95).
 
 Modelled (Leviathan et al. 2023, with the measured mean acceptance length tau in place of the
 i.i.d. formula): gain = tau / (1 + K c), c = draft step cost / target step cost, its bounds

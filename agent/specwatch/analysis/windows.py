@@ -14,7 +14,7 @@ from itertools import accumulate
 from typing import Generic, TypeVar
 
 from specwatch.analysis.counts import Counts
-from specwatch.steps import finish
+from specwatch.turns import finish
 
 K = TypeVar("K")
 
@@ -113,16 +113,16 @@ class SlidingWindow(Generic[K]):
     def current(self, now: float) -> dict[K, Counts]:
         """The totals of the window ending at `now`, every key included: live objects owned
         by the window, to read before the next `add` (`totals` for copies)."""
-        return finish(self.current_steps(now, math.inf))
+        return finish(self.current_in_turns(now, math.inf))
 
-    def current_steps(self, now: float, step: float) -> Generator[None, None, dict[K, Counts]]:
-        """`current`, yielding after about every `step` seconds (steps.py); nothing may be
+    def current_in_turns(self, now: float, step: float) -> Generator[None, None, dict[K, Counts]]:
+        """`current`, yielding after about every `step` seconds (turns.py); nothing may be
         added until it returns."""
         newest = self._index(now)
         out = {}
         clock = time.perf_counter
         last = clock()
-        # a copy: a key added between steps is for the caller's guard to find, not the loop
+        # a copy: a key added between turns is for the caller's guard to find, not the loop
         for key, ring in tuple(self._rings.items()):
             if clock() - last >= step:
                 yield

@@ -37,9 +37,9 @@ def demo_settings(port: int, admin_port: int) -> Settings:
         zones={"min_dwell_seconds": 5.0, "evaluation_interval_seconds": 1.0},
         # drift on 1-second buckets, a second standing for a minute: a baseline of 12 s ending
         # 6 s back in place of 6 h / 30 min, and the target of one false alarm a slice-week
-        # on that scale (10,080 buckets, h = 7.4, as production's). A shorter gap let the drop
-        # into the baseline within seconds; a week of real seconds (h = 11.45) missed the
-        # drop under a busy CPU, once the noise of a bucket of a few requests was honest
+        # on that scale (10,080 buckets, h = 7.4, as production's). A shorter gap lets the drop
+        # into the baseline within seconds; a week of real seconds (h = 11.45) is too strict
+        # for buckets of a few requests to show the drop within the demo
         drift={
             "bucket_seconds": 1.0,
             "baseline_buckets": 12,

@@ -12,8 +12,8 @@ import structlog
 from specwatch.commands.loop import until_signal
 from specwatch.runtime import Sidecar
 from specwatch.settings import Settings
+from specwatch.vllm.child import VllmProcess, prepare_command
 from specwatch.vllm.specconfig import SPECULATIVE_FLAGS, flag_value, target_of
-from specwatch.vllm.supervisor import VllmProcess, prepare_command
 
 log = structlog.get_logger("specwatch")
 

@@ -24,7 +24,7 @@ def check_config(settings: Settings) -> int:
 
 
 def run_generate(args: argparse.Namespace, settings: Settings) -> int:
-    from specwatch.gen.alerts import GenerateError
+    from specwatch.gen.alert_rules import GenerateError
     from specwatch.gen.writer import render, stale, write
 
     try:

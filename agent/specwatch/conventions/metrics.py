@@ -237,8 +237,8 @@ ASYNCIO_TASKS: Final = _metric(
 CYCLE_LOG_ERRORS: Final = _metric(
     "specwatch_cycle_log_errors", _C, "Cycle-log lines that could not be written."
 )
-ANALYSIS_ERRORS: Final = _metric(
-    "specwatch_analysis_errors",
+INTERNAL_ERRORS: Final = _metric(
+    "specwatch_internal_errors",
     _C,
     "Inputs the analysis failed on, and restarts of a failed loop (a bug: see the log).",
 )

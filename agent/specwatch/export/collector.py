@@ -30,7 +30,7 @@ from specwatch.export.status import Reading
 from specwatch.health import HealthSnapshot
 from specwatch.model import RequestKey, SpecConfig
 from specwatch.settings import CostSettings
-from specwatch.steps import finish
+from specwatch.turns import finish
 
 # a slice's since-start counters: the family and the Counts attribute it reads
 _SLICE_COUNTERS = (
@@ -177,10 +177,10 @@ class SpecwatchCollector(Collector):
     def families(self, reading: Reading | None = None) -> list[Family]:
         """Every family of one reading (a new one by default), in the order of the exposition.
         Reads nothing but `reading` and what this collector made itself."""
-        return finish(self.family_steps(self._read() if reading is None else reading))
+        return finish(self.families_in_turns(self._read() if reading is None else reading))
 
-    def family_steps(self, reading: Reading) -> Generator[None, None, list[Family]]:
-        """`families`, in steps (a part of the exposition each, a few milliseconds at most at
+    def families_in_turns(self, reading: Reading) -> Generator[None, None, list[Family]]:
+        """`families`, in turns (a part of the exposition each, a few milliseconds at most at
         full cardinality): yields between them."""
         snapshot = reading.snapshot
         config = reading.config

@@ -21,8 +21,8 @@ Groups are compared as values (with the group at the same place last time), so a
 turned from 0.0 into -0.0 keeps its text "0.0" (generate_latest would write "-0.0": the same
 number to Prometheus).
 
-A scrape runs on the event loop in steps of about a millisecond (the reading, the families,
-the text), the loop relaying requests in between (steps.py): at full cardinality a scrape
+A scrape runs on the event loop in turns of about a millisecond (the reading, the families,
+the text), the loop relaying requests in between (turns.py): at full cardinality a scrape
 takes tens of milliseconds, which in one go every proxied stream would wait for.
 """
 
@@ -43,7 +43,7 @@ from prometheus_client.utils import floatToGoString
 from specwatch import conventions as C
 from specwatch.export.families import Family, Group
 from specwatch.export.status import Reading
-from specwatch.steps import finish, run
+from specwatch.turns import finish, run
 
 _KINDS = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "info": "gauge"}
 _SUFFIX = {"counter": "_total", "info": "_info"}
@@ -202,7 +202,7 @@ def _percent(text: str) -> str:
 class FamilySource(Protocol):
     def read(self) -> Reading: ...
 
-    def family_steps(self, reading: Reading) -> Generator[None, None, list[Family]]: ...
+    def families_in_turns(self, reading: Reading) -> Generator[None, None, list[Family]]: ...
 
 
 class Exposition:
@@ -229,33 +229,33 @@ class Exposition:
 
     async def scrape(self) -> list[bytes]:
         """The body for /metrics in pieces of about a MiB, on the event loop that owns the
-        analysis, in steps of about a millisecond with the loop relaying requests in between:
+        analysis, in turns of about a millisecond with the loop relaying requests in between:
         the reading (with `read`), then the families and their text, which read only the
         reading and what this object kept. (Joined at once, the 9 MiB of full cardinality
         took 2-8 ms in one step: the pieces go out one by one, export/admin.py.)"""
         async with self._turn:
             reading = self._source.read() if self._read is None else await self._read()
-            return await run(self.render_steps(reading))
+            return await run(self.render_in_turns(reading))
 
     def render(self, reading: Reading | None = None) -> bytes:
         """The body of `reading` (a new one by default), at once."""
         reading = self._source.read() if reading is None else reading
-        return b"".join(finish(self.render_steps(reading)))
+        return b"".join(finish(self.render_in_turns(reading)))
 
-    def render_steps(self, reading: Reading) -> Generator[None, None, list[bytes]]:
-        families = yield from self._source.family_steps(reading)
-        pieces = yield from self.write_steps(families)
+    def render_in_turns(self, reading: Reading) -> Generator[None, None, list[bytes]]:
+        families = yield from self._source.families_in_turns(reading)
+        pieces = yield from self.write_in_turns(families)
         if self._others is not None:
             pieces.append(text_exposition(self._others))
         return pieces
 
     def write(self, families: Iterable[Family]) -> bytes:
-        return b"".join(finish(self.write_steps(families)))
+        return b"".join(finish(self.write_in_turns(families)))
 
-    def write_steps(
+    def write_in_turns(
         self, families: Iterable[Family], step: float = 0.001
     ) -> Generator[None, None, list[bytes]]:
-        """The text of `families` in pieces of about `PIECE_BYTES` (whole families), in steps
+        """The text of `families` in pieces of about `PIECE_BYTES` (whole families), in turns
         of about `step` seconds. A group equal to the last scrape's at the same place (same
         labels and values: tuples compared in C) takes its text from then; only the others
         are formatted. Slices keep their order from one scrape to the next, so a new one

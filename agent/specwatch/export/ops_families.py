@@ -47,7 +47,7 @@ def health(snapshot: Snapshot, health: HealthSnapshot, run: Run) -> Iterator[Fam
     scalars = [
         (C.ASYNCIO_TASKS, health.tasks),
         (C.CYCLE_LOG_ERRORS, health.cycle_log_errors),
-        (C.ANALYSIS_ERRORS, health.analysis_errors),
+        (C.INTERNAL_ERRORS, health.internal_errors),
     ]
     if health.held_bytes is not None and health.held_limit_bytes is not None:
         scalars += [

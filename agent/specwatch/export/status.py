@@ -150,7 +150,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
         document["health"] = {
             "upstream_up": health.upstream_up,
             "dropped": health.dropped,
-            "analysis_errors": health.analysis_errors,
+            "internal_errors": health.internal_errors,
             "parse_errors": {f"{s}/{r}": n for (s, r), n in sorted(health.parse_errors.items())},
             "in_flight": dict(sorted(health.in_flight.items())),
         }

@@ -150,7 +150,7 @@ def _traffic_panels(settings: Settings, slice_by: str) -> list[Any]:
                 (f"min({C.UPSTREAM_UP})", "vLLM up (all pods)"),
                 (f'min(up{{job="{settings.alerts.job}"}})', "specwatch scraped (all pods)"),
                 (f"sum(rate({C.PARSE_ERRORS}_total[5m]))", "parse errors/s"),
-                (f"sum(rate({C.ANALYSIS_ERRORS}_total[5m]))", "sidecar errors/s"),
+                (f"sum(rate({C.INTERNAL_ERRORS}_total[5m]))", "sidecar errors/s"),
                 (
                     f"max({C.HELD_RESPONSE_BYTES} / {C.HELD_RESPONSE_LIMIT_BYTES})",
                     "byte budget held (fullest pod)",

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 from specwatch.gen import promql as Q
+from specwatch.gen.alert_rules import Alert, alert_groups, alerts
 from specwatch.gen.alertmanager import TEMPLATE_FILE, TEMPLATES, alertmanager_config
-from specwatch.gen.alerts import Alert, alert_groups, alerts
 from specwatch.gen.canary import analysis_template
 from specwatch.gen.dashboards import render_dashboards
 from specwatch.gen.rules import recording_groups

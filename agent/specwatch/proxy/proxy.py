@@ -76,11 +76,13 @@ class Proxy:
         settings: Settings,
         health: Health,
         submit: Submit,
+        router: ABRouter,
+        budget: ByteBudget,
+        shadow: Shadow,
         clock: Callable[[], float] = time.time,
-        router: ABRouter | None = None,
     ) -> None:
         self._settings = settings
-        self.router = router or ABRouter(settings.ab, settings.upstream, clock)
+        self.router = router
         self._key_header = settings.ab.key_header.lower().encode()
         self._task_header = settings.tasks.header.lower().encode()
         self._health = health
@@ -88,8 +90,8 @@ class Proxy:
         self._clock = clock
         self._max_response = settings.limits.max_response_bytes
         # what is held of responses to read them, shared with the analysis queue (runtime.py)
-        self.budget = ByteBudget(settings.limits.max_observed_bytes)
-        self.shadow = Shadow(settings, health, lambda: self.session, self.budget)
+        self.budget = budget
+        self.shadow = shadow
         self._max_concurrent = settings.limits.max_concurrent_requests
         self._pools: dict[str, UpstreamPool] = {}
         self._server: asyncio.Server | None = None
@@ -119,6 +121,16 @@ class Proxy:
 
         self._server = await loop.create_server(connection, host, port)
         return int(self._server.sockets[0].getsockname()[1])
+
+    async def drain(self, seconds: float) -> None:
+        """Refuse new requests (503) and wait up to `seconds` for those in flight to finish."""
+        self.draining = True
+        log.info("draining", in_flight=self.in_flight, seconds=seconds)
+        deadline = asyncio.get_running_loop().time() + seconds
+        while self.in_flight and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        if self.in_flight:
+            log.warning("drain_timeout", still_in_flight=self.in_flight)
 
     async def close(self) -> None:
         if self._server is not None:

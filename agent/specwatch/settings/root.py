@@ -217,8 +217,8 @@ def _unknown_environment(environ: dict[str, str]) -> list[str]:
 
 
 def _check_yaml(path: Path) -> None:
-    """The file must be YAML holding a mapping of setting names (fuzzing found that a number
-    as a name crashed the YAML source instead of failing validation). Read as text from the
+    """The file must be YAML holding a mapping of setting names (a number as a name crashes
+    pydantic-settings' YAML source instead of failing validation). Read as text from the
     named file, so that the parser's own message says where (`in "specwatch.yaml", line 3`)."""
     try:
         with path.open(encoding="utf-8") as stream:

@@ -116,8 +116,8 @@ class BadLine(ValueError):
 
 _ONLY_INT = frozenset({int})
 # A record's time, unix seconds from 1970 up to 10000-01-01: what `time.time()` writes. Past it
-# a timestamp is not seconds (milliseconds are 1000x, past year 50,000), and one near a
-# double's range (1e308) once hung a replay: its evaluation clock, ts + 10 s, never moved.
+# a timestamp is not seconds (milliseconds are 1000x, past year 50,000), and near a double's
+# range (1e308) a replay's evaluation clock, ts + 10 s, would never move.
 MAX_TS = 253_402_300_800.0
 _Ts = Annotated[float, msgspec.Meta(ge=0, lt=MAX_TS)]
 _Ms = Annotated[float, msgspec.Meta(ge=0)]  # a duration in milliseconds

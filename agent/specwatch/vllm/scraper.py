@@ -124,7 +124,7 @@ class Scraper:
             try:
                 self._sink(sample)
             except Exception:  # a bug costs this sample, not the rest of the page
-                self._health.analysis_errors += 1
+                self._health.internal_errors += 1
                 log.exception("analysis_failed", source=ParseSource.METRICS, model=sample.model)
 
     async def run(self) -> None:

@@ -1,7 +1,7 @@
 """Alerting rules and their runbooks, written once: the rule file and runbooks.md come from here.
 
 This module holds the acceptance alerts (zones, burn rates, drift, slower than baseline) and
-assembles every group; alerts_ops.py the operational ones. Each alert reads the recording
+assembles every group; ops_alerts.py the operational ones. Each alert reads the recording
 rules of gen/rules.py (fleet-wide, summed across pods), never a single pod's ratio; the
 sidecar's own per-pod zones stay for dashboards and /status.
 """
@@ -13,8 +13,8 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.alert import BURN_RATES, ON_SLICE, SLICE_TEXT, Alert, GenerateError, slice_value
-from specwatch.gen.alerts_ops import divergence_alerts, health_alerts
 from specwatch.gen.canary import canary_alert
+from specwatch.gen.ops_alerts import divergence_alerts, health_alerts
 from specwatch.settings import Settings
 
 __all__ = ["Alert", "GenerateError", "alert_groups", "alerts"]

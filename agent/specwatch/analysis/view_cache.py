@@ -38,7 +38,7 @@ class _KeptCounts(NamedTuple):
     advice: Advice | None
 
 
-class KeptViews:
+class ViewCache:
     def __init__(self, window: SlidingWindow[SliceKey], confidence: float) -> None:
         self._window = window
         self._confidence = confidence

@@ -80,7 +80,7 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         Alert(
             name=C.AlertName.SIDECAR_ERRORS,
             severity="warning",
-            expr=f"sum by (instance) (increase({C.ANALYSIS_ERRORS}_total[{windows(900)}])) > 0",
+            expr=f"sum by (instance) (increase({C.INTERNAL_ERRORS}_total[{windows(900)}])) > 0",
             for_seconds=0,
             summary="specwatch's own code failed on {{ $labels.instance }}",
             description=(
@@ -94,7 +94,7 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
                 "out."
             ),
             confirm=(
-                f"`{C.ANALYSIS_ERRORS}_total`",
+                f"`{C.INTERNAL_ERRORS}_total`",
                 "The sidecar's log: `analysis_failed` and `loop_failed`, with their tracebacks.",
             ),
             actions=("Report the traceback to specwatch; restart the pod if the failures go on.",),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import structlog
 
-log = structlog.get_logger("specwatch.supervisor")
+log = structlog.get_logger("specwatch.child")
 
 REQUIRED_FLAGS: tuple[tuple[str, str | None], ...] = (
     ("--per-request-spec-decode-metrics", "detailed"),

@@ -1,13 +1,13 @@
-"""Work taken in steps on the event loop, and the analysis left alone meanwhile.
+"""Work taken in turns on the event loop, and the analysis left alone meanwhile.
 
 A reading of the analysis at full cardinality takes tens of milliseconds; taken in one go it
 holds the event loop, and every proxied stream with it, that long at each scrape. The analysis
-gives it as a generator instead (`Analyzer.snapshot_steps`: about a millisecond per step) and
-`ReadGate.read` returns to the loop between steps, so relaying goes on. What the steps read
+gives it as a generator instead (`Analyzer.snapshot_in_turns`: about a millisecond per turn) and
+`ReadGate.read` returns to the loop between turns, so relaying goes on. What the turns read
 must not change until the last one: while a reading is under way the loops that feed the
 analysis wait (`ReadGate.clear`), and changes that cannot wait (callbacks: a vLLM log line, a
 scrape of vLLM's counters) are held and made, in order, the moment it ends, before the next
-reading starts. One reading at a time. An evaluation of the analysis (`Analyzer.evaluate_steps`,
+reading starts. One reading at a time. An evaluation of the analysis (`Analyzer.evaluate_in_turns`,
 10-30 ms at full cardinality) goes through the same gate: it changes only what it judges, and
 nothing else may change or read the analysis until it is done.
 """
@@ -21,27 +21,27 @@ from typing import TypeVar, cast
 T = TypeVar("T")
 
 
-def finish(steps: Generator[None, None, T]) -> T:
-    """Run `steps` to the end at once; what they return."""
+def finish(turns: Generator[None, None, T]) -> T:
+    """Run `turns` to the end at once; what they return."""
     while True:
         try:
-            next(steps)
+            next(turns)
         except StopIteration as done:
             return cast(T, done.value)
 
 
-async def run(steps: Generator[None, None, T]) -> T:
-    """Run `steps`, back on the event loop between them; what they return."""
+async def run(turns: Generator[None, None, T]) -> T:
+    """Run `turns`, back on the event loop between them; what they return."""
     while True:
         try:
-            next(steps)
+            next(turns)
         except StopIteration as done:
             return cast(T, done.value)
         await asyncio.sleep(0)
 
 
 class ReadGate:
-    """Readings (and evaluations) in steps, one at a time, with the analysis unchanged by
+    """Readings (and evaluations) in turns, one at a time, with the analysis unchanged by
     anything else meanwhile.
 
     `failed` is told of a held change that raised (it is counted and logged there: the
@@ -71,7 +71,7 @@ class ReadGate:
             self._held.append(change)
 
     async def read(self, start: Callable[[], Generator[None, None, T]]) -> T:
-        """What the generator `start()` returns, back on the loop between its steps."""
+        """What the generator `start()` returns, back on the loop between its turns."""
         async with self._turn:
             self._open.clear()
             try:

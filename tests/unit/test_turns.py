@@ -1,4 +1,4 @@
-"""Readings in steps (specwatch/steps.py, Analyzer.snapshot_steps, Exposition.render_steps):
+"""Readings in steps (specwatch/turns.py, Analyzer.snapshot_in_turns, Exposition.render_in_turns):
 the same figures as in one go, of one moment, with held changes made after in order."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading
 from specwatch.model import SpecLogRecord
-from specwatch.steps import ReadGate, finish, run
+from specwatch.turns import ReadGate, finish, run
 
 from tests.support.analysis import (
     MIXED_SETTINGS,
@@ -36,7 +36,7 @@ def _fed(until: float, stepped: bool = False) -> Analyzer:
             break
         while item.ts >= next_evaluation:
             if stepped:
-                assert len(list(a.evaluate_steps(next_evaluation, step=0.0))) > 1
+                assert len(list(a.evaluate_in_turns(next_evaluation, step=0.0))) > 1
             else:
                 a.evaluate(next_evaluation)
             next_evaluation += 10.0
@@ -48,7 +48,7 @@ def _fed(until: float, stepped: bool = False) -> Analyzer:
 def test_a_snapshot_in_steps_is_the_snapshot_in_one_go(until: float) -> None:
     """Steps as small as they come (a yield at every slice): the same /metrics and /status."""
     stepped, whole = _fed(until), _fed(until)
-    steps = stepped.snapshot_steps(until, step=0.0)
+    steps = stepped.snapshot_in_turns(until, step=0.0)
     taken = 0
     while True:
         try:
@@ -70,7 +70,7 @@ def test_evaluations_in_steps_are_evaluations_in_one_go(until: float) -> None:
     assert rendered(stepped.snapshot(until)) == rendered(whole.snapshot(until))
     # a step per slice for its drift, one reading its window and one judging its zone
     slices = len(whole.snapshot(until).slices) + len(whole.snapshot(until).rollups)
-    assert len(list(stepped.evaluate_steps(until, step=0.0))) >= 3 * slices
+    assert len(list(stepped.evaluate_in_turns(until, step=0.0))) >= 3 * slices
 
 
 def test_the_text_in_steps_is_the_text_in_one_go() -> None:
@@ -79,10 +79,10 @@ def test_the_text_in_steps_is_the_text_in_one_go() -> None:
     collector = SpecwatchCollector(lambda: reading)
     stepped, whole = Exposition(collector), Exposition(SpecwatchCollector(lambda: reading))
     families = collector.families(reading)
-    steps = list(stepped.write_steps(families, step=0.0))
+    steps = list(stepped.write_in_turns(families, step=0.0))
     assert len(steps) > len(families)
     stepped.PIECE_BYTES = 4096  # pieces of whole families, each at least this but the last
-    pieces = finish(stepped.write_steps(families, step=0.0))
+    pieces = finish(stepped.write_in_turns(families, step=0.0))
     assert b"".join(pieces) == whole.render(reading)
     assert len(pieces) > 3
     assert min(map(len, pieces[:-1])) >= 4096
@@ -105,7 +105,9 @@ def test_a_change_between_steps_is_refused(change: str, taken: str, at: str) -> 
     mix two moments."""
 
     def start(a: Analyzer) -> Generator[None, None, object]:
-        return (a.snapshot_steps if taken == "reading" else a.evaluate_steps)(6000.0, step=0.0)
+        return (a.snapshot_in_turns if taken == "reading" else a.evaluate_in_turns)(
+            6000.0, step=0.0
+        )
 
     a = _fed(6000.0)
     steps = start(a)
@@ -128,7 +130,7 @@ def test_a_change_while_an_evaluation_reads_its_windows_is_refused(
     monkeypatch.setattr(windows_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
     monkeypatch.setattr(analyzer_module, "time", SimpleNamespace(perf_counter=lambda: 0.0))
     a = _fed(6000.0)
-    steps = a.evaluate_steps(6000.0, step=0.5)
+    steps = a.evaluate_in_turns(6000.0, step=0.5)
     next(steps)
     _CHANGES["request"](a)
     with pytest.raises(RuntimeError, match="the analysis changed while"):

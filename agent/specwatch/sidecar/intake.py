@@ -1,0 +1,114 @@
+"""How what the proxy saw, what vLLM logs and what its /metrics say reach the analysis.
+
+The proxy hands each observation to a bounded queue and returns: a full queue drops it,
+counted, never delays a request. One consumer reads the queue into records and feeds the
+analyzer, which counts a failure and goes on (a bug costs one observation, never the sidecar);
+records are also written to the cycle log. Log lines and scrapes change the analysis through
+the reading gate, so that no reading taken in turns sees half a change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+import structlog
+
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.conventions import ParseSource
+from specwatch.health import Health
+from specwatch.model import EngineSample
+from specwatch.proxy.budget import ByteBudget
+from specwatch.proxy.observation import Observation, to_record
+from specwatch.settings import Settings
+from specwatch.store.cyclelog import CycleLogWriter
+from specwatch.turns import ReadGate
+from specwatch.vllm.log import LogParseFailure, parse_line
+
+log = structlog.get_logger("specwatch")
+
+
+class Intake:
+    """The analysis queue and its consumer, and the two other ways data comes in."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        analyzer: Analyzer,
+        health: Health,
+        gate: ReadGate,
+        budget: ByteBudget,
+    ) -> None:
+        self._settings = settings
+        self._analyzer = analyzer
+        self._health = health
+        self._gate = gate
+        self._budget = budget  # what each queued payload holds, given back once it is read
+        self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
+        cycle_log = settings.cycle_log
+        self._cycle_log = (
+            CycleLogWriter(cycle_log.path, cycle_log.max_bytes, cycle_log.backups)
+            if cycle_log.path is not None
+            else None
+        )
+
+    def submit(self, observation: Observation) -> None:
+        try:
+            self._queue.put_nowait(observation)
+        except asyncio.QueueFull:
+            self._budget.give(observation.held)
+            self._health.drop(observation.variant)
+
+    def ingest(self, observation: Observation) -> None:
+        self._budget.give(observation.held)  # read now, and let go of after
+        try:
+            record = to_record(observation, self._settings.tasks, self._health)
+            self._analyzer.ingest(record)
+        except Exception:  # a bug must cost one observation, never the sidecar
+            self._health.internal_errors += 1
+            log.exception("analysis_failed", request_id=observation.request_id)
+            return
+        if self._cycle_log is not None:
+            try:
+                self._cycle_log.write(record)
+            except OSError as error:  # a full disk loses cycle-log lines, not requests
+                self._health.cycle_log_errors += 1
+                log.warning("cycle_log_failed", error=repr(error))
+
+    async def consume(self, ready: Callable[[], Awaitable[None]]) -> None:
+        """Ingest what the proxy submits, once `ready` (every record is labelled with the
+        config, so the config must be known first)."""
+        await ready()
+        queue = self._queue
+        while True:
+            observation = await queue.get()
+            await self._gate.clear()  # then nothing reads in turns until the queue is empty
+            self.ingest(observation)
+            queue.task_done()
+            # under load, take what else is queued in the same wake-up: many records at once
+            while not queue.empty():
+                self.ingest(queue.get_nowait())
+                queue.task_done()
+
+    async def drained(self) -> None:
+        """Wait until every submitted observation has been ingested."""
+        await self._queue.join()
+
+    def log_line(self, line: str) -> None:
+        """One line of vLLM's output (the child's stdout or a followed file)."""
+        try:
+            record = parse_line(line)
+        except LogParseFailure as failure:
+            self._health.parse_error(ParseSource.LOG, failure.reason)
+            return
+        if record is not None:
+            self._gate.change(partial(self._analyzer.ingest_log, record))
+
+    def engine_sample(self, sample: EngineSample) -> None:
+        """vLLM's counters, scraped (what raises reaches the scraper, which counts it)."""
+        self._gate.change(partial(self._analyzer.ingest_engine, sample))
+
+    def close(self) -> None:
+        if self._cycle_log is not None:
+            self._cycle_log.close()
