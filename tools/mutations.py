@@ -62,7 +62,7 @@ MUTATIONS = (
     Mutation(
         "byte budget: a stream's usage event must find room to be read",
         "proxy/exchange.py",
-        "if not kept or self._budget.take(kept):",
+        "if not kept or carried.take(kept):",
         "if True:",
     ),
     Mutation(

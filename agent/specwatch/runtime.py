@@ -64,7 +64,7 @@ class Sidecar:
         self._gate = ReadGate(self._held_change_failed)
         # what is held of responses to read them, shared by the proxy and the intake's queue
         budget = ByteBudget(settings.limits.max_observed_bytes)
-        self.intake = Intake(settings, self.analyzer, self.health, self._gate, budget)
+        self.intake = Intake(settings, self.analyzer, self.health, self._gate)
         shadow = Shadow(settings, self.health, lambda: self.proxy.session, budget)
         self.proxy = Proxy(
             settings, self.health, self.intake.submit, self.router, budget, shadow, clock

@@ -11,6 +11,7 @@ import orjson
 import pytest
 from aiohttp import web
 from specwatch import conventions as C
+from specwatch.proxy.budget import Held
 from specwatch.proxy.observation import Observation
 from specwatch.proxy.tasks import features_of
 from specwatch.runtime import Sidecar
@@ -340,14 +341,14 @@ async def test_payloads_waiting_for_the_analysis_hold_the_budget_until_it_reads_
     observations = []
     for i in range(2):
         payload = orjson.dumps({"id": str(i), "model": "m"})
-        assert budget.take(len(payload))  # what Exchange.settle hands over
+        held = Held(budget)
+        assert held.take(len(payload))  # what Exchange.settle hands over
         observations.append(Observation(
             ts=1.0, request_id=str(i), features=features_of("/v1/completions", None, None),
-            outcome=None, stream=False, payload=payload, e2e=0.1, first_byte=0.01,
-            held=len(payload),
+            outcome=None, stream=False, payload=payload, e2e=0.1, first_byte=0.01, held=held,
         ))  # fmt: skip
         car.intake.submit(observations[-1])
-    assert (1, observations[0].held) == (car.health.dropped, budget.held)
+    assert (1, len(observations[0].payload or b"")) == (car.health.dropped, budget.held)
     car.intake.ingest(observations[0])
     assert 0 == budget.held
     assert budget.take(budget.limit)  # up to the limit itself, not a byte past it

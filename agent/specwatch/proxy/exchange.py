@@ -161,21 +161,23 @@ class Exchange:
         self._parts = []
         self._held.release()
 
-    def settle(self) -> int:
-        """Once the exchange is over: the bytes of the budget its payload (and a stream's
-        finishing chunk) hold from now on, for the observation to carry to the analysis; the
-        rest is given back. When the budget has no room for a stream's usage event, it is
-        dropped and the request counted as unread (a body was held already: it always fits)."""
+    def settle(self) -> Held | None:
+        """Once the exchange is over: what of the budget its payload (and a stream's finishing
+        chunk) hold from now on, for the observation to carry to the analysis, which releases
+        it once read; the rest is given back. When the budget has no room for a stream's usage
+        event, it is dropped and the request counted as unread (a body was held already: it
+        always fits)."""
         self._held.release()
         self._parts = []
         kept = len(self.payload or b"") + len(self.choice_stats or b"")
-        if not kept or self._budget.take(kept):
-            return kept
+        carried = Held(self._budget)
+        if not kept or carried.take(kept):
+            return carried if kept else None
         self.payload = self.choice_stats = None
         if self.outcome is None:
             self.outcome = Outcome.PARSE_ERROR
             self.parse_failure = ParseReason.MEMORY_BUDGET
-        return 0
+        return None
 
     def on_complete(self) -> None:
         rewriter = self._rewriter

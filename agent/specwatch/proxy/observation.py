@@ -16,6 +16,7 @@ from specwatch.conventions import (
 )
 from specwatch.health import Health
 from specwatch.model import Latency, RequestRecord
+from specwatch.proxy.budget import Held
 from specwatch.proxy.tasks import RequestFeatures, classify
 from specwatch.settings import TaskSettings
 from specwatch.vllm.response import (
@@ -45,7 +46,7 @@ class Observation:
     in_flight: int | None = None  # observed requests in flight at that upstream, itself too
     # a stream's finishing chunk whose choice carries the per-request block (per-choice shape)
     choice_stats: bytes | None = None
-    held: int = 0  # bytes of the ByteBudget the payloads hold, until the analysis reads them
+    held: Held | None = None  # what the payloads hold of the byte budget, until they are read
 
 
 def _parse(obs: Observation) -> ParsedResponse | None:

@@ -19,7 +19,6 @@ from specwatch.analysis.analyzer import Analyzer
 from specwatch.conventions import ParseSource
 from specwatch.health import Health
 from specwatch.model import EngineSample
-from specwatch.proxy.budget import ByteBudget
 from specwatch.proxy.observation import Observation, to_record
 from specwatch.settings import Settings
 from specwatch.store.cyclelog import CycleLogWriter
@@ -38,13 +37,11 @@ class Intake:
         analyzer: Analyzer,
         health: Health,
         gate: ReadGate,
-        budget: ByteBudget,
     ) -> None:
         self._settings = settings
         self._analyzer = analyzer
         self._health = health
         self._gate = gate
-        self._budget = budget  # what each queued payload holds, given back once it is read
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
         cycle_log = settings.cycle_log
         self._cycle_log = (
@@ -57,11 +54,13 @@ class Intake:
         try:
             self._queue.put_nowait(observation)
         except asyncio.QueueFull:
-            self._budget.give(observation.held)
+            if observation.held is not None:
+                observation.held.release()
             self._health.drop(observation.variant)
 
     def ingest(self, observation: Observation) -> None:
-        self._budget.give(observation.held)  # read now, and let go of after
+        if observation.held is not None:
+            observation.held.release()  # read now, and let go of after
         try:
             record = to_record(observation, self._settings.tasks, self._health)
             self._analyzer.ingest(record)
