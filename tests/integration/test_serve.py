@@ -89,15 +89,19 @@ def serve(tmp_path: Path, *child: str, extra: tuple[str, ...] = ()) -> Iterator[
 
 async def settle(served: Served, requests: int) -> dict[str, list[tuple[dict[str, str], float]]]:
     """/metrics once every request is counted and both a scrape of vLLM's counters and one of
-    its stats lines came after them: polled for, not waited out."""
+    its stats lines came after them: polled for, not waited out (20 s: a coverage that never
+    reaches 1, or counts that never agree, fail here)."""
 
     def caught_up(metrics: dict[str, list[tuple[dict[str, str], float]]], status: Any) -> bool:
         drafted = total(metrics, C.DRAFT_TOKENS + "_total")
         scraped = sum(m["since_start"]["draft_tokens"] for m in status["vllm"]["models"])
+        # coverage compares the proxy's count and vLLM's between the same scrapes: a request
+        # that vLLM counted before a scrape and the proxy read after it is matched at the next
         return (
             total(metrics, C.REQUESTS + "_total") >= requests
             and drafted == scraped
             and drafted == total(metrics, C.VLLM_LOG_DRAFT_TOKENS + "_total")
+            and total(metrics, C.COVERAGE_RATIO) == 1.0
         )
 
     async with asyncio.timeout(20), aiohttp.ClientSession() as session:
