@@ -41,10 +41,12 @@ def binding(host: str, port: int, flag: str) -> Iterator[None]:
         ) from None
 
 
-async def serve_app(app: web.Application, host: str, port: int, flag: str) -> web.AppRunner:
+async def serve_app(
+    app: web.Application, host: str, port: int, flag: str, cancel: bool = False
+) -> web.AppRunner:
     """An aiohttp application listening on host:port (0: a port the OS chooses); its runner,
-    whose `addresses` say where."""
-    runner = web.AppRunner(app, access_log=None)
+    whose `addresses` say where. `cancel`: a handler is cancelled when its client leaves."""
+    runner = web.AppRunner(app, handler_cancellation=cancel, access_log=None)
     await runner.setup()
     try:
         with binding(host, port, flag):

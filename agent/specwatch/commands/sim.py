@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from aiohttp import web
-
 from specwatch.commands.loop import until_signal
-from specwatch.listening import ListenError, binding
+from specwatch.listening import serve_app
 from specwatch.sim.acceptance import REQUEST_ICC, AcceptanceModel, CostModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 
@@ -34,14 +32,8 @@ async def run_sim(args: argparse.Namespace) -> int:
         sleep=not args.no_sleep,
     )
     server = SimServer(config)
-    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
-    await runner.setup()
-    try:
-        with binding(args.host, args.port, "--port"):
-            await web.TCPSite(runner, args.host, args.port).start()
-    except ListenError:
-        await runner.cleanup()
-        raise
+    # handler cancellation: a client that leaves stops its simulated generation, as in vLLM
+    runner = await serve_app(server.app(), args.host, args.port, "--port", cancel=True)
     print(f"specwatch sim: {config.model} (K={config.num_spec_tokens}) on {runner.addresses}")
     stats = asyncio.create_task(server.log_stats(args.log_stats_interval, _print_line))
     try:
