@@ -27,18 +27,15 @@ async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift()
     assert summary is not None
     found = re.findall(r"(green|yellow|red|insufficient) (\d+)", summary[1])
     zones = {name: int(n) for name, n in found}
-    assert zones.get("green", 0) >= 1
-    assert zones.get("yellow", 0) >= 1
-    assert zones.get("red", 0) >= 1
+    assert all(zones.get(zone, 0) >= 1 for zone in ("green", "yellow", "red")), text
     seen, counted = map(
         int, re.findall(r"(\d+) speculative steps seen by specwatch, (\d+)", text)[0]
     )
     assert seen == counted > 0
     drift = re.search(r"drift alarms raised: (.*?) \(", text.replace("\n", " "))
     assert drift is not None
-    alarmed = [item.split(" at ")[0] for item in drift[1].split(", ")]
-    assert alarmed, "the scheduled drop raised no drift alarm"
-    assert "summarization" in alarmed  # the right slice ...
+    alarmed = [item.split(" at ")[0] for item in drift[1].split(", ") if item != "none"]
+    assert "summarization" in alarmed, text  # the right slice ...
     # ... and hardly another: a 12-s baseline estimates a slice's noise roughly (its false
     # alarms run above the target: analysis/drift.py, predictive); a detector alarming on
     # noise would raise many

@@ -75,6 +75,7 @@ async def run_demo(
         f"admin at {admin_url}; {args.duration:.0f} s of mixed load, seed {args.seed}"
     )
     started = time.monotonic()
+    sim.restart_clock()
     load = asyncio.create_task(
         run_load(
             proxy_url,

@@ -69,6 +69,11 @@ class SimServer:
         self.corrupted = 0  # requests whose output a simulated bug changed (corrupt_share)
         self.in_flight = 0  # the batch a step runs in (CostModel.batch_compute)
 
+    def restart_clock(self) -> None:
+        """Scheduled drops count from now: from the load's start, not the server's, so a slow
+        start (a loaded machine) does not eat into the time before a drop."""
+        self._started = self._clock()
+
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/completions", self._completions)
