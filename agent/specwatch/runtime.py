@@ -56,7 +56,8 @@ class Sidecar:
         self.settings = settings
         self._clock = clock
         spec = read_speculative(settings.speculative_config)
-        self.config = ConfigWatch(settings.upstream, spec, settings.track, target)
+        wait = None if fresh_engine else settings.limits.version_wait_seconds
+        self.config = ConfigWatch(settings.upstream, spec, settings.track, target, wait)
         self.health = Health()
         self.analyzer = Analyzer(settings, started=clock(), fresh_engine=fresh_engine)
         self.states = States(settings, self.analyzer, clock)

@@ -18,6 +18,7 @@ from aiohttp import web
 from specwatch import conventions as C
 from specwatch.runtime import Sidecar
 from specwatch.sim.server import SimServer
+from specwatch.vllm.configwatch import ConfigWatch
 from specwatch.vllm.specconfig import config_id
 
 from tests.support import assert_status_valid
@@ -166,3 +167,28 @@ async def test_a_vllm_without_version_leaves_the_version_unknown_without_waiting
     finally:
         await car.stop()
         await runner.cleanup()
+
+
+async def test_a_vllm_that_is_down_is_waited_for_by_serve_and_for_a_while_by_proxy() -> None:
+    """`proxy` labels with an unknown version once `version_wait_seconds` have passed without an
+    answer; `serve` (whose own vLLM may load for many minutes) keeps waiting."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 100.0  # every look at the clock is 100 s later
+        return now[0]
+
+    down = "http://127.0.0.1:9"  # discard port: nothing listens
+    proxy, serve_ = (
+        ConfigWatch(down, NGRAM, "stable", None, 120.0, clock),
+        ConfigWatch(down, NGRAM, "stable", None, None, clock),
+    )
+    tasks = [asyncio.create_task(watch.run()) for watch in (proxy, serve_)]
+    try:
+        await asyncio.wait_for(proxy.resolved.wait(), 10)
+        assert proxy.config.vllm_version is None
+        assert not serve_.resolved.is_set()  # the same looks, past the proxy's deadline
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -160,7 +160,8 @@ async def test_other_paths_pass_through_unchanged(
 
 
 async def test_an_unreachable_upstream_gives_a_502_in_openais_error_shape() -> None:
-    car = Sidecar(sidecar_settings("http://127.0.0.1:9"))  # discard port: nothing listens
+    # discard port: nothing listens, so the analysis waits out the version (1 s, not 120)
+    car = Sidecar(sidecar_settings("http://127.0.0.1:9", limits={"version_wait_seconds": 1.0}))
     await car.start()
     try:
         async with aiohttp.ClientSession() as session:

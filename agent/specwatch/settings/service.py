@@ -68,6 +68,10 @@ class LimitSettings(Part):
     # between requests this long, is closed (slowloris; aiohttp's keep-alive timer).
     header_read_timeout_seconds: float = Field(default=60.0, gt=0)
     upstream_keepalive_seconds: float = Field(default=15.0, gt=0)  # idle pooled connections
+    # `proxy`: how long the analysis waits for vLLM's GET /version before labelling with an
+    # unknown version (requests are relayed meanwhile; what they tell waits to be counted).
+    # `serve` waits for its own vLLM however long it loads.
+    version_wait_seconds: float = Field(default=120.0, gt=0)
     # positions counted per slice (a K past it counts in every total, not per position)
     max_position: int = Field(default=16, ge=1, le=256)
 

@@ -5,7 +5,8 @@ The config labels every counter, so it is known before the first request is anal
 analysis' intake waits for `resolved` (requests are relayed meanwhile; their observations wait
 in the bounded queue). vLLM answers `/version` as soon as it serves requests; one that never
 does (an older build: a 404; or one that is down for `timeout` seconds) leaves the version
-unknown, logged. The config is one per process: a vLLM that later reports another version (a
+unknown, logged. `timeout` None waits as long as it takes: `serve`'s own vLLM, whose load time
+has no bound and which serves nothing before it answers. The config is one per process: a vLLM that later reports another version (a
 proxy beside a container that was replaced under it) is logged and counted
 (`vllm_version_changed`), and the sidecar should be restarted with it, as a pod is.
 """
@@ -36,7 +37,7 @@ class ConfigWatch:
         speculative: dict[str, Any] | None,
         track: str,
         target: str | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = 120.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._url = upstream.rstrip("/") + VERSION_PATH
@@ -60,10 +61,10 @@ class ConfigWatch:
     async def run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=5.0)
         async with aiohttp.ClientSession(timeout=timeout) as session:
-            deadline = self._clock() + self._timeout
+            deadline = None if self._timeout is None else self._clock() + self._timeout
             while not self.resolved.is_set():
                 answered, version = await self._version(session)
-                if answered or self._clock() >= deadline:
+                if answered or (deadline is not None and self._clock() >= deadline):
                     self._resolve(version, answered)
                     break
                 await asyncio.sleep(1.0)
