@@ -11,7 +11,16 @@ import os
 from pathlib import Path
 
 from specwatch import __version__
+from specwatch.conventions import CauseKind
 from specwatch.flags import ANALYSIS_FLAGS, Help, add_setting_flags
+
+# the causes the simulator makes (sim/causes.py SIMULATED); the demo also configures the others
+SIM_CAUSES = (
+    CauseKind.DRAFT_CONTEXT_LIMIT,
+    CauseKind.ENGINE_DISAGREEMENT,
+    CauseKind.NO_ACCEPTANCE,
+    CauseKind.REPETITION_SUSPECTED,
+)
 
 
 def _command(
@@ -200,6 +209,11 @@ def _simulated(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     sim.add_argument("--drop-task", help="the task the drop hits (all)")
     sim.add_argument(
+        "--cause",
+        choices=SIM_CAUSES,
+        help="show one cause of poor or suspicious acceptance (docs/causes.md)",
+    )
+    sim.add_argument(
         "--request-icc",
         type=float,
         default=None,
@@ -221,6 +235,11 @@ def _simulated(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     demo.add_argument("--duration", type=float, default=45.0, help="seconds of load")
     demo.add_argument("--seed", type=int, default=7, help="random seed")
     demo.add_argument("--concurrency", type=int, default=16, help="requests in flight")
+    demo.add_argument(
+        "--cause",
+        choices=sorted(CauseKind),
+        help="simulate (or configure) one cause of poor acceptance and watch it named",
+    )
     demo.add_argument("--port", type=int, default=0, help="proxy port (default: any free)")
     demo.add_argument("--admin-port", type=int, default=0, help="admin port (default: any free)")
     demo.add_argument(

@@ -44,6 +44,9 @@ class SpecDecodeBlock:
     drafted: tuple[int, ...]
     accepted: tuple[int, ...]
     ordered: bool = True
+    # vLLM's own `mean_acceptance_length`, as it reported it (None: not sent): compared with
+    # what the steps say (analysis/causes.py, engine_disagreement)
+    reported_tau: float | None = None
 
     @property
     def steps(self) -> int:
@@ -74,6 +77,10 @@ class RequestRecord:
     latency: Latency = field(default_factory=Latency)
     variant: str = "spec"
     in_flight: int | None = None  # requests in flight at its upstream as it started, itself too
+    config: str | None = None  # the id of the speculative config it ran under (cycle logs)
+    # user data: only with `cycle_log.capture_text`, capped and redacted (store/capture.py)
+    prompt_text: str | None = None
+    completion_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +132,9 @@ class SpecConfig:
     vllm_version: str | None
     track: str
     model: str | None = None  # the target, where the command line says it
+    # "lossless" (standard, block), "synthetic" (acceptance faked for testing) or "lossy"
+    # (a relaxed acceptance rule): the latter two get no zone (analysis/causes.py)
+    verifier: str = "lossless"
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -137,6 +147,7 @@ class SpecConfig:
             "vllm_version": self.vllm_version,
             "track": self.track,
             "model": self.model,
+            "verifier": self.verifier,
         }
 
 

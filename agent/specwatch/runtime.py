@@ -19,6 +19,7 @@ from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.health import Health
 from specwatch.listening import binding, serve_app
+from specwatch.model import SpecConfig
 from specwatch.proxy.ab import LOOPBACK_HOSTS, ABRouter, admin_routes, read_token
 from specwatch.proxy.budget import ByteBudget
 from specwatch.proxy.proxy import Proxy
@@ -94,6 +95,10 @@ class Sidecar:
         await self.evaluate_now()
         self.states.save_when_due()
 
+    async def _config_known(self) -> SpecConfig:
+        await self.states.config_known(self.config)
+        return self.config.config
+
     def ready(self) -> tuple[bool, str]:
         return self.health.readiness(self.proxy.draining)
 
@@ -105,7 +110,7 @@ class Sidecar:
         interval = settings.zones.evaluation_interval_seconds
         return [
             self.config.run,
-            lambda: self.intake.consume(lambda: self.states.config_known(self.config)),
+            lambda: self.intake.consume(self._config_known),
             lambda: loops.every(interval, self._evaluation, health, "evaluation_failed"),
             *loops.vllm_watchers(settings, health, self.intake, self._clock),
             *loops.ab_loops(settings, self.router, self.analyzer, health, self._clock),

@@ -10,6 +10,7 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.analysis.advisor import advice_for
+from specwatch.analysis.causes import CauseTracker
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, EngineView, LogTotals
@@ -17,7 +18,7 @@ from specwatch.analysis.evidence import Evidence, EvidenceWindows, Sums, gathere
 from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
 from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
-from specwatch.analysis.slicing import CtxBuckets, split_steps
+from specwatch.analysis.slicing import CtxBuckets, SliceOrder, split_steps
 from specwatch.analysis.speedup import ASSUMED, Cost, Gain, SpeedupTracker
 from specwatch.analysis.stats import (
     Interval,
@@ -27,14 +28,15 @@ from specwatch.analysis.stats import (
     tau_interval,
 )
 from specwatch.analysis.view_cache import ViewCache
-from specwatch.analysis.views import SliceView, Snapshot
+from specwatch.analysis.views import SliceView, Snapshot, with_causes
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone
+from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone, not_judged
 from specwatch.model import (
     EngineLogRecord,
     EngineSample,
     RequestRecord,
     SliceKey,
+    SpecConfig,
     SpecLogRecord,
 )
 from specwatch.settings import Settings
@@ -70,7 +72,7 @@ class Analyzer:
         self._verdict_cache: dict[SliceKey, tuple[int, Interval | None, Interval | None]] = {}
         self._quiet: dict[SliceKey, tuple[int, int, Cost]] = {}  # see evaluate
         self._kept = ViewCache(self._window, settings.zones.confidence)
-        self._order: tuple[set[SliceKey], list[SliceKey]] = (set(), [])  # see _ordered
+        self._ordered = SliceOrder(self._buckets)
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
         self._engine = EngineCounters(
             settings.window.length_seconds,
@@ -85,6 +87,12 @@ class Analyzer:
         self._speedup = SpeedupTracker(settings)
         self._default_cost = Cost(settings.speedup.default_cost_ratio, ASSUMED)
         self._load = LoadTracker(settings)
+        self._causes = CauseTracker(self._buckets, settings.window.length_seconds)
+
+    def set_config(self, config: SpecConfig | None) -> None:
+        """The config the records ran under: what the verifier and schedule causes read."""
+        self._changes += 1
+        self._causes.set_config(config)
 
     @property
     def buckets(self) -> CtxBuckets:
@@ -122,8 +130,9 @@ class Analyzer:
             parts: dict[str, Counts] = {C.UNKNOWN_CTX: whole}
         else:
             parts = split_steps(spec, prompt, self._buckets, self._max_position)
-        for label, counts in parts.items():
-            self._add(SliceKey(model, label, record.task), record.ts, counts)
+        keyed = {SliceKey(model, label, record.task): counts for label, counts in parts.items()}
+        for key, counts in keyed.items():
+            self._add(key, record.ts, counts)
         if len(parts) == 1:  # the usual case: the rollup gets the same counts (read, not kept)
             (rollup,) = parts.values()
         else:
@@ -133,6 +142,8 @@ class Analyzer:
             rollup = Counts.of_request(spec.drafted, spec.accepted, self._max_position)
         self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
         self._load.add(record, model, False, rollup)
+        keyed[SliceKey(model, C.ALL, C.ALL)] = rollup
+        self._causes.add(model, record.ts, prompt, spec, keyed, record.in_flight)
 
     def drift_state(self) -> dict[str, Any]:
         return self._drift.to_state()
@@ -199,6 +210,7 @@ class Analyzer:
         self._unchanged_since(changes)
         costs = self._costs(windows, now)
         default_cost, quiet = self._default_cost, self._quiet
+        not_applicable = self._causes.verifier_cause is not None
         last = clock()
         for key, (counts, source) in windows.items():
             if clock() - last >= step:
@@ -216,11 +228,14 @@ class Analyzer:
                 mark = (self._window.version(key), self._evidence.version(key, now), cost)
                 if quiet.get(key) == mark:
                     continue
-            interval, tau = self._verdict_intervals(key, counts, source)
-            gain = self._gain(key, counts, tau, now, cost)
             state = self._zones.get(key)
             if state is None:
                 state = self._zones[key] = ZoneState()
+            if not_applicable:
+                not_judged(state, now)
+                continue
+            interval, tau = self._verdict_intervals(key, counts, source)
+            gain = self._gain(key, counts, tau, now, cost)
             evidence = self._judge(key, counts, source, now, entering(state))
             change = next_zone(state, evidence, now, cfg, gain)
             if finer:
@@ -314,18 +329,6 @@ class Analyzer:
             evidence=self.evidence(key),
         )
 
-    def _ordered(self, windows: dict[SliceKey, tuple[Counts, str]]) -> list[SliceKey]:
-        """The slices in the exposition's order (model, ctx bucket's place, task): sorted
-        again only when the set of slices changed."""
-        keys, order = self._order
-        if windows.keys() != keys:
-            place = {label: i for i, label in enumerate(self._buckets.labels)}
-            order = sorted(
-                windows, key=lambda k: (k.model, place.get(k.ctx_bucket, len(place)), k.task)
-            )
-            self._order = (set(windows), order)
-        return order
-
     def snapshot(self, now: float) -> Snapshot:
         """Everything export reads at `now`, copied, in one go (`snapshot_in_turns`)."""
         return finish(self.snapshot_in_turns(now))
@@ -342,6 +345,7 @@ class Analyzer:
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
         default_cost, drift = self._default_cost, self._drift
+        gates = (self._cfg.zones.min_requests, self._cfg.zones.min_trials)
         last = clock()
         for key in self._ordered(windows):
             if clock() - last >= step:
@@ -360,9 +364,10 @@ class Analyzer:
                 if view is None:
                     view = self._view(key, counts, source, cost, now, verdict)
                     self._kept.keep(key, mark, view)
-                slices.append(view)
+                slices.append(with_causes(view, self._causes, gates, now))
                 continue
             view = self._view(key, counts, source, cost, now, drift.view(key))
+            view = with_causes(view, self._causes, gates, now)
             (rollups if key.ctx_bucket == C.ALL else slices).append(view)
         yield
         self._unchanged_since(changes)
@@ -387,6 +392,7 @@ class Analyzer:
             load=self._load.k_tables(None),
             load_window=self._load.k_tables(now),
             load_cells=load_cells(self._load.since_start),
+            extremes={model: self._causes.extremes(model) for model in self._causes.models},
         )
 
     def _unchanged_since(self, changes: int) -> None:

@@ -6,7 +6,7 @@ import gc
 from collections.abc import Iterable
 
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.model import RequestRecord
+from specwatch.model import RequestRecord, SpecConfig
 from specwatch.settings import Settings
 
 # Evaluations a replay runs at most: 1.6 years of log time at the default 10 s. A log that
@@ -19,9 +19,12 @@ class SpanTooLong(ValueError):
     pass
 
 
-def replay(records: Iterable[RequestRecord], settings: Settings) -> tuple[Analyzer, float]:
+def replay(
+    records: Iterable[RequestRecord], settings: Settings, config: SpecConfig | None = None
+) -> tuple[Analyzer, float]:
     """The analyzer after every record, zones evaluated at the live interval; and the end time.
 
+    `config`: the speculative config the records ran under (a cycle log's config line).
     Records are taken in time order; zones are evaluated at the same interval as live, on the
     records' timestamps, so the verdicts follow the same path they did. SpanTooLong when they
     span more than MAX_EVALUATIONS evaluations.
@@ -40,16 +43,19 @@ def replay(records: Iterable[RequestRecord], settings: Settings) -> tuple[Analyz
             gc.enable()
     try:
         _check_span(ordered, settings.zones.evaluation_interval_seconds)
-        return _analysed(ordered, settings)
+        return _analysed(ordered, settings, config)
     finally:
         if collecting:
             gc.unfreeze()
 
 
-def _analysed(ordered: list[RequestRecord], settings: Settings) -> tuple[Analyzer, float]:
+def _analysed(
+    ordered: list[RequestRecord], settings: Settings, config: SpecConfig | None
+) -> tuple[Analyzer, float]:
     interval = settings.zones.evaluation_interval_seconds
     start = ordered[0].ts if ordered else 0.0
     analyzer = Analyzer(settings, started=start)
+    analyzer.set_config(config)
     next_evaluation = start + interval
     for record in ordered:
         while record.ts >= next_evaluation:

@@ -11,10 +11,10 @@ per unmatched step.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from specwatch.analysis.counts import Counts
-from specwatch.model import SpecDecodeBlock
+from specwatch.model import SliceKey, SpecDecodeBlock
 
 
 def _short(n: int) -> str:
@@ -66,3 +66,22 @@ def split_steps(
         buckets.labels[index]: Counts.of_request(ds, as_, max_position)
         for index, (ds, as_) in out.items()
     }
+
+
+class SliceOrder:
+    """Slices in the exposition's order (model, ctx bucket's place, task): sorted again only
+    when the set of slices changed."""
+
+    def __init__(self, buckets: CtxBuckets) -> None:
+        self._place = {label: i for i, label in enumerate(buckets.labels)}
+        self._keys: set[SliceKey] = set()
+        self._order: list[SliceKey] = []
+
+    def __call__(self, slices: Mapping[SliceKey, object]) -> list[SliceKey]:
+        if slices.keys() != self._keys:
+            place, last = self._place, len(self._place)
+            self._order = sorted(
+                slices, key=lambda k: (k.model, place.get(k.ctx_bucket, last), k.task)
+            )
+            self._keys = set(slices)
+        return self._order

@@ -4,10 +4,11 @@ successive snapshots share those of a slice or histogram that did not change in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specwatch import conventions as C
 from specwatch.analysis.advisor import Advice
+from specwatch.analysis.causes import Cause, CauseTracker
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftView
 from specwatch.analysis.engine import EngineView, LogTotals
@@ -35,6 +36,7 @@ class SliceView:
     drift: DriftView | None = None
     advice: Advice | None = None
     evidence: Evidence | None = None  # what the zone was judged on at the latest evaluation
+    causes: tuple[Cause, ...] = ()  # why acceptance is poor or suspicious (analysis/causes.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +59,12 @@ class Snapshot:
     load: tuple[KTable, ...] = ()  # per model: the K table by batch size, since the start
     load_window: tuple[KTable, ...] = ()  # the same over `load.window_seconds`: gains, alerts
     load_cells: tuple[LoadCell, ...] = ()  # since the start: the per-bucket counters
+    extremes: dict[str, dict[str, int]] | None = None  # model -> extreme kind -> requests
+
+
+def with_causes(
+    view: SliceView, causes: CauseTracker, gates: tuple[int, int], now: float
+) -> SliceView:
+    """`view` with its causes at `now` (the same view when they did not change)."""
+    found = causes.causes(view.key, view.window, view.stats, gates, now)
+    return view if found == view.causes else replace(view, causes=found)

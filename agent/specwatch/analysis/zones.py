@@ -219,3 +219,10 @@ def log_change(
         design_effect=_rounded(interval, "design_effect", 2),
         evidence=windows,
     )
+
+
+def not_judged(state: ZoneState, now: float) -> None:
+    """A slice whose acceptance is not the target's (a synthetic or lossy verifier: its
+    cause) gets zone `not_applicable`, and so no alert, whatever its figures."""
+    if state.zone != Zone.NOT_APPLICABLE:
+        state.zone, state.since = Zone.NOT_APPLICABLE, now

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import time
+from typing import Any
 
 from aiohttp import web
 from rich.console import Console
@@ -23,6 +25,7 @@ from specwatch.logs import configure
 from specwatch.runtime import Sidecar
 from specwatch.settings import Settings, load_settings
 from specwatch.sim.acceptance import AcceptanceModel, Drop
+from specwatch.sim.causes import CONFIGURED, with_cause
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
 
@@ -61,12 +64,16 @@ async def run_demo(
     acceptance = AcceptanceModel(
         drops=(Drop(after=args.duration / 2, factor=0.5, task="summarization"),)
     )
-    sim = SimServer(SimConfig(seed=args.seed, acceptance=acceptance))
+    cause = getattr(args, "cause", None)  # one cause of poor acceptance, on request
+    sim = SimServer(with_cause(SimConfig(seed=args.seed, acceptance=acceptance), cause))
     sim_runner = web.AppRunner(sim.app(), handler_cancellation=True, access_log=None)
     await sim_runner.setup()
     await web.TCPSite(sim_runner, "127.0.0.1", 0).start()
     sim_url = f"http://127.0.0.1:{sim_runner.addresses[0][1]}"
-    sidecar = Sidecar(settings.model_copy(update={"upstream": sim_url}))
+    update: dict[str, Any] = {"upstream": sim_url}
+    if cause in CONFIGURED:  # the verifier and the schedule are the config's
+        update["speculative_config"] = json.dumps(CONFIGURED[cause])
+    sidecar = Sidecar(settings.model_copy(update=update))
     ports = await sidecar.start()
     proxy_url = f"http://127.0.0.1:{ports.proxy}"
     admin_url = f"http://127.0.0.1:{ports.admin}"
@@ -134,5 +141,13 @@ def _summary(
         "drift alarms raised: "
         + (", ".join(alarmed) if alarmed else "none")
         + " (the simulated summarization draft got worse halfway)"
+    )
+    causes: dict[str, list[str]] = {}
+    for view in (*snapshot.rollups, *snapshot.slices):
+        for found in view.causes:
+            causes.setdefault(found.kind, []).append(f"{view.key.task} at {view.key.ctx_bucket}")
+    console.print(
+        "causes found: "
+        + ("; ".join(f"{kind} ({len(where)} slices)" for kind, where in causes.items()) or "none")
     )
     console.print(f"metrics: {admin_url}/metrics   status: {admin_url}/status")

@@ -13,6 +13,7 @@ from specwatch.analysis.analyzer import Snapshot
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.load import LoadTable
 from specwatch.conventions import ALL
+from specwatch.model import SpecConfig
 from specwatch.settings import Settings
 from specwatch.store.cyclelog import LineError
 
@@ -64,14 +65,16 @@ def replayed(
     from specwatch.store.cyclelog import read_cycle_logs
 
     errors: list[LineError] = []
+    configs: list[SpecConfig] = []
     try:
-        records = list(read_cycle_logs(files, errors))
+        records = list(read_cycle_logs(files, errors, configs))
         if not records:
             _report_bad_lines(errors, command)
             names = ", ".join(str(path) for path in files)
             print(f"specwatch: {command}: no records in {names}", file=sys.stderr)
             return None
-        analyzer, end = replay(records, settings)
+        # the latest config read: a log's records ran under the config its file starts with
+        analyzer, end = replay(records, settings, configs[-1] if configs else None)
     except (OSError, SpanTooLong) as error:
         print(f"specwatch: {command}: {error}", file=sys.stderr)
         return None

@@ -8,6 +8,7 @@ import asyncio
 from specwatch.commands.loop import until_signal
 from specwatch.listening import serve_app
 from specwatch.sim.acceptance import REQUEST_ICC, AcceptanceModel, CostModel, Drop
+from specwatch.sim.causes import with_cause
 from specwatch.sim.server import SimConfig, SimServer
 
 
@@ -31,7 +32,7 @@ async def run_sim(args: argparse.Namespace) -> int:
         cost=CostModel(target_step_ms=args.step_ms, draft_cost_ratio=args.draft_cost),
         sleep=not args.no_sleep,
     )
-    server = SimServer(config)
+    server = SimServer(with_cause(config, args.cause))
     # handler cancellation: a client that leaves stops its simulated generation, as in vLLM
     runner = await serve_app(server.app(), args.host, args.port, "--port", cancel=True)
     print(f"specwatch sim: {config.model} (K={config.num_spec_tokens}) on {runner.addresses}")

@@ -16,6 +16,7 @@ ZONE_STYLE: dict[str, str] = {
     Zone.YELLOW: "bold yellow",
     Zone.RED: "bold red",
     Zone.INSUFFICIENT: "dim",
+    Zone.NOT_APPLICABLE: "dim italic",
 }
 
 

@@ -116,6 +116,27 @@ class Zone(StrEnum):
     YELLOW = "yellow"
     RED = "red"
     INSUFFICIENT = "insufficient"
+    # a synthetic or lossy verifier: acceptance is not the target's (analysis/causes.py)
+    NOT_APPLICABLE = "not_applicable"
+
+
+class CauseKind(StrEnum):
+    """Why a slice's acceptance is poor or suspicious (analysis/causes.py has each rule)."""
+
+    DRAFT_CONTEXT_LIMIT = "draft_context_limit"
+    NO_ACCEPTANCE = "no_acceptance"
+    REPETITION_SUSPECTED = "repetition_suspected"
+    SYNTHETIC_VERIFIER = "synthetic_verifier"
+    LOSSY_VERIFIER = "lossy_verifier"
+    SCHEDULE_NOT_APPLIED = "schedule_not_applied"
+    ENGINE_DISAGREEMENT = "engine_disagreement"
+
+
+class Extreme(StrEnum):
+    """A request that accepted nearly all (`high`: loops) or nearly none (`low`) it tried."""
+
+    HIGH = "high"
+    LOW = "low"
 
 
 class ParseSource(StrEnum):

@@ -85,6 +85,7 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "drift": None if view.drift is None else asdict(view.drift),
         "advice": None if view.advice is None else asdict(view.advice),
         "evidence": None if view.evidence is None else asdict(view.evidence),
+        "causes": [cause.as_dict() for cause in view.causes],
         "since_start": view.since_start.as_dict(),
     }
 
@@ -120,6 +121,9 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "models": [slice_status(view) for view in snapshot.rollups],
         "requests_by_outcome": dict(sorted(requests.items())),
         "requests_by_variant": dict(sorted(variants.items())),
+        "extreme_requests": {
+            model: dict(sorted(kinds.items())) for model, kinds in (snapshot.extremes or {}).items()
+        },
         "traffic_mix": {
             model: {
                 "psi_ctx_bucket": mix.psi_ctx_bucket,

@@ -67,8 +67,11 @@ def _parse_event(event: bytes) -> ParsedResponse:
     return parse_response_object(decode_json(data))
 
 
-def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestRecord:
-    """Classify and parse one observation; every failure is counted, none raises."""
+def to_record(
+    obs: Observation, tasks: TaskSettings, health: Health, config: str | None = None
+) -> RequestRecord:
+    """Classify and parse one observation; every failure is counted, none raises. `config`:
+    the id of the speculative config it ran under."""
     task = classify(obs.features, tasks)
     outcome = obs.outcome
     parsed: ParsedResponse | None = None
@@ -117,4 +120,5 @@ def to_record(obs: Observation, tasks: TaskSettings, health: Health) -> RequestR
         ),
         variant=obs.variant,
         in_flight=obs.in_flight,
+        config=config,
     )

@@ -82,6 +82,12 @@ class CycleLogSettings(Part):
     path: Path | None = None
     max_bytes: int = Field(default=64 * 1024 * 1024, ge=4096)
     backups: int = Field(default=3, ge=0)
+    # USER DATA: with capture_text the log holds each request's prompt (its first 4 KiB) and a
+    # non-streamed completion, each cut to capture_text_chars after `redact` ("module:function",
+    # str -> str) ran on it. Off by default: the log then holds counts and ids only.
+    capture_text: bool = False
+    capture_text_chars: int = Field(default=2000, ge=1)
+    redact: str | None = Field(default=None, pattern=r"^[\w.]+:\w+$")
 
 
 class ServeSettings(Part):

@@ -18,9 +18,10 @@ import structlog
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.conventions import ParseSource
 from specwatch.health import Health
-from specwatch.model import EngineSample
+from specwatch.model import EngineSample, SpecConfig
 from specwatch.proxy.observation import Observation, to_record
 from specwatch.settings import Settings
+from specwatch.sidecar.capture import TextCapture
 from specwatch.store.cyclelog import CycleLogWriter
 from specwatch.turns import ReadGate
 from specwatch.vllm.log import LogParseFailure, parse_line
@@ -49,6 +50,13 @@ class Intake:
             if cycle_log.path is not None
             else None
         )
+        # user data: only when asked for, and only into the cycle log
+        self._capture = (
+            TextCapture(cycle_log)
+            if cycle_log.capture_text and self._cycle_log is not None
+            else None
+        )
+        self._config: str | None = None  # the config's id, once known (consume)
 
     def submit(self, observation: Observation) -> None:
         try:
@@ -62,7 +70,7 @@ class Intake:
         if observation.held is not None:
             observation.held.release()  # read now, and let go of after
         try:
-            record = to_record(observation, self._settings.tasks, self._health)
+            record = to_record(observation, self._settings.tasks, self._health, self._config)
             self._analyzer.ingest(record)
         except Exception:  # a bug must cost one observation, never the sidecar
             self._health.internal_errors += 1
@@ -70,15 +78,21 @@ class Intake:
             return
         if self._cycle_log is not None:
             try:
+                if self._capture is not None:
+                    record = self._capture(record, observation)
                 self._cycle_log.write(record)
             except OSError as error:  # a full disk loses cycle-log lines, not requests
                 self._health.cycle_log_errors += 1
                 log.warning("cycle_log_failed", error=repr(error))
 
-    async def consume(self, ready: Callable[[], Awaitable[None]]) -> None:
-        """Ingest what the proxy submits, once `ready` (every record is labelled with the
-        config, so the config must be known first)."""
-        await ready()
+    async def consume(self, ready: Callable[[], Awaitable[SpecConfig]]) -> None:
+        """Ingest what the proxy submits, once `ready` gives the config (every record is
+        labelled with it, so it must be known first)."""
+        config = await ready()
+        self._config = config.id
+        if self._cycle_log is not None:
+            self._cycle_log.config = config
+        self._gate.change(partial(self._analyzer.set_config, config))
         queue = self._queue
         while True:
             observation = await queue.get()

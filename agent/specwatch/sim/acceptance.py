@@ -51,6 +51,11 @@ class AcceptanceModel:
     no_draft_prob: float = 0.0  # ngram-like steps that found nothing to draft
     drops: tuple[Drop, ...] = ()
     request_icc: float = REQUEST_ICC  # 0: every request of a slice alike (a binomial model)
+    # Causes of poor or suspicious acceptance (analysis/causes.py), one switch each:
+    # drafts past this absolute position accept nothing, zero-padded (vllm-project/vllm#34734)
+    context_limit: int | None = None
+    loop_share: float = 0.0  # requests caught in a repetition loop: every draft accepted
+    accept_nothing: bool = False  # a broken draft: nothing accepted anywhere
 
     def request_offset(self, rng: random.Random, mean: float) -> float:
         """This request's acceptance minus its slice's mean: a Beta draw around it."""
@@ -112,6 +117,8 @@ def plan_steps(
     steps: list[Step] = []
     emitted = 1
     offset = model.request_offset(rng, model.alpha(task, prompt_tokens + 1, elapsed))
+    looping = bool(model.loop_share) and rng.random() < model.loop_share
+    limit = model.context_limit
     while emitted < max_tokens:
         if model.no_draft_prob and rng.random() < model.no_draft_prob:
             steps.append(Step(drafted=0, accepted=0, emitted=1))
@@ -120,6 +127,10 @@ def plan_steps(
         alpha = min(0.99, max(0.01, model.alpha(task, prompt_tokens + emitted, elapsed) + offset))
         accepted = 0
         p = alpha
+        if looping:
+            accepted = k
+        elif model.accept_nothing or (limit is not None and prompt_tokens + emitted > limit):
+            p = 0.0
         while accepted < k and rng.random() < p:
             accepted += 1
             p *= model.position_decay

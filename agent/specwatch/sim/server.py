@@ -48,6 +48,9 @@ class SimConfig:
     # same text at any K. A buggy server is simulated by changing one token in this share of
     # the requests (chosen per request, seeded).
     corrupt_share: float = 0.0
+    # vLLM's per-request mean_acceptance_length over-counting by this much (vLLM#56101 at EOS):
+    # the engine_disagreement cause
+    tau_overcount: float = 0.0
     version: str = SIM_VERSION  # what GET /version answers, as vLLM does
     # vLLM's --enable-force-include-usage: usage in every stream, in every chunk too
     force_include_usage: bool = False
@@ -236,7 +239,11 @@ class SimServer:
 
     def _metrics_block(self, gen: Generation, ttft: float, generation: float) -> dict[str, Any]:
         cfg = self.config
-        return shapes.metrics_block(gen, cfg.spec_metrics, cfg.num_spec_tokens, ttft, generation)
+        block = shapes.metrics_block(gen, cfg.spec_metrics, cfg.num_spec_tokens, ttft, generation)
+        spec = block.get("speculative_decoding")
+        if cfg.tau_overcount and isinstance(spec, dict) and "mean_acceptance_length" in spec:
+            spec["mean_acceptance_length"] += cfg.tau_overcount
+        return block
 
     def _listed(self, gen: Generation) -> int:
         """The steps the metrics block lists (0 when no block is sent)."""

@@ -6,7 +6,11 @@
      "ttft_ms": float|null, "tpot_ms": float|null, "e2e_ms": float|null}
 
 More optional fields may follow (`variant`; `in_flight`: the observed requests in flight at its
-upstream when it started, itself included); readers ignore what they do not know. A/B baseline
+upstream when it started, itself included; `config`: the id of the speculative config it ran
+under; `mean_acceptance_length`: vLLM's own figure, as reported; `prompt_text` /
+`completion_text`: only with `cycle_log.capture_text`); readers ignore what they do not know.
+Each file a sidecar opens starts with its config, `{"v": 1, "config": {...}}` (`/status`'s
+`config`): what replay and `worst` know of the verifier and the schedule. A/B baseline
 requests (`"variant": "baseline"`, no speculation) are logged too, with `num_spec_tokens` 0 and
 empty per-step arrays (a reader also accepts them without those fields): their time per output
 token is what makes the gain measured on replay. Files rotate by size: FILE -> FILE.1 ->
@@ -28,7 +32,7 @@ import msgspec
 import orjson
 
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC, Outcome
-from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.model import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
 
 SCHEMA_VERSION = 1
 
@@ -39,6 +43,15 @@ def _ms(seconds: float | None) -> float | None:
 
 def to_line(record: RequestRecord) -> bytes:
     spec = record.spec
+    extra: dict[str, Any] = {}
+    if record.config is not None:
+        extra["config"] = record.config
+    if spec is not None and spec.reported_tau is not None:
+        extra["mean_acceptance_length"] = spec.reported_tau
+    if record.prompt_text is not None:
+        extra["prompt_text"] = record.prompt_text
+    if record.completion_text is not None:
+        extra["completion_text"] = record.completion_text
     return (
         orjson.dumps(
             {
@@ -57,16 +70,61 @@ def to_line(record: RequestRecord) -> bytes:
                 "e2e_ms": _ms(record.latency.e2e),
                 "variant": record.variant,
                 "in_flight": record.in_flight,
+                **extra,
             }
         )
         + b"\n"
     )
 
 
+def config_line(config: SpecConfig) -> bytes:
+    return orjson.dumps({"v": SCHEMA_VERSION, "config": config.as_dict()}) + b"\n"
+
+
+def read_config_line(line: bytes) -> SpecConfig | None:
+    """A file's config line as the config; None when the line is not one."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or obj.get("v") != SCHEMA_VERSION or "request_id" in obj:
+        return None
+    config = obj.get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("id"), str):
+        return None
+    schedule = config.get("schedule")
+    rows = tuple(
+        (row[0], row[1], row[2])
+        for row in (schedule if isinstance(schedule, list) else ())
+        if isinstance(row, list) and len(row) == 3 and all(isinstance(x, int) for x in row)
+    )
+    k = config.get("num_speculative_tokens")
+
+    def text(key: str) -> str | None:
+        value = config.get(key)
+        return value if isinstance(value, str) else None
+
+    return SpecConfig(
+        id=config["id"],
+        method=text("method"),
+        draft=text("draft"),
+        num_speculative_tokens=k if isinstance(k, int) and not isinstance(k, bool) else None,
+        schedule=rows,
+        rejection_sample_method=text("rejection_sample_method"),
+        vllm_version=text("vllm_version"),
+        track=text("track") or "stable",
+        model=text("model"),
+        verifier=text("verifier") or "lossless",
+    )
+
+
 class CycleLogWriter:
     """Appends observed requests; rotates when the next line would pass `max_bytes`."""
 
-    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+    def __init__(
+        self, path: Path, max_bytes: int, backups: int, config: SpecConfig | None = None
+    ) -> None:
+        self.config = config  # written at the top of every file it opens
         self._path = path
         self._max_bytes = max_bytes
         self._backups = backups
@@ -78,6 +136,10 @@ class CycleLogWriter:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             self._handle = self._path.open("ab")
             self._size = self._handle.tell()
+            if self.config is not None:  # every file says what config its records ran under
+                line = config_line(self.config)
+                self._handle.write(line)
+                self._size += len(line)
         return self._handle
 
     def _rotate(self) -> None:
@@ -180,6 +242,10 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     e2e_ms: _Ms | None = None
     variant: Any = VARIANT_SPEC
     in_flight: _Count | None = None
+    config: str | None = None
+    mean_acceptance_length: float | None = None
+    prompt_text: str | None = None
+    completion_text: str | None = None
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -197,7 +263,10 @@ def from_line(line: bytes) -> RequestRecord:
         drafted, accepted = fields.per_step_drafted, fields.per_step_accepted
         if len(drafted) != len(accepted) or any(map(operator.gt, accepted, drafted)):
             return _checked(line)  # raises, with the reason
-        spec = SpecDecodeBlock(fields.num_spec_tokens, drafted, accepted)
+        reported = fields.mean_acceptance_length
+        if reported is not None and not math.isfinite(reported):
+            return _checked(line)
+        spec = SpecDecodeBlock(fields.num_spec_tokens, drafted, accepted, reported_tau=reported)
     ttft, tpot, e2e = fields.ttft_ms, fields.tpot_ms, fields.e2e_ms
     return RequestRecord(
         ts=fields.ts,
@@ -215,6 +284,9 @@ def from_line(line: bytes) -> RequestRecord:
         ),
         variant=variant,
         in_flight=fields.in_flight,
+        config=fields.config,
+        prompt_text=fields.prompt_text,
+        completion_text=fields.completion_text,
     )
 
 
@@ -247,7 +319,19 @@ def _checked(line: bytes) -> RequestRecord:
         accepted = _ints(obj, "per_step_accepted")
         if len(drafted) != len(accepted) or any(map(operator.gt, accepted, drafted)):
             raise BadLine("per-step arrays disagree")
-        spec = SpecDecodeBlock(_int(obj, "num_spec_tokens"), drafted, accepted)
+        reported = obj.get("mean_acceptance_length")
+        if reported is not None and (
+            not isinstance(reported, int | float)
+            or isinstance(reported, bool)
+            or not math.isfinite(reported)
+        ):
+            raise BadLine("mean_acceptance_length is not a number")
+        spec = SpecDecodeBlock(
+            _int(obj, "num_spec_tokens"),
+            drafted,
+            accepted,
+            reported_tau=None if reported is None else float(reported),
+        )
     return RequestRecord(
         ts=float(ts),
         request_id=obj["request_id"],
@@ -264,7 +348,17 @@ def _checked(line: bytes) -> RequestRecord:
         ),
         variant=variant,
         in_flight=_optional_count(obj, "in_flight"),
+        config=_optional_text(obj, "config"),
+        prompt_text=_optional_text(obj, "prompt_text"),
+        completion_text=_optional_text(obj, "completion_text"),
     )
+
+
+def _optional_text(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadLine(f"{key} is not a string")
+    return value
 
 
 def _optional_count(obj: dict[str, Any], key: str) -> int | None:
@@ -289,9 +383,12 @@ def _opened(path: Path) -> BinaryIO:
     return cast(BinaryIO, gzip.open(path, "rb")) if compressed else path.open("rb")
 
 
-def read_cycle_logs(paths: Iterable[Path], errors: list[LineError]) -> Iterator[RequestRecord]:
+def read_cycle_logs(
+    paths: Iterable[Path], errors: list[LineError], configs: list[SpecConfig] | None = None
+) -> Iterator[RequestRecord]:
     """Every readable record of the files, in file order; bad lines go to `errors`, and so
-    does a gzip file cut short (the records before the cut are kept)."""
+    does a gzip file cut short (the records before the cut are kept); config lines to
+    `configs`, in the order read."""
     for path in paths:
         with _opened(path) as handle:
             number = 0
@@ -302,6 +399,10 @@ def read_cycle_logs(paths: Iterable[Path], errors: list[LineError]) -> Iterator[
                     try:
                         yield from_line(line)
                     except BadLine as bad:
-                        errors.append(LineError(str(path), number, str(bad)))
+                        config = read_config_line(line)
+                        if config is None:
+                            errors.append(LineError(str(path), number, str(bad)))
+                        elif configs is not None:
+                            configs.append(config)
             except (EOFError, gzip.BadGzipFile, zlib.error) as cut:
                 errors.append(LineError(str(path), number + 1, f"gzip data cut short: {cut}"))

@@ -5,10 +5,11 @@ The config labels every counter, so it is known before the first request is anal
 analysis' intake waits for `resolved` (requests are relayed meanwhile; their observations wait
 in the bounded queue). vLLM answers `/version` as soon as it serves requests; one that never
 does (an older build: a 404; or one that is down for `timeout` seconds) leaves the version
-unknown, logged. `timeout` None waits as long as it takes: `serve`'s own vLLM, whose load time
-has no bound and which serves nothing before it answers. The config is one per process: a vLLM that later reports another version (a
-proxy beside a container that was replaced under it) is logged and counted
-(`vllm_version_changed`), and the sidecar should be restarted with it, as a pod is.
+unknown, logged. `timeout` None waits as long as it takes: `serve`'s own vLLM, whose load
+time has no bound and which serves nothing before it answers. The config is one per process:
+a vLLM that later reports another version (a proxy beside a container that was replaced under
+it) is logged and counted (`vllm_version_changed`), and the sidecar should be restarted with
+it, as a pod is.
 """
 
 from __future__ import annotations

@@ -176,7 +176,18 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
         _check_total(block, "num_spec_steps", len(drafted))
     _check_total(block, "num_draft_tokens", sum(drafted))
     _check_total(block, "num_accepted_draft_tokens", sum(accepted))
-    return SpecDecodeBlock(num_spec_tokens=k, drafted=drafted, accepted=accepted, ordered=ordered)
+    reported = block.get("mean_acceptance_length")
+    if not isinstance(reported, int | float) or isinstance(reported, bool):
+        reported = None  # absent or not a number: nothing to compare (analysis/causes.py)
+    elif not math.isfinite(reported):
+        reported = None
+    return SpecDecodeBlock(
+        num_spec_tokens=k,
+        drafted=drafted,
+        accepted=accepted,
+        ordered=ordered,
+        reported_tau=None if reported is None else float(reported),
+    )
 
 
 def _choice_block(obj: dict[str, Any]) -> Any:

@@ -115,6 +115,21 @@ def config_id(spec: dict[str, Any] | None, vllm_version: str | None) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:10]
 
 
+# Relaxed acceptance rules (older vLLM's `spec_decoding_acceptance_method`): the output is not
+# the target's distribution, so their acceptance is not comparable with a lossless verifier's.
+LOSSY_ACCEPTANCE = frozenset({"typical_acceptance_sampler"})
+
+
+def verifier_of(spec: dict[str, Any]) -> str:
+    """`synthetic` (vLLM fakes acceptance, for testing), `lossy` (a relaxed acceptance rule)
+    or `lossless` (standard and block verification)."""
+    if spec.get("rejection_sample_method") == "synthetic":
+        return "synthetic"
+    if spec.get("spec_decoding_acceptance_method") in LOSSY_ACCEPTANCE:
+        return "lossy"
+    return "lossless"
+
+
 def spec_config(
     spec: dict[str, Any] | None, vllm_version: str | None, track: str, target: str | None = None
 ) -> SpecConfig:
@@ -136,6 +151,7 @@ def spec_config(
         vllm_version=vllm_version,
         track=track,
         model=target,
+        verifier=verifier_of(spec),
     )
 
 

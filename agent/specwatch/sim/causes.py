@@ -1,0 +1,56 @@
+"""Each cause of poor or suspicious acceptance (analysis/causes.py) as a switch: what the
+simulator changes to show it, or the speculative config the sidecar is given (the verifier
+and the schedule are the config's, not the engine's)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from specwatch import conventions as C
+from specwatch.sim.server import SimConfig
+
+Kind = C.CauseKind
+
+# position past which the simulated drafter sees nothing (the demo's prompts reach 2k and more)
+CONTEXT_LIMIT = 1024
+
+SIMULATED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    # (acceptance model fields, simulator fields)
+    Kind.DRAFT_CONTEXT_LIMIT: ({"context_limit": CONTEXT_LIMIT}, {}),
+    Kind.NO_ACCEPTANCE: ({"accept_nothing": True}, {}),
+    Kind.REPETITION_SUSPECTED: ({"loop_share": 0.2}, {}),
+    Kind.ENGINE_DISAGREEMENT: ({}, {"tau_overcount": 0.5}),
+}
+
+CONFIGURED: dict[str, dict[str, Any]] = {
+    Kind.SYNTHETIC_VERIFIER: {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        "rejection_sample_method": "synthetic",
+        "synthetic_acceptance_length": 2.5,
+    },
+    Kind.LOSSY_VERIFIER: {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        "spec_decoding_acceptance_method": "typical_acceptance_sampler",
+    },
+    # the simulator drafts K = 4 at every batch size: the schedule is configured, not applied
+    Kind.SCHEDULE_NOT_APPLIED: {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        "num_speculative_tokens_per_batch_size": [[1, 2, 4], [3, 1024, 1]],
+    },
+}
+
+KINDS = tuple(sorted([*SIMULATED, *CONFIGURED]))
+
+
+def with_cause(config: SimConfig, kind: str | None) -> SimConfig:
+    """`config` changed to show `kind` (unchanged for a configured one, or None)."""
+    if kind not in SIMULATED:
+        return config
+    acceptance, sim = SIMULATED[kind]
+    return dataclasses.replace(
+        config, acceptance=dataclasses.replace(config.acceptance, **acceptance), **sim
+    )
