@@ -68,7 +68,15 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
             update={
                 "upstream": sim_url,
                 "track": "canary",
-                "speculative_config": '{"method": "ngram", "num_speculative_tokens": 3}',
+                # a schedule the simulator does not follow (it drafts 4 at every batch size):
+                # schedule_not_applied, so the causes panel has a cause to show
+                "speculative_config": json.dumps(
+                    {
+                        "method": "ngram",
+                        "num_speculative_tokens": 4,
+                        "num_speculative_tokens_per_batch_size": [[1, 1, 4], [2, 1024, 1]],
+                    }
+                ),
             }
         )
     )

@@ -263,6 +263,18 @@ SPEC_CONFIG_INFO: Final = _metric(
         Label.VLLM_VERSION,
     ),
 )
+CAUSE: Final = _metric(
+    "specwatch_cause",
+    _G,
+    "1 for each cause of poor or suspicious acceptance found in the slice (docs/causes.md).",
+    (*_SLICE, Label.KIND),
+)
+EXTREME_REQUESTS: Final = _metric(
+    "specwatch_extreme_requests",
+    _C,
+    "Requests that accepted nearly all they tried (kind high: loops) or nearly none (low).",
+    (*_MODEL, Label.KIND),
+)
 CONFIG_CHANGES: Final = _metric(
     "specwatch_config_changes",
     _C,

@@ -36,6 +36,7 @@ class Label(StrEnum):
     DRAFT = "draft"  # of the config info: the draft model, empty for ngram
     NUM_SPECULATIVE_TOKENS = "num_speculative_tokens"
     VLLM_VERSION = "vllm_version"
+    KIND = "kind"  # of a cause (CauseKind), of an extreme request (Extreme)
 
 
 SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)

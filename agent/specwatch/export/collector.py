@@ -115,6 +115,18 @@ def _judgement_groups(view: SliceView, run: Run) -> tuple[Group | None, ...]:
     )
 
 
+def _causes(snapshot: Snapshot, run: Run) -> list[Family]:
+    """A series per cause found (few: most slices have none), and the extremes per model."""
+    causes, extremes = Family(C.CAUSE), Family(C.EXTREME_REQUESTS)
+    for view in snapshot.slices + snapshot.rollups:
+        for cause in view.causes:
+            causes.add((*view.key, *run, cause.kind), 1.0)
+    for model, kinds in sorted((snapshot.extremes or {}).items()):
+        for kind in C.Extreme:
+            extremes.add((model, *run, kind), kinds.get(kind, 0))
+    return [causes, extremes]
+
+
 def _config_info(config: SpecConfig) -> Family:
     info = Family(C.SPEC_CONFIG_INFO)
     k = config.num_speculative_tokens
@@ -204,6 +216,7 @@ class SpecwatchCollector(Collector):
         out += self._histograms(snapshot, run)
         yield
         out += self._judgements(snapshot, run)
+        out += _causes(snapshot, run)
         yield
         out += model_families.advice_and_mix(snapshot, run)
         out += model_families.by_load(snapshot, run)

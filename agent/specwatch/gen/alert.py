@@ -35,6 +35,7 @@ class Alert:
     confirm: tuple[str, ...]
     actions: tuple[str, ...]
     extra_labels: dict[str, str] = field(default_factory=dict)
+    extra_annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def anchor(self) -> str:

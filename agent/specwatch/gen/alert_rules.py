@@ -39,6 +39,23 @@ def _zone_expr(name: str, threshold: str, gates: str) -> str:
     )
 
 
+# the slice's cause, as the rule labels it (`_with_cause`), and where the runbook says its fix
+CAUSE_ANNOTATION = {
+    "cause": '{{ if eq $labels.cause "none" }}none found{{ else }}{{ $labels.cause }} '
+    "(runbook: #cause-{{ $labels.cause }}){{ end }}"
+}
+
+
+def _with_cause(expr: str) -> str:
+    """`expr` (alpha-hat per slice) but for a synthetic or lossy verifier (zone
+    not_applicable), labelled with the slice's cause (docs/causes.md): the value stays."""
+    not_judged = f'{C.CAUSE}{{{C.Label.KIND}=~"{Q.NOT_JUDGED_KINDS}"}}'
+    return (
+        f"(\n(\n{expr}\n)\nunless {ON_SLICE} {not_judged}\n)\n"
+        f"* {ON_SLICE} group_left(cause) {Q.CAUSE}"
+    )
+
+
 def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     cfg = settings.zones
     red, green, h, exit_h = cfg.red, cfg.green, cfg.evidence, cfg.exit_evidence
@@ -70,7 +87,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         Alert(
             name=red_name,
             severity="critical",
-            expr=f"{a1h}\nand {ON_SLICE} (\n{_zone_expr(red_name, 'red', gates)}\n)",
+            expr=_with_cause(f"{a1h}\nand {ON_SLICE} (\n{_zone_expr(red_name, 'red', gates)}\n)"),
             for_seconds=300,
             summary="Speculative decoding is in the red zone for " + SLICE_TEXT,
             description=(
@@ -87,6 +104,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
                 "near 1."
             ),
             confirm=confirm,
+            extra_annotations=CAUSE_ANNOTATION,
             actions=(
                 "Lower K (`num_speculative_tokens`) for this model: fewer wasted drafts at low "
                 "acceptance (see the advisor on the slice dashboard).",
@@ -100,7 +118,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         Alert(
             name=yellow_name,
             severity="warning",
-            expr=(
+            expr=_with_cause(
                 f"{a1h}\nand {ON_SLICE} (\n{_zone_expr(yellow_name, 'green', gates)}\n)\n"
                 f"unless {ON_SLICE} {_evidence(Q.EVIDENCE_ENTRY, 'red')} < 0\n"
                 f"unless {ON_SLICE} {recent_red}"
@@ -120,6 +138,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
                 "within the hour after (the red alert covered it)."
             ),
             confirm=confirm,
+            extra_annotations=CAUSE_ANNOTATION,
             actions=(
                 "Check whether K is too long for this acceptance (the advisor's range).",
                 "Compare with other context buckets of the same task: long-context collapse "
@@ -345,6 +364,7 @@ def alert_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
                 "summary": alert.summary,
                 "description": alert.description,
                 "runbook": "\n".join(f"- {step}" for step in alert.actions),
+                **alert.extra_annotations,
                 **({"runbook_url": f"{base}#{alert.anchor}"} if base else {}),
             },
         }

@@ -243,6 +243,11 @@ def slice_dashboard(settings: Settings) -> builders.Dashboard:
             width=12,
         ),
         series(
+            "Causes found: 1 while found, any pod (the runbook's Causes has each fix)",
+            [(f"max by ({C.Label.KIND}) ({C.CAUSE}{{{sel}}})", "{{kind}}")],
+            width=12,
+        ),
+        series(
             "Drift statistic and speedup",
             [
                 (f"max({C.DRIFT_STATISTIC}{{{sel}}})", "drift statistic"),

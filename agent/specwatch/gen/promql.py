@@ -127,6 +127,9 @@ def evidence_gate(level: str, window: str) -> str:
 # The deciding evidence over the zone windows, per `threshold`: that of the shortest window
 # sure at the entry bar among those past the whole gates (what enters a verdict), and at the
 # exit bar among those past half of them (what ends one); absent where none is sure.
+# one series per slice: the kind of its first cause found (label `cause`), "none" without
+CAUSE = record("slice", C.CAUSE, "first")
+NOT_JUDGED_KINDS = f"{C.CauseKind.SYNTHETIC_VERIFIER}|{C.CauseKind.LOSSY_VERIFIER}"
 EVIDENCE_ENTRY = record("slice", C.RECORDED_EVIDENCE, "entry")
 EVIDENCE_EXIT = record("slice", C.RECORDED_EVIDENCE, "exit")
 

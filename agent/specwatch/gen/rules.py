@@ -280,11 +280,28 @@ def _slo_rules(settings: Settings, windows: Q.Windows) -> list[Any]:
     return rules
 
 
+def _cause_rule() -> dict[str, Any]:
+    """Each slice's cause as one label for the zone alerts to carry: one of the causes found
+    (topk keeps one where a slice has several), `none` where none is; every slice the
+    sidecars judge has a series (through the hour's alpha-hat)."""
+    slice_ = Q.by(Q.SLICE)
+    found = f"max by ({slice_}, {C.Label.KIND}) ({C.CAUSE})"
+    return {
+        "record": Q.CAUSE,
+        "expr": (
+            f'label_replace(topk by ({slice_}) (1, {found}), "cause", "$1", "kind", "(.+)")\n'
+            f"or on({slice_})\n"
+            f'label_replace({Q.alpha("slice", "1h")} * 0 + 1, "cause", "none", "", "")'
+        ),
+    }
+
+
 def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
     rules: list[Any] = []
     for level, labels in Q.LEVELS.items():
         rules += _level_rules(level, labels, windows, settings)
     rules += canary_rules(settings, windows)
+    rules.append(_cause_rule())
     return [
         {"name": "specwatch.recording", "rules": rules},
         # A separate group: it reads the acceptance series the group above records.

@@ -15,6 +15,7 @@ from specwatch.gen import promql as Q
 from specwatch.gen.alert_rules import Alert, alert_groups, alerts
 from specwatch.gen.alertmanager import TEMPLATE_FILE, TEMPLATES, alertmanager_config
 from specwatch.gen.canary import analysis_template
+from specwatch.gen.causes import CAUSES
 from specwatch.gen.dashboards import render_dashboards
 from specwatch.gen.rules import recording_groups
 from specwatch.settings import Settings
@@ -88,6 +89,26 @@ def runbooks(all_alerts: list[Alert], recording: list[dict[str, Any]]) -> bytes:
             "```promql",
             alert.expr,
             "```",
+            "",
+        ]
+    lines += [
+        "# Causes",
+        "",
+        "The zone alerts carry the slice's cause as the label and annotation `cause` (`none`: "
+        "none found); `/status` lists every cause of a slice with its figures "
+        "(docs/causes.md has each rule).",
+        "",
+    ]
+    for cause in CAUSES:
+        lines += [
+            f'<a id="{cause.anchor}"></a>',
+            f"## {cause.kind}",
+            "",
+            f"**What it means.** {cause.meaning}",
+            "",
+            "**Fix.**",
+            "",
+            *(f"- {fix}" for fix in cause.fixes),
             "",
         ]
     return "\n".join(lines).encode()
