@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from specwatch import __version__
-from specwatch.conventions import CauseKind
+from specwatch.conventions import CauseKind, Extreme
 from specwatch.flags import ANALYSIS_FLAGS, Help, add_setting_flags
 
 # the causes the simulator makes (sim/causes.py SIMULATED); the demo also configures the others
@@ -104,6 +104,25 @@ def _offline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the table over the last verdict window (--window) instead of since the start",
     )
     add_setting_flags(replay, only=ANALYSIS_FLAGS)
+
+    worst = _command(
+        commands,
+        "worst",
+        "the requests behind extremes and red slices, from cycle logs",
+        "Replays cycle logs and lists, a JSON line each, the requests that accepted nearly\n"
+        "all they tried (kind high: repetition loops) or nearly none (low), and the requests\n"
+        "of slices red at the end that accepted less than the red threshold (low), worst\n"
+        "first, with their per-position acceptance and their slice's causes: hard samples to\n"
+        "retrain a draft on, joined by request_id. Text only if the log holds it\n"
+        "(cycle_log.capture_text).",
+    )
+    worst.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cycle log files")
+    worst.add_argument(
+        "--kind", choices=[k.value for k in Extreme], help="only this kind (default: both)"
+    )
+    worst.add_argument("--limit", type=int, default=100, metavar="N", help="rows of each kind")
+    worst.add_argument("--json", action="store_true", help="one document, not JSON lines")
+    add_setting_flags(worst, only=ANALYSIS_FLAGS)
 
     generate = _command(
         commands,

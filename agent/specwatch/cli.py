@@ -1,5 +1,5 @@
-"""`specwatch serve | proxy | replay | advise | generate | snapshot | check-config | sim | bench |
-demo`: the command line, parsed and dispatched to specwatch.commands (and bench, demo).
+"""`specwatch serve | proxy | replay | worst | advise | generate | snapshot | check-config | sim |
+bench | demo`: the command line, parsed and dispatched to specwatch.commands (and bench, demo).
 
 Settings: flags over SPECWATCH_* over --config YAML over defaults (settings.py); built here,
 once per command, and passed down.
@@ -58,6 +58,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]
         "generate": lambda: offline.run_generate(args, settings),
         "advise": lambda: offline.run_advise(args, settings),
         "snapshot": lambda: offline.run_snapshot(args, settings),
+        "worst": lambda: _worst(args, settings),
     }
     if command in offline_commands:
         return offline_commands[command]()
@@ -69,6 +70,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]
     except (OSError, ValueError) as error:  # e.g. the port is taken, an empty token file
         print(f"specwatch: {command}: {error}", file=sys.stderr)
         return 1
+
+
+def _worst(args: argparse.Namespace, settings: Settings) -> int:
+    from specwatch.commands.worst import run_worst
+
+    return run_worst(args, settings)
 
 
 def _serving(
@@ -108,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "sim":
         configure("info", "console")
-    elif args.command == "bench":
+    elif args.command in ("bench", "worst"):  # their output is the product: no zone logs
         configure("warning", "console")
     elif args.command != "demo":
         configure(settings.log_level, settings.log_format)

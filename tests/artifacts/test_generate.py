@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from specwatch import conventions as C
 from specwatch.cli import main
 from specwatch.gen.promql import HEADER
 from specwatch.gen.writer import (
@@ -150,7 +151,11 @@ def test_every_alert_has_severity_summary_description_and_its_runbook() -> None:
             assert re.fullmatch(r"SpecDecode[A-Z][A-Za-z]+", rule["alert"])
             assert rule["labels"]["severity"] in {"critical", "warning", "info"}
             annotations = rule["annotations"]
-            assert {"summary", "description", "runbook"} == set(annotations) - {"value"}
+            assert {"summary", "description", "runbook"} == set(annotations) - {"value", "cause"}
+            if "cause" in annotations:  # the zone alerts: each cause has its runbook section
+                assert "#cause-{{ $labels.cause }}" in annotations["cause"]
+                for kind in C.CauseKind:
+                    assert f'<a id="cause-{kind}"></a>\n## {kind}\n' in runbooks
             section = runbooks[runbooks.index(f"## {rule['alert']}\n") :]
             steps = section[section.index("**What to do.**") :].split("**The rule.**")[0]
             assert annotations["runbook"] == steps.removeprefix("**What to do.**").strip()

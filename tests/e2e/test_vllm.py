@@ -137,6 +137,8 @@ async def test_ngram_run_reconciles_slices_and_replays(
             (s for (_, task), s in slices.items() if task == "copyable"), key=lambda s: s["trials"]
         )
         assert C.Zone.GREEN == busiest["zone"], busiest
+        # ngram on copyable and misleading prompts, vLLM's own tau exact: no cause anywhere
+        assert [] == [c for view in live["slices"] + live["models"] for c in view["causes"]]
 
         children = served.descendants()
         served.process.send_signal(signal.SIGTERM)

@@ -92,8 +92,20 @@ async def test_a_batch_size_schedule_reconciles_and_its_advice_is_accepted(
         assert final["ours"] == final["vllm"], final
         steps, drafted, _ = final["vllm"]
         assert drafted != 4 * steps  # the schedule really varied K
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(served.admin + "/status") as response,
+        ):
+            status = await response.json()
+        # vLLM applies the schedule: no cause says it does not, nor any other
+        assert [] == [c for view in status["slices"] + status["models"] for c in view["causes"]]
 
-    records = [orjson.loads(line) for line in (tmp_path / "cycles.jsonl").read_bytes().splitlines()]
+    lines = [orjson.loads(line) for line in (tmp_path / "cycles.jsonl").read_bytes().splitlines()]
+    config, records = lines[0]["config"], lines[1:]  # the file says its config first
+    assert (
+        config["schedule"]
+        == schedule_config(tiny_models.draft)["num_speculative_tokens_per_batch_size"]
+    )
     assert 2 * PER_PHASE == len(records)
     alone, together = records[:PER_PHASE], records[PER_PHASE:]  # logged as they finished
     assert {1} == {r["in_flight"] for r in alone}

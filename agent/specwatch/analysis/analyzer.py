@@ -87,7 +87,7 @@ class Analyzer:
         self._speedup = SpeedupTracker(settings)
         self._default_cost = Cost(settings.speedup.default_cost_ratio, ASSUMED)
         self._load = LoadTracker(settings)
-        self._causes = CauseTracker(self._buckets, settings.window.length_seconds)
+        self._causes = CauseTracker(self._buckets, settings)
 
     def set_config(self, config: SpecConfig | None) -> None:
         """The config the records ran under: what the verifier and schedule causes read."""

@@ -9,14 +9,17 @@ benchmarks/causes.py (docs/causes.md has the figures and the runbook has each ca
 - `draft_context_limit`: vLLM zero-pads drafts past the drafter's context limit and still
   counts them (vllm-project/vllm#34734). By absolute position (prompt + tokens before the
   step, 64-token bins), the first position from which on acceptance is at most 1% over at
-  least 200 drafted tokens of at least 3 requests, while before it acceptance is at least 10%
-  over at least 200 drafted tokens. Since the start, per model; every slice whose ctx bucket
-  reaches past that position carries it.
+  least 200 drafted tokens of at least 3 requests (in its first bin too), while before it
+  acceptance is at least 10% over at least 200 drafted tokens. Since the start, per model;
+  every slice whose ctx bucket reaches past that position carries it.
 - `no_acceptance`: the window's request-level upper bound of alpha-hat is at most 0.02, past
   the zone gates (`zones.min_requests`, `zones.min_trials`), and no context limit explains it.
-- `repetition_suspected`: requests that accept nearly everything (alpha-hat >= 0.97 over at
-  least 32 trials: the `high` extreme, vLLM#44487) inflate the slice: at least 3 in the window,
-  and without them the slice's alpha-hat is at least 0.05 lower.
+- `repetition_suspected`: requests that accept nearly everything (alpha-hat >= 0.99 over at
+  least 32 trials: the `high` extreme, vLLM#44487) lift the slice over a zone threshold: at
+  least 3 in the window, without them the slice's alpha-hat is at least 0.05 lower, and a
+  threshold (`zones.green` or `zones.red`) lies between the two, past the zone gates. A
+  healthy slice of high acceptance has many near-perfect requests too; only a lift that
+  changes the verdict is the cause an operator must know of.
 - `synthetic_verifier` / `lossy_verifier`: from the config (`rejection_sample_method:
   synthetic`; a relaxed acceptance rule): acceptance is not the target's; such slices get zone
   `not_applicable` and no alert.
@@ -42,6 +45,7 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import SliceStats
 from specwatch.model import SliceKey, SpecConfig, SpecDecodeBlock
+from specwatch.settings import Settings
 
 Kind = C.CauseKind
 
@@ -56,7 +60,7 @@ CLIFF_BEFORE_MIN = 0.10
 NO_ACCEPTANCE_UPPER = 0.02
 # extremes and repetition_suspected
 EXTREME_MIN_TRIALS = 32
-EXTREME_HIGH = 0.97
+EXTREME_HIGH = 0.99
 EXTREME_LOW = 0.03
 REPETITION_MIN_REQUESTS = 3
 REPETITION_MIN_SHIFT = 0.05
@@ -133,6 +137,8 @@ class _Positions:
                 before_d >= CLIFF_MIN_DRAFTED
                 and before_a >= CLIFF_BEFORE_MIN * before_d
                 and after_a <= CLIFF_AFTER_MAX * after_d
+                # and the fall is here: the first bin after it accepts (almost) nothing too
+                and self.accepted[i] <= max(1.0, CLIFF_AFTER_MAX * self.drafted[i])
             ):
                 found = i * POSITION_BIN
                 break
@@ -177,9 +183,11 @@ class _ModelTally:
 class CauseTracker:
     """What the detectors need, kept as requests arrive; `causes` reads a slice's at a moment."""
 
-    def __init__(self, buckets: CtxBuckets, window_seconds: float) -> None:
+    def __init__(self, buckets: CtxBuckets, settings: Settings) -> None:
+        zones = settings.zones
+        self._thresholds = (zones.green, zones.red)  # a lift over one is a changed verdict
         self._buckets = buckets
-        self._window = window_seconds
+        self._window = settings.window.length_seconds
         self._config: SpecConfig | None = None
         self._positions: dict[str, _Positions] = {}
         self._extremes: dict[SliceKey, _Extremes] = {}
@@ -277,7 +285,7 @@ class CauseTracker:
             and window.trials >= gates[1]
         ):
             out.append(Cause(Kind.NO_ACCEPTANCE, {"upper": alpha.upper}))
-        repetition = self._repetition(key, window, now)
+        repetition = self._repetition(key, window, now, gates)
         if repetition is not None:
             out.append(repetition)
         tally = self._models.get(key.model)
@@ -294,10 +302,12 @@ class CauseTracker:
         bounds = self._buckets.bounds
         return index >= len(bounds) or bounds[index] > position
 
-    def _repetition(self, key: SliceKey, window: Counts, now: float) -> Cause | None:
+    def _repetition(
+        self, key: SliceKey, window: Counts, now: float, gates: tuple[int, int]
+    ) -> Cause | None:
         extremes = self._extremes.get(key)
-        if extremes is None or not window.trials:
-            return None
+        if extremes is None or window.requests < gates[0] or window.trials < gates[1]:
+            return None  # no verdict below the gates: none to be lifted
         n, accepted, trials = extremes.recent(now - self._window, C.Extreme.HIGH)
         rest = window.trials - trials
         if n < REPETITION_MIN_REQUESTS or rest <= 0:
@@ -305,6 +315,8 @@ class CauseTracker:
         alpha = window.accepted / window.trials
         without = (window.accepted - accepted) / rest
         if alpha - without < REPETITION_MIN_SHIFT:
+            return None
+        if not any(without < threshold <= alpha for threshold in self._thresholds):
             return None
         share = n / window.requests if window.requests else 1.0
         return Cause(

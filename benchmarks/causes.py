@@ -1,0 +1,222 @@
+"""Each cause detector's false rate on overdispersed healthy traffic and its detection rate on
+traffic that has the cause, through the live analysis (analysis/replay.py), black box: a slice
+counts as flagged when a cause of that kind is on it in any of the snapshots read every
+`--read-every` seconds over the hour (what an operator polling /status would see).
+
+Healthy traffic: per-request acceptance from a Beta around each slice's truth (0.45, 0.69,
+0.85) with per-request sd 0, 0.08, 0.15 and 0.2 (the simulator's calibration to real vLLM is
+~0.2), 25-50 steps a request, 240 requests an hour per slice, prompts in six ctx buckets,
+vLLM's own tau reported exactly, a batch-size schedule applied (K 4 up to 4 in flight, 2
+beyond). Traffic with each cause: the same, changed as the cause changes it.
+
+    python benchmarks/causes.py [--seeds 6] [--out docs/causes-bench.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from specwatch import conventions as C
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.model import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
+from specwatch.settings import load_settings
+from specwatch.sim.truth import accepted_steps, beta_draw, mean_for
+
+PROMPTS = (200, 1000, 3000, 6000, 10000, 40000)
+TASKS = tuple(f"t{i}" for i in range(8))
+TRUTHS = (0.45, 0.69, 0.85)
+SDS = (0.0, 0.08, 0.15, 0.2)
+SCHEDULE = ((1, 4, 4), (5, 1024, 2))
+HOUR = 3600.0
+GATED = "(past the zone gates)"
+# detected only past the zone gates, as a verdict is: their detection counts such slices
+GATED_KINDS = (
+    C.CauseKind.NO_ACCEPTANCE,
+    C.CauseKind.REPETITION_SUSPECTED,
+)  # a slice whose window passed the gates at some read
+
+Change = Callable[[random.Random, RequestRecord, float], RequestRecord]
+
+
+def config(schedule: bool = True, verifier: str = "lossless") -> SpecConfig:
+    return SpecConfig(
+        id="bench",
+        method="eagle3",
+        draft="d",
+        num_speculative_tokens=4,
+        schedule=SCHEDULE if schedule else (),
+        rejection_sample_method="synthetic" if verifier == "synthetic" else "standard",
+        vllm_version="0.32.0",
+        track="stable",
+        verifier=verifier,
+    )
+
+
+def requests(
+    rng: random.Random,
+    model: str,
+    truth: float,
+    sd: float,
+    *,
+    limit: int | None = None,
+    loop_share: float = 0.0,
+    nothing: bool = False,
+    ignore_schedule: bool = False,
+    overcount_share: float = 0.0,
+) -> Iterator[RequestRecord]:
+    """An hour of one model's traffic over every (prompt, task) slice."""
+    for prompt in PROMPTS:
+        for task in TASKS:
+            t, i = 0.0, 0
+            while True:
+                t += rng.expovariate(240.0 / HOUR)
+                if t >= HOUR:
+                    break
+                i += 1
+                in_flight = rng.randint(1, 8)
+                planned = 4 if in_flight <= 4 or ignore_schedule else 2
+                looping = loop_share and rng.random() < loop_share
+                steps = rng.randint(25, 50) * (3 if looping else 1)
+                k = planned
+                if looping:
+                    accepted = [k] * steps
+                elif nothing:
+                    accepted = [0] * steps
+                else:
+                    alpha = beta_draw(rng, mean_for(truth, sd, k), sd)
+                    accepted = accepted_steps(rng, alpha, steps, k)
+                    if limit is not None:  # zero-padded drafts past the drafter's context
+                        position = prompt + 1
+                        for j in range(len(accepted)):
+                            if position > limit:
+                                accepted[j] = 0
+                            position += accepted[j] + 1
+                tau = 1.0 + sum(accepted) / steps
+                if overcount_share and rng.random() < overcount_share:
+                    tau += 0.5
+                yield RequestRecord(
+                    ts=1.8e9 + t,
+                    request_id=f"{model}-{prompt}-{task}-{i}",
+                    model=model,
+                    task=task,
+                    outcome=C.Outcome.OBSERVED,
+                    prompt_tokens=prompt,
+                    completion_tokens=sum(accepted) + steps,
+                    spec=SpecDecodeBlock(k, (k,) * steps, tuple(accepted), reported_tau=tau),
+                    latency=Latency(tpot=0.02),
+                    in_flight=in_flight,
+                )
+
+
+def flagged(
+    records: list[RequestRecord], spec: SpecConfig, read_every: float
+) -> dict[tuple[str, str, str], set[str]]:
+    """Per slice and model rollup, the cause kinds seen in any read."""
+    settings = load_settings()
+    records.sort(key=lambda r: r.ts)
+    analyzer = Analyzer(settings, started=records[0].ts)
+    analyzer.set_config(spec)
+    interval = settings.zones.evaluation_interval_seconds
+    next_eval, next_read = records[0].ts + interval, records[0].ts + read_every
+    seen: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+
+    def read(now: float) -> None:
+        snapshot = analyzer.snapshot(now)
+        for view in (*snapshot.slices, *snapshot.rollups):
+            key = tuple(view.key)
+            seen[key].update(c.kind for c in view.causes)  # type: ignore[index]
+            if view.window.requests >= settings.zones.min_requests:
+                seen[key].add(GATED)  # type: ignore[index]
+
+    for record in records:
+        while record.ts >= next_eval:
+            analyzer.evaluate(next_eval)
+            next_eval += interval
+        while record.ts >= next_read:
+            read(next_read)
+            next_read += read_every
+        analyzer.ingest(record)
+    read(records[-1].ts)
+    return seen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=6)
+    parser.add_argument("--read-every", type=float, default=300.0)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    healthy_slices = 0
+    false: dict[str, int] = defaultdict(int)
+    by_scenario: dict[str, int] = defaultdict(int)
+    detection: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # found, cases
+    for seed in range(args.seeds):
+        rng = random.Random(seed)
+        for truth in TRUTHS:
+            for sd in SDS:
+                model = f"a{truth}-sd{sd}"
+                seen = flagged(list(requests(rng, model, truth, sd)), config(), args.read_every)
+                for kinds in seen.values():
+                    healthy_slices += 1
+                    for kind in kinds - {GATED}:
+                        false[kind] += 1
+                        by_scenario[f"{model} {kind}"] += 1
+        # traffic with each cause, one model each, truth 0.69 at sd 0.15
+        cases: dict[str, tuple[dict[str, object], SpecConfig, Callable[[tuple[str, ...]], bool]]]
+        cases = {
+            C.CauseKind.DRAFT_CONTEXT_LIMIT: (
+                {"limit": 2048},
+                config(),
+                lambda key: key[1] in ("2k-4k", "4k-8k", "8k-16k", "32k+", "16k-32k", C.ALL),
+            ),
+            C.CauseKind.NO_ACCEPTANCE: ({"nothing": True}, config(), lambda key: True),
+            # (counted among slices past the zone gates: below them no verdict is given)
+            C.CauseKind.REPETITION_SUSPECTED: ({"loop_share": 0.1}, config(), lambda key: True),
+            C.CauseKind.SCHEDULE_NOT_APPLIED: (
+                {"ignore_schedule": True},
+                config(),
+                lambda key: True,
+            ),
+            C.CauseKind.ENGINE_DISAGREEMENT: (
+                {"overcount_share": 0.2},
+                config(),
+                lambda key: key[1] == C.ALL,
+            ),
+            C.CauseKind.SYNTHETIC_VERIFIER: ({}, config(verifier="synthetic"), lambda key: True),
+        }
+        for kind, (change, spec, expected) in cases.items():
+            model = f"cause-{kind}"
+            traffic = list(requests(rng, model, 0.69, 0.15, **change))  # type: ignore[arg-type]
+            seen = flagged(traffic, spec, args.read_every)
+            for key, kinds in seen.items():
+                gated = GATED in kinds or kind not in GATED_KINDS
+                if expected(key) and gated:
+                    detection[kind][1] += 1
+                    detection[kind][0] += kind in kinds
+    elapsed = time.perf_counter() - started
+    result = {
+        "healthy_slices": healthy_slices,
+        "false_causes": dict(false),
+        "false_by_scenario": dict(by_scenario),
+        "false_rate_per_1000": {k: 1000 * n / healthy_slices for k, n in false.items()},
+        "detection": {
+            k: {"found": f, "cases": n, "rate": f / n} for k, (f, n) in detection.items()
+        },
+        "seconds": elapsed,
+    }
+    print(json.dumps(result, indent=2))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if all(1000 * n / healthy_slices <= 1 for n in false.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
