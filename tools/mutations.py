@@ -417,6 +417,48 @@ MUTATIONS = (
         "        between.drafted = seen - seen_before",
         "        between.drafted = seen",
     ),
+    Mutation(
+        "causes: the draft's cliff is where acceptance falls, not anywhere it is low after",
+        "analysis/causes.py",
+        "                and after_a <= CLIFF_AFTER_MAX * after_d\n",
+        "                and after_a <= 0.5 * after_d\n",
+        ("tests/integration/test_causes.py",),
+    ),
+    Mutation(
+        "causes: repetition is named only where the lift changes the verdict",
+        "analysis/causes.py",
+        "        if not any(without < threshold <= alpha for threshold in self._thresholds):\n",
+        "        if False:\n",
+        ("tests/unit/test_causes.py",),
+    ),
+    Mutation(
+        "causes: a synthetic verifier's slices get no zone",
+        "analysis/analyzer.py",
+        "                not_judged(state, now)\n                continue\n",
+        "                not_judged(state, now)\n",
+        ("tests/integration/test_causes.py",),
+    ),
+    Mutation(
+        "causes: vLLM's tau is compared with the arrays' within rounding only",
+        "analysis/causes.py",
+        "TAU_TOLERANCE = 0.01\n",
+        "TAU_TOLERANCE = 1.0\n",
+        ("tests/integration/test_causes.py",),
+    ),
+    Mutation(
+        "causes: a schedule's compliance counts steps drafting more than planned",
+        "analysis/causes.py",
+        "        tally.schedule_over += sum(1 for d in spec.drafted if d > planned)\n",
+        "        tally.schedule_over += sum(1 for d in spec.drafted if d > planned + 4)\n",
+        ("tests/integration/test_causes.py",),
+    ),
+    Mutation(
+        "cycle log: no text unless capture_text is on",
+        "sidecar/intake.py",
+        "            if cycle_log.capture_text and self._cycle_log is not None\n",
+        "            if self._cycle_log is not None\n",
+        ("tests/integration/test_causes.py",),
+    ),
 )
 
 
