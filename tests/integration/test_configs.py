@@ -80,6 +80,7 @@ async def test_the_config_and_track_are_on_status_and_on_every_series_of_the_ana
             "vllm_version": "0.32.0",  # from the simulator's GET /version
             "track": "canary",
             "model": None,
+            "verifier": "lossless",
         } == config
         samples = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
         (info,) = samples["specwatch_spec_config_info"]

@@ -33,8 +33,7 @@ import orjson
 
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC, Outcome
 from specwatch.model import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
-
-SCHEMA_VERSION = 1
+from specwatch.store.configline import SCHEMA_VERSION, config_line, read_config_line
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -74,47 +73,6 @@ def to_line(record: RequestRecord) -> bytes:
             }
         )
         + b"\n"
-    )
-
-
-def config_line(config: SpecConfig) -> bytes:
-    return orjson.dumps({"v": SCHEMA_VERSION, "config": config.as_dict()}) + b"\n"
-
-
-def read_config_line(line: bytes) -> SpecConfig | None:
-    """A file's config line as the config; None when the line is not one."""
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or obj.get("v") != SCHEMA_VERSION or "request_id" in obj:
-        return None
-    config = obj.get("config")
-    if not isinstance(config, dict) or not isinstance(config.get("id"), str):
-        return None
-    schedule = config.get("schedule")
-    rows = tuple(
-        (row[0], row[1], row[2])
-        for row in (schedule if isinstance(schedule, list) else ())
-        if isinstance(row, list) and len(row) == 3 and all(isinstance(x, int) for x in row)
-    )
-    k = config.get("num_speculative_tokens")
-
-    def text(key: str) -> str | None:
-        value = config.get(key)
-        return value if isinstance(value, str) else None
-
-    return SpecConfig(
-        id=config["id"],
-        method=text("method"),
-        draft=text("draft"),
-        num_speculative_tokens=k if isinstance(k, int) and not isinstance(k, bool) else None,
-        schedule=rows,
-        rejection_sample_method=text("rejection_sample_method"),
-        vllm_version=text("vllm_version"),
-        track=text("track") or "stable",
-        model=text("model"),
-        verifier=text("verifier") or "lossless",
     )
 
 
