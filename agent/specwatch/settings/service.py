@@ -77,11 +77,14 @@ class LimitSettings(Part):
 
 
 class CycleLogSettings(Part):
-    """`--cycle-log FILE`: one JSON line per observed request, rotated by size."""
+    """`--cycle-log FILE`: one JSON line per observed request, rotated by size (and age)."""
 
     path: Path | None = None
     max_bytes: int = Field(default=64 * 1024 * 1024, ge=4096)
     backups: int = Field(default=3, ge=0)
+    # also rotate once the file's first record is this old (a fleet ships hourly files)
+    max_age_seconds: float | None = Field(default=None, gt=0)
+    compress: bool = False  # gzip rotated files (FILE.1.gz ...), off the event loop
     # USER DATA: with capture_text the log holds each request's prompt (its first 4 KiB) and a
     # non-streamed completion, each cut to capture_text_chars after `redact` ("module:function",
     # str -> str) ran on it. Off by default: the log then holds counts and ids only.

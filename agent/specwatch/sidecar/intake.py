@@ -22,7 +22,7 @@ from specwatch.model import EngineSample, SpecConfig
 from specwatch.proxy.observation import Observation, to_record
 from specwatch.settings import Settings
 from specwatch.sidecar.capture import TextCapture
-from specwatch.store.cyclelog import CycleLogWriter
+from specwatch.store.rotation import CycleLogWriter
 from specwatch.turns import ReadGate
 from specwatch.vllm.log import LogParseFailure, parse_line
 
@@ -46,7 +46,13 @@ class Intake:
         self._queue: asyncio.Queue[Observation] = asyncio.Queue(settings.limits.analysis_queue)
         cycle_log = settings.cycle_log
         self._cycle_log = (
-            CycleLogWriter(cycle_log.path, cycle_log.max_bytes, cycle_log.backups)
+            CycleLogWriter(
+                cycle_log.path,
+                cycle_log.max_bytes,
+                cycle_log.backups,
+                max_age=cycle_log.max_age_seconds,
+                compress=cycle_log.compress,
+            )
             if cycle_log.path is not None
             else None
         )

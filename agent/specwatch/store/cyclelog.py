@@ -7,14 +7,15 @@
 
 More optional fields may follow (`variant`; `in_flight`: the observed requests in flight at its
 upstream when it started, itself included; `config`: the id of the speculative config it ran
-under; `mean_acceptance_length`: vLLM's own figure, as reported; `prompt_text` /
-`completion_text`: only with `cycle_log.capture_text`); readers ignore what they do not know.
+under, and `track`, the pod's; `mean_acceptance_length`: vLLM's own figure, as reported;
+`prompt_text` / `completion_text`: only with `cycle_log.capture_text`); readers ignore what
+they do not know.
 Each file a sidecar opens starts with its config, `{"v": 1, "config": {...}}` (`/status`'s
 `config`): what replay and `worst` know of the verifier and the schedule. A/B baseline
 requests (`"variant": "baseline"`, no speculation) are logged too, with `num_spec_tokens` 0 and
 empty per-step arrays (a reader also accepts them without those fields): their time per output
-token is what makes the gain measured on replay. Files rotate by size: FILE -> FILE.1 ->
-FILE.2 ... up to `backups`.
+token is what makes the gain measured on replay. The writer (rotation.py) rotates files by
+size and age, FILE -> FILE.1 -> FILE.2 ... up to `backups`, gzipped with `cycle_log.compress`.
 """
 
 from __future__ import annotations
@@ -26,25 +27,27 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Annotated, Any, BinaryIO, Literal, cast
+from typing import Annotated, Any, BinaryIO, Literal, cast
 
 import msgspec
 import orjson
 
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC, Outcome
 from specwatch.model import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
-from specwatch.store.configline import SCHEMA_VERSION, config_line, read_config_line
+from specwatch.store.configline import SCHEMA_VERSION, read_config_line
 
 
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
 
-def to_line(record: RequestRecord) -> bytes:
+def to_line(record: RequestRecord, track: str | None = None) -> bytes:
     spec = record.spec
     extra: dict[str, Any] = {}
     if record.config is not None:
         extra["config"] = record.config
+    if track is not None:
+        extra["track"] = track
     if spec is not None and spec.reported_tau is not None:
         extra["mean_acceptance_length"] = spec.reported_tau
     if record.prompt_text is not None:
@@ -74,60 +77,6 @@ def to_line(record: RequestRecord) -> bytes:
         )
         + b"\n"
     )
-
-
-class CycleLogWriter:
-    """Appends observed requests; rotates when the next line would pass `max_bytes`."""
-
-    def __init__(
-        self, path: Path, max_bytes: int, backups: int, config: SpecConfig | None = None
-    ) -> None:
-        self.config = config  # written at the top of every file it opens
-        self._path = path
-        self._max_bytes = max_bytes
-        self._backups = backups
-        self._handle: IO[bytes] | None = None
-        self._size = 0
-
-    def _open(self) -> IO[bytes]:
-        if self._handle is None:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = self._path.open("ab")
-            self._size = self._handle.tell()
-            if self.config is not None:  # every file says what config its records ran under
-                line = config_line(self.config)
-                self._handle.write(line)
-                self._size += len(line)
-        return self._handle
-
-    def _rotate(self) -> None:
-        self.close()
-        for i in range(self._backups - 1, 0, -1):
-            older = self._path.with_name(f"{self._path.name}.{i}")
-            if older.exists():
-                older.replace(self._path.with_name(f"{self._path.name}.{i + 1}"))
-        if self._backups:
-            self._path.replace(self._path.with_name(f"{self._path.name}.1"))
-        else:
-            self._path.unlink()
-
-    def write(self, record: RequestRecord) -> None:
-        baseline = record.variant == VARIANT_BASELINE
-        if record.outcome != Outcome.OBSERVED or (record.spec is None and not baseline):
-            return
-        line = to_line(record)
-        handle = self._open()
-        if self._size and self._size + len(line) > self._max_bytes:
-            self._rotate()
-            handle = self._open()
-        handle.write(line)
-        handle.flush()  # a line at a time: a crash loses at most the line being written
-        self._size += len(line)
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
 
 
 class BadLine(ValueError):
@@ -201,6 +150,7 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     variant: Any = VARIANT_SPEC
     in_flight: _Count | None = None
     config: str | None = None
+    track: str | None = None
     mean_acceptance_length: float | None = None
     prompt_text: str | None = None
     completion_text: str | None = None
