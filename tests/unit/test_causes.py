@@ -3,8 +3,11 @@ decided: the repetition cause needs a lift that changes the verdict."""
 
 from __future__ import annotations
 
+import random
+
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
+from specwatch.analysis.causes import POSITION_BIN, POSITION_BINS, _Positions
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 
@@ -43,3 +46,23 @@ def test_loops_that_lift_a_slice_over_a_threshold_are_named() -> None:
 def test_loops_that_lift_a_slice_without_changing_its_verdict_are_not() -> None:
     # 0.75 without, 0.8125 with: a lift of 0.06, both green
     assert [] == causes_of(3)
+
+
+def test_the_position_profile_puts_each_step_in_the_bin_of_its_own_position() -> None:
+    """Against the plain rule, step by step: position = prompt + 1 + what came before."""
+    rng = random.Random(1)
+    profile = _Positions()
+    drafted, accepted = [0] * POSITION_BINS, [0] * POSITION_BINS
+    for _ in range(2000):
+        k = rng.choice([1, 3, 4, 7])
+        d = tuple(rng.choice([0, k, k, k]) for _ in range(rng.randint(1, 300)))
+        a = tuple(rng.randint(0, x) for x in d)
+        prompt = rng.choice([0, 5, 63, 64, 1000, 65535, 70000, 200000])
+        profile.add(prompt, SpecDecodeBlock(k, d, a))
+        position = prompt + 1
+        for dj, aj in zip(d, a, strict=True):
+            drafted[min(position // POSITION_BIN, POSITION_BINS - 1)] += dj
+            accepted[min(position // POSITION_BIN, POSITION_BINS - 1)] += aj
+            position += aj + 1
+    assert drafted == profile.drafted
+    assert accepted == profile.accepted

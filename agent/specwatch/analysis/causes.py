@@ -36,8 +36,11 @@ benchmarks/causes.py (docs/causes.md has the figures and the runbook has each ca
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any
 
 from specwatch import conventions as C
@@ -108,14 +111,22 @@ class _Positions:
         self._cliff: tuple[int, int | None] = (-1, None)
 
     def add(self, prompt: int, spec: SpecDecodeBlock) -> None:
-        position, last = prompt + 1, POSITION_BINS - 1
-        drafted, accepted = self.drafted, self.accepted
-        for d, a in zip(spec.drafted, spec.accepted, strict=True):
-            i = min(position // POSITION_BIN, last)
-            drafted[i] += d
-            accepted[i] += a
-            position += a + 1
-        self.reach[min((position - 1) // POSITION_BIN, last)] += 1
+        """The request's steps into the bins of their positions: each step's position from
+        one C-level running sum, each bin's share by bisection, summed in C (a Python loop per
+        step cost ~10% of the analysis' throughput)."""
+        drafted, accepted = spec.drafted, spec.accepted
+        n, last = len(accepted), POSITION_BINS - 1
+        positions = list(accumulate(map(add, accepted, repeat(1)), initial=prompt + 1))
+        lo = 0
+        for b in range(min(positions[0] // POSITION_BIN, last), last + 1):
+            if lo >= n:
+                break
+            hi = n if b == last else bisect_left(positions, (b + 1) * POSITION_BIN, lo, n)
+            if hi > lo:
+                self.drafted[b] += sum(drafted[lo:hi])
+                self.accepted[b] += sum(accepted[lo:hi])
+            lo = hi
+        self.reach[min((positions[n] - 1) // POSITION_BIN, last)] += 1
         self.version += 1
 
     def cliff(self) -> int | None:
