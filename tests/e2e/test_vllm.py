@@ -23,7 +23,7 @@ import pytest
 from specwatch import conventions as C
 
 from tests.support import assert_status_valid
-from tests.support.http import eventually, scrape, total
+from tests.support.http import eventually, get_json, scrape, total
 from tests.support.vllm import (
     Request,
     Served,
@@ -110,12 +110,8 @@ async def test_ngram_run_reconciles_slices_and_replays(
         assert expected == final
 
         async def status() -> dict[str, Any]:
-            async with (
-                aiohttp.ClientSession() as session,
-                session.get(served.admin + "/status") as response,
-            ):
-                document: dict[str, Any] = await response.json()
-                return document
+            document: dict[str, Any] = await get_json(served.admin + "/status")
+            return document
 
         async def judged() -> bool:  # a zone evaluation came after the last request
             return all(s["zone"] != C.Zone.INSUFFICIENT for s in (await status())["models"])

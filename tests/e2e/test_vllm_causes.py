@@ -15,12 +15,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from specwatch import conventions as C
 
 from tests.support import assert_status_valid
-from tests.support.http import eventually
+from tests.support.http import eventually, get_json
 from tests.support.vllm import (
     TinyModels,
     copyable,
@@ -63,11 +62,7 @@ async def test_a_draft_past_its_context_is_named_with_its_position(
         await send_all(served, work)
 
         async def status() -> dict[str, Any]:
-            async with (
-                aiohttp.ClientSession() as session,
-                session.get(served.admin + "/status") as response,
-            ):
-                document: dict[str, Any] = await response.json()
+            document: dict[str, Any] = await get_json(served.admin + "/status")
             return document
 
         async def named() -> bool:

@@ -22,7 +22,7 @@ import pytest
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import Interval, alpha_interval
 
-from tests.support.http import post, scrape
+from tests.support.http import get_json, post, scrape
 from tests.support.vllm import (
     Request,
     TinyModels,
@@ -92,11 +92,7 @@ async def test_a_batch_size_schedule_reconciles_and_its_advice_is_accepted(
         assert final["ours"] == final["vllm"], final
         steps, drafted, _ = final["vllm"]
         assert drafted != 4 * steps  # the schedule really varied K
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(served.admin + "/status") as response,
-        ):
-            status = await response.json()
+        status = await get_json(served.admin + "/status")
         # vLLM applies the schedule: no cause says it does not, nor any other
         assert [] == [c for view in status["slices"] + status["models"] for c in view["causes"]]
 

@@ -14,6 +14,12 @@ from specwatch.settings import Settings, load_settings
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
 
+async def get_json(url: str) -> Any:
+    """The JSON document at `url` (specwatch's /status, for one)."""
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return await response.json()
+
+
 async def scrape(url: str) -> Samples:
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         assert 200 == response.status
