@@ -13,7 +13,7 @@ from specwatch.analysis.analyzer import Snapshot
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.load import LoadTable
 from specwatch.conventions import ALL
-from specwatch.model import SpecConfig
+from specwatch.model import RequestRecord, SpecConfig
 from specwatch.settings import Settings
 from specwatch.store.cyclelog import LineError
 
@@ -55,6 +55,29 @@ def run_generate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def read_logs(
+    files: list[Path], command: str
+) -> tuple[list[RequestRecord], list[LineError], SpecConfig | None] | None:
+    """Every record of the cycle logs, the bad lines, and the config they ran under (the
+    latest config line read: a log's records ran under the config its file starts with);
+    None (said on stderr) when a file is unreadable or holds no record."""
+    from specwatch.store.cyclelog import read_cycle_logs
+
+    errors: list[LineError] = []
+    configs: list[SpecConfig] = []
+    try:
+        records = list(read_cycle_logs(files, errors, configs))
+    except OSError as error:
+        print(f"specwatch: {command}: {error}", file=sys.stderr)
+        return None
+    if not records:
+        _report_bad_lines(errors, command)
+        names = ", ".join(str(path) for path in files)
+        print(f"specwatch: {command}: no records in {names}", file=sys.stderr)
+        return None
+    return records, errors, configs[-1] if configs else None
+
+
 def replayed(
     files: list[Path], settings: Settings, command: str
 ) -> tuple[Snapshot, list[LineError], LoadTable, int] | None:
@@ -62,20 +85,14 @@ def replayed(
     table and the number of records; None (said on stderr) when a file is unreadable, holds
     no record, or the records span more time than a replay evaluates."""
     from specwatch.analysis.replay import SpanTooLong, replay
-    from specwatch.store.cyclelog import read_cycle_logs
 
-    errors: list[LineError] = []
-    configs: list[SpecConfig] = []
+    read = read_logs(files, command)
+    if read is None:
+        return None
+    records, errors, config = read
     try:
-        records = list(read_cycle_logs(files, errors, configs))
-        if not records:
-            _report_bad_lines(errors, command)
-            names = ", ".join(str(path) for path in files)
-            print(f"specwatch: {command}: no records in {names}", file=sys.stderr)
-            return None
-        # the latest config read: a log's records ran under the config its file starts with
-        analyzer, end = replay(records, settings, configs[-1] if configs else None)
-    except (OSError, SpanTooLong) as error:
+        analyzer, end = replay(records, settings, config)
+    except SpanTooLong as error:
         print(f"specwatch: {command}: {error}", file=sys.stderr)
         return None
     return analyzer.snapshot(end), errors, analyzer.load_table, len(records)

@@ -25,7 +25,6 @@ from specwatch.analysis.views import SliceView
 from specwatch.httpjson import dumps
 from specwatch.model import RequestRecord, SliceKey, SpecConfig
 from specwatch.settings import Settings
-from specwatch.store.cyclelog import LineError, read_cycle_logs
 
 
 def _row(
@@ -102,17 +101,15 @@ def worst_rows(
 
 
 def run_worst(args: argparse.Namespace, settings: Settings) -> int:
-    errors: list[LineError] = []
-    configs: list[SpecConfig] = []
+    from specwatch.commands.offline import read_logs
+
+    read = read_logs(args.files, "worst")
+    if read is None:
+        return 1
+    records, errors, config = read
     try:
-        records = list(read_cycle_logs(args.files, errors, configs))
-        if not records:
-            names = ", ".join(str(path) for path in args.files)
-            print(f"specwatch: worst: no records in {names}", file=sys.stderr)
-            return 1
-        config = configs[-1] if configs else None
         rows = worst_rows(records, settings, config, args.kind, args.limit)
-    except (OSError, SpanTooLong) as error:
+    except SpanTooLong as error:
         print(f"specwatch: worst: {error}", file=sys.stderr)
         return 1
     if args.json:
