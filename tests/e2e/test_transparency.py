@@ -88,7 +88,13 @@ async def test_the_client_gets_vllms_bytes_through_specwatch(
                 asked = (body.get("stream_options") or {}).get("include_usage") is True
                 if body.get("stream") and not asked:
                     # specwatch asked for usage: compare with vLLM asked directly, as the client did
-                    _, direct_headers, direct = await fetch(vllm + path, body, request_id)
+                    # vLLM merges steps into one chunk when its frontend falls behind (a
+                    # loaded machine), so two runs of one request can chunk differently:
+                    # one of three direct runs must match byte for byte
+                    for _ in range(3):
+                        _, direct_headers, direct = await fetch(vllm + path, body, request_id)
+                        if CREATED.sub(b"", direct) == CREATED.sub(b"", through):
+                            break
                     assert b'"usage"' not in through
                     assert CREATED.sub(b"", direct) == CREATED.sub(b"", through), name
                     assert direct_headers["content-type"] == headers["content-type"], name
