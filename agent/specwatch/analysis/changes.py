@@ -20,16 +20,14 @@ from typing import Any
 
 import structlog
 
-from specwatch.analysis.compare import SliceComparison, compare_slices, overall_change
+from specwatch.analysis.compare import Pairs, SliceComparison, compare_models
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.evidence import Sums
-from specwatch.analysis.mix import psi, shares
 from specwatch.model import SliceKey, SpecConfig
 from specwatch.settings import Settings
 
 log = structlog.get_logger("specwatch.analysis")
 
-MIX_MOVED = 0.1  # PSI from which the traffic mix is said to have moved (0.25: a major shift)
 _ZERO = Sums(0, 0, 0, 0, 0, 0)
 
 
@@ -169,37 +167,33 @@ class ConfigHistory:
             return None
         after, zones, cfg = self.after(live), self._settings.zones, self._settings.canary
         keys = sorted(set(self.before) | set(after))
-        rows: dict[bool, list[tuple[tuple[str, str, str], Sums, Sums]]] = defaultdict(list)
+        rows: dict[bool, Pairs] = defaultdict(list)
         for key in keys:
             rollup = key.ctx_bucket == "all"
             triple = (key.model, key.ctx_bucket, key.task)
             rows[rollup].append((triple, self.before.get(key, _ZERO), after.get(key, _ZERO)))
-        compare = {
-            rollup: compare_slices(
-                pairs, cfg.confidence, cfg.margin, zones.min_trials, zones.min_requests
-            )
-            for rollup, pairs in rows.items()
-        }
-        models: dict[str, dict[str, Any]] = {}
-        for row in compare.get(True, []):
-            model = row.key[0]
-            finer = [r for r in compare.get(False, []) if r.key[0] == model]
-            overall = overall_change(finer)
-            before = shares({r.key: float(r.before.y) for r in finer})
-            after_shares = shares({r.key: float(r.after.y) for r in finer})
-            shift = psi(before, after_shares) if before and after_shares else None
-            models[model] = {
-                **_row(row),
+        finer, compared = compare_models(
+            rows[True],
+            rows[False],
+            cfg.confidence,
+            cfg.margin,
+            zones.min_trials,
+            zones.min_requests,
+        )
+        models = {
+            model.rollup.key[0]: {
+                **_row(model.rollup),
                 "overall": None
-                if overall is None
-                else {"rate": overall.rate, "mix": overall.mix, "total": overall.total},
-                "mix_psi": shift,
-                "caveat": (
-                    f"the traffic mix moved (PSI {shift:.2f}): the overall change mixes the "
-                    "config's part with the traffic's; judge by slice"
-                    if shift is not None and shift >= MIX_MOVED
-                    else None
-                ),
+                if model.overall is None
+                else {
+                    "rate": model.overall.rate,
+                    "mix": model.overall.mix,
+                    "total": model.overall.total,
+                },
+                "mix_psi": model.mix_psi,
+                "caveat": model.caveat,
             }
+            for model in compared
+        }
         previous, current, at = self.changed
-        return ChangeView(previous, current, at, tuple(compare.get(False, [])), models)
+        return ChangeView(previous, current, at, tuple(finer), models)

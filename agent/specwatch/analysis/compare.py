@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from specwatch.analysis.evidence import Sums
+from specwatch.analysis.mix import psi, shares
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
 
 WORSE, BETTER, SAME, INSUFFICIENT = "worse", "better", "same", "insufficient"
@@ -77,7 +78,7 @@ def passes(sums: Sums, min_trials: int, min_requests: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class SliceComparison:
-    key: tuple[str, str, str]  # model, ctx_bucket, task
+    key: tuple[str, ...]  # model first: (model, ctx_bucket, task) live; --by's offline
     before: Sums
     after: Sums
     difference: Interval | None
@@ -85,7 +86,7 @@ class SliceComparison:
 
 
 def compare_slices(
-    pairs: Iterable[tuple[tuple[str, str, str], Sums, Sums]],
+    pairs: Iterable[tuple[tuple[str, ...], Sums, Sums]],
     confidence: float,
     margin: float,
     min_trials: int,
@@ -134,3 +135,52 @@ def overall_change(rows: Iterable[SliceComparison]) -> OverallChange | None:
         rate += w1 * (a1 - a0)
         mix += (w1 - w0) * a0
     return OverallChange(rate=rate, mix=mix, total=rate + mix)
+
+
+MIX_MOVED = 0.1  # PSI from which the traffic mix is said to have moved (0.25: a major shift)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelComparison:
+    """One model's rollup compared, its overall change at the after side's mix, and how far
+    the mix of its finer slices (their shares of trials) moved: PSI, and a caveat from
+    MIX_MOVED on, when the overall change mixes the config's part with the traffic's."""
+
+    rollup: SliceComparison
+    overall: OverallChange | None
+    mix_psi: float | None
+    caveat: str | None
+
+
+Pairs = list[tuple[tuple[str, ...], Sums, Sums]]
+
+
+def compare_models(
+    rollups: Pairs,
+    finer: Pairs,
+    confidence: float,
+    margin: float,
+    min_trials: int,
+    min_requests: int,
+) -> tuple[list[SliceComparison], list[ModelComparison]]:
+    """The finer slices compared (family-wise among themselves), and per model its rollup
+    (family-wise among the rollups) with the overall change and the mix shift of its finer
+    slices. Keys start with the model. The live config change (analysis/changes.py) and
+    `specwatch compare` both read their comparison here."""
+    slices = compare_slices(finer, confidence, margin, min_trials, min_requests)
+    models = []
+    for row in compare_slices(rollups, confidence, margin, min_trials, min_requests):
+        model = row.key[0]
+        mine = [r for r in slices if r.key[0] == model]
+        overall = overall_change(mine)
+        before = shares({r.key: float(r.before.y) for r in mine})
+        after = shares({r.key: float(r.after.y) for r in mine})
+        shift = psi(before, after) if before and after else None
+        caveat = (
+            f"the traffic mix moved (PSI {shift:.2f}): the overall change mixes the "
+            "config's part with the traffic's; judge by slice"
+            if shift is not None and shift >= MIX_MOVED
+            else None
+        )
+        models.append(ModelComparison(row, overall, shift, caveat))
+    return slices, models
