@@ -7,9 +7,8 @@ from typing import Any
 
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.changes import ChangeView
-from specwatch.analysis.counts import Counts
 from specwatch.analysis.speedup import Gain
-from specwatch.analysis.stats import Interval
+from specwatch.export.fields import by_drafted_length, interval_fields
 from specwatch.health import HealthSnapshot
 from specwatch.model import ABState, SpecConfig
 
@@ -27,17 +26,6 @@ class Reading:
     config_changes: int = 0
 
 
-def _interval(interval: Interval | None) -> dict[str, float | None] | None:
-    if interval is None:
-        return None
-    return {
-        "estimate": interval.estimate,
-        "lower": interval.lower,
-        "upper": interval.upper,
-        "design_effect": interval.design_effect,
-    }
-
-
 def _gain(gain: Gain | None) -> dict[str, Any] | None:
     """A gain; an `insufficient` one's figures are null (NaN inside)."""
     if gain is None:
@@ -49,20 +37,6 @@ def _gain(gain: Gain | None) -> dict[str, Any] | None:
     return out
 
 
-def by_drafted_length(counts: Counts) -> list[dict[str, Any]]:
-    """Rate and tau per drafted length: with variable K the overall rate mixes lengths."""
-    return [
-        {
-            "drafted": d,
-            "steps": n,
-            "accepted": a,
-            "rate": a / (d * n) if d else None,
-            "tau": 1.0 + a / n,
-        }
-        for d, n, a in counts.by_drafted_length()
-    ]
-
-
 def slice_status(view: SliceView) -> dict[str, Any]:
     """One slice: the flat fields are over the window; `since_start` holds the running totals."""
     stats = view.stats
@@ -71,11 +45,11 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "ctx_bucket": view.key.ctx_bucket,
         "task": view.key.task,
         **view.window.as_dict(),
-        "alpha": _interval(stats.alpha),
+        "alpha": interval_fields(stats.alpha),
         "rate": None if stats.rate is None else stats.rate.estimate,
-        "rate_interval": _interval(stats.rate),
+        "rate_interval": interval_fields(stats.rate),
         "tau": None if stats.tau is None else stats.tau.estimate,
-        "tau_interval": _interval(stats.tau),
+        "tau_interval": interval_fields(stats.tau),
         "per_position": list(stats.per_position),
         "by_drafted_length": by_drafted_length(view.window),
         "zone": view.zone,
@@ -94,7 +68,7 @@ def engine_status(view: EngineView) -> dict[str, Any]:
     return {
         "model": view.model,
         **view.window.as_dict(),
-        "alpha": _interval(view.stats.alpha),
+        "alpha": interval_fields(view.stats.alpha),
         "rate": None if view.stats.rate is None else view.stats.rate.estimate,
         "coverage": view.coverage,
         "running": view.running,
