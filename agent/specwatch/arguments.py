@@ -49,6 +49,7 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _live(commands)
     _offline(commands)
+    _fleet(commands)
     _simulated(commands)
     return top
 
@@ -183,6 +184,75 @@ def _offline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     snap.add_argument("--model", default=".*", help="model, a regex")
     snap.add_argument("--minutes", type=float, default=60.0, help="time range, minutes")
     add_setting_flags(snap, only=("--config",))  # the zone thresholds
+
+
+def _fleet_flags(command: argparse.ArgumentParser) -> None:
+    """What analyze and compare share: the range, DuckDB's resources, the settings."""
+    command.add_argument(
+        "--since",
+        metavar="T",
+        help="from T on: unix seconds, ISO 8601 (UTC), or back from now (24h, 7d)",
+    )
+    command.add_argument("--until", metavar="T", help="before T (as --since)")
+    command.add_argument(
+        "--threads", type=int, metavar="N", help="DuckDB's threads (default: one per core)"
+    )
+    command.add_argument(
+        "--memory-limit", default="2GB", metavar="SIZE", help="DuckDB's memory limit, e.g. 2GB"
+    )
+    command.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_setting_flags(command, only=("--ctx-buckets", "--config"))
+
+
+def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    analyze = _command(
+        commands,
+        "analyze",
+        "acceptance over many cycle logs (a fleet's, a week of them) on DuckDB",
+        "Reads cycle logs (JSON lines, gzip-rotated ones, Parquet; files, directories or\n"
+        "globs) and sums each group's steps, each step in the ctx bucket of its own position\n"
+        "as the sidecar counts it; alpha with its request-level interval, rate, tau and the\n"
+        "per-position acceptance by the sidecar's own statistics. Needs the `analyze` extra\n"
+        "(pip install 'specwatch[analyze]'). Exit status 1 when no speculative request is read.",
+    )
+    analyze.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, globs")
+    analyze.add_argument(
+        "--by",
+        default="model,ctx_bucket,task",
+        metavar="DIMS",
+        help="group by, comma-separated: model, config, track, ctx_bucket, task, load, day",
+    )
+    output = analyze.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    output.add_argument("--csv", type=Path, metavar="FILE", help="write the groups as CSV")
+    output.add_argument("--parquet", type=Path, metavar="FILE", help="write them as Parquet")
+    analyze.add_argument(
+        "--k-table", action="store_true", help="also the K table by batch size (as advise's)"
+    )
+    analyze.add_argument(
+        "--cost-ratio", type=float, help="c for the K table (default: as advise finds it)"
+    )
+    _fleet_flags(analyze)
+
+    compare = _command(
+        commands,
+        "compare",
+        "config B against config A (canary, upgrade, new draft) from cycle logs",
+        "Per slice the difference B - A of alpha with its interval (independent samples of\n"
+        "requests), a verdict better / worse / same / insufficient guarded family-wise across\n"
+        "the slices compared, and per model the overall change at B's traffic mix and the\n"
+        "mix shift: the live canary comparison's statistics. A and B are two paths (files,\n"
+        "directories, globs), or one set split by --split config|track.",
+    )
+    compare.add_argument("paths", nargs="+", metavar="PATH", help="A and B, or the set to split")
+    compare.add_argument(
+        "--by", default="model,ctx_bucket,task", metavar="DIMS", help="the slices (as analyze's)"
+    )
+    compare.add_argument("--split", choices=("config", "track"), help="one set, split by this")
+    compare.add_argument("--a", metavar="VALUE", help="with --split: side A's value")
+    compare.add_argument("--b", metavar="VALUE", help="with --split: side B's value")
+    compare.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    _fleet_flags(compare)
 
 
 def _simulated(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

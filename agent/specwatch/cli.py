@@ -32,19 +32,25 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings_from(args)
 
 
-# what the commands outside the sidecar's own work need beyond its dependencies (the `bench`
-# extra: kept out of the sidecar's image)
-EXTRAS = {"bench": ("numpy", "matplotlib", "sacrebleu"), "snapshot": ("matplotlib",)}
+# what the commands outside the sidecar's own work need beyond its dependencies, and the extra
+# that installs it (kept out of the sidecar's image)
+EXTRAS = {
+    "bench": ("bench", ("numpy", "matplotlib", "sacrebleu")),
+    "snapshot": ("bench", ("matplotlib",)),
+    "analyze": ("analyze", ("duckdb",)),
+    "compare": ("analyze", ("duckdb",)),
+}
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:
     from specwatch.commands import offline
 
     command = args.command
-    missing = [name for name in EXTRAS.get(command, ()) if importlib.util.find_spec(name) is None]
+    extra, needed = EXTRAS.get(command, ("", ()))
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing:
         print(
-            f"specwatch: {command} needs {', '.join(missing)}: pip install 'specwatch[bench]'",
+            f"specwatch: {command} needs {', '.join(missing)}: pip install 'specwatch[{extra}]'",
             file=sys.stderr,
         )
         return 2
@@ -59,6 +65,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]
         "advise": lambda: offline.run_advise(args, settings),
         "snapshot": lambda: offline.run_snapshot(args, settings),
         "worst": lambda: _worst(args, settings),
+        "analyze": lambda: _fleet(args, settings),
+        "compare": lambda: _fleet(args, settings),
     }
     if command in offline_commands:
         return offline_commands[command]()
@@ -76,6 +84,16 @@ def _worst(args: argparse.Namespace, settings: Settings) -> int:
     from specwatch.commands.worst import run_worst
 
     return run_worst(args, settings)
+
+
+def _fleet(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "analyze":
+        from specwatch.commands.analyze import run_analyze
+
+        return run_analyze(args, settings)
+    from specwatch.commands.compare import run_compare
+
+    return run_compare(args, settings)
 
 
 def _serving(
@@ -115,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "sim":
         configure("info", "console")
-    elif args.command in ("bench", "worst"):  # their output is the product: no zone logs
+    elif args.command in ("bench", "worst", "analyze", "compare"):  # output is the product
         configure("warning", "console")
     elif args.command != "demo":
         configure(settings.log_level, settings.log_format)

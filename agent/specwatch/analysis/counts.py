@@ -162,6 +162,35 @@ class Counts:
         out.as_, out.ss = a * n, n * n
         return out
 
+    @classmethod
+    def of_histogram(
+        cls,
+        steps: Iterable[tuple[int, int, int]],
+        requests: int,
+        moments: Sequence[int],
+        max_position: int,
+    ) -> Counts:
+        """The counts of steps given as (drafted, accepted, how many) triples, over `requests`
+        request parts with the second `moments` (aa, at, tt, ad, dd, as_, ss) summed over
+        them: what fleet analysis aggregates in SQL (fleet/sql.py), read as the sidecar
+        counts it."""
+        out = cls(max_position)
+        out.requests = requests
+        out.aa, out.at, out.tt, out.ad, out.dd, out.as_, out.ss = moments
+        reached = out.by_position
+        for d, a, n in steps:
+            if a > d:
+                raise ValueError("a step accepted more tokens than it drafted")
+            out.steps += n
+            out.drafted += d * n
+            out.accepted += a * n
+            out.trials += n * (a + 1 if a < d else a)
+            out.max_drafted = max(out.max_drafted, d)
+            out.add_drafted_length(min(d, max_position), n, a * n)
+            for i in range(min(a, max_position)):
+                reached[i] += n
+        return out
+
     def merge(self, other: Counts) -> None:
         self.requests += other.requests
         self.steps += other.steps

@@ -128,6 +128,17 @@ class LoadTable:
             decode = tokens - 1
             (cell.baseline if baseline else cell.spec).add(tpot * decode, decode)
 
+    def set_cell(
+        self, model: str, index: int, counts: Counts, spec: RatioSums, baseline: RatioSums
+    ) -> None:
+        """A cell whose sums were added up elsewhere (fleet analysis, in SQL); with
+        set_largest, the table `add` would have built from the same requests."""
+        self._cells[model, index] = _Cell(counts, spec, baseline)
+        self._largest.setdefault(model, 0)
+
+    def set_largest(self, model: str, in_flight: int) -> None:
+        self._largest[model] = in_flight
+
     def models(self) -> list[str]:
         return sorted(self._largest)
 

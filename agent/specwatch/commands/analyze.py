@@ -1,0 +1,280 @@
+"""`specwatch analyze`: acceptance over many cycle logs, grouped as asked, on DuckDB.
+
+What `replay` answers is what the sidecar would have said, evaluation by evaluation; this
+answers the aggregate questions of a fleet's logs (by slice, config, track, load, day) at the
+speed of a columnar engine. The counts are the sidecar's exactly (tests/integration/
+test_analyze.py holds them equal to replay's since_start), the statistics its own code's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from specwatch.fleet.groups import Group, Tally, read_rows
+from specwatch.fleet.source import Files, SourceError, find, when
+from specwatch.settings import Settings
+
+DIMENSIONS = ("model", "config", "track", "ctx_bucket", "task", "load", "day")
+DEFAULT_BY = "model,ctx_bucket,task"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What one aggregation is asked: the files, the grouping, the time range."""
+
+    files: Files
+    by: tuple[str, ...]
+    since: float | None
+    until: float | None
+
+
+class UsageError(ValueError):
+    pass
+
+
+def dimensions(text: str) -> tuple[str, ...]:
+    """--by: names from DIMENSIONS, comma-separated, each once."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in DIMENSIONS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise UsageError(
+            f"--by {text!r}: give each of {', '.join(DIMENSIONS)} at most once, comma-separated"
+        )
+    return names
+
+
+def request_of(args: argparse.Namespace, by: str) -> Request:
+    """The files and the range the arguments name (UsageError, SourceError when wrong)."""
+    files = find([str(path) for path in args.paths])
+    for missing in files.missing:
+        print(f"specwatch: {args.command}: nothing matches {missing!r}", file=sys.stderr)
+    if not files.count:
+        raise UsageError("no file to read")
+    try:
+        since = when(args.since) if args.since else None
+        until = when(args.until) if args.until else None
+    except SourceError as error:
+        raise UsageError(str(error)) from None
+    if since is not None and until is not None and until <= since:
+        raise UsageError("--until is not after --since")
+    return Request(files, dimensions(by), since, until)
+
+
+def engine(args: argparse.Namespace) -> Any:
+    """The DuckDB engine, or None (said on stderr) when the `analyze` extra is missing."""
+    try:
+        from specwatch.fleet.engine import Engine
+    except ImportError:  # pragma: no cover - the extra is installed wherever tests run
+        return None
+    progress = sys.stderr if not args.quiet else None
+    return Engine(args.threads, args.memory_limit, progress)
+
+
+def grouped(
+    fleet: Any, request: Request, settings: Settings, by: tuple[str, ...] | None = None
+) -> tuple[list[Group], Tally]:
+    dims = by or request.by
+    rows = fleet.aggregate(
+        request.files,
+        dims,
+        settings.ctx_buckets,
+        settings.load.batch_edges,
+        request.since,
+        request.until,
+    )
+    from specwatch.analysis.load import LoadBuckets
+    from specwatch.analysis.slicing import CtxBuckets
+
+    return read_rows(
+        rows,
+        dims,
+        CtxBuckets(settings.ctx_buckets),
+        LoadBuckets(settings.load.batch_edges),
+        settings.limits.max_position,
+        settings.zones.confidence,
+    )
+
+
+def report_lines(tally: Tally, command: str) -> None:
+    """What was not counted, on stderr: bad lines are never silent."""
+    lines = tally.lines
+    if lines["bad"]:
+        print(
+            f"specwatch: {command}: {lines['bad']} line(s) are not cycle-log request lines "
+            "(not JSON, a field missing or of the wrong type, per-step arrays that disagree): "
+            "not counted; `specwatch replay FILE` names each",
+            file=sys.stderr,
+        )
+    if lines["outside"]:
+        print(
+            f"specwatch: {command}: {lines['outside']} request(s) outside --since/--until",
+            file=sys.stderr,
+        )
+
+
+def group_fields(group: Group, by: tuple[str, ...]) -> dict[str, Any]:
+    from specwatch.export.fields import by_drafted_length, interval_fields
+
+    stats, counts = group.stats, group.counts
+    return {
+        **dict(zip(by, group.key, strict=True)),
+        **counts.as_dict(),
+        "alpha": interval_fields(stats.alpha),
+        "rate": None if stats.rate is None else stats.rate.estimate,
+        "rate_interval": interval_fields(stats.rate),
+        "tau": None if stats.tau is None else stats.tau.estimate,
+        "tau_interval": interval_fields(stats.tau),
+        "per_position": list(stats.per_position),
+        "by_drafted_length": by_drafted_length(counts),
+    }
+
+
+def run_analyze(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        request = request_of(args, args.by)
+        fleet = engine(args)
+        if fleet is None:
+            print(
+                "specwatch: analyze needs DuckDB: pip install 'specwatch[analyze]'",
+                file=sys.stderr,
+            )
+            return 2
+        groups, tally = grouped(fleet, request, settings)
+        tables = k_tables(fleet, request, settings, args.cost_ratio) if args.k_table else []
+    except (UsageError, SourceError) as error:
+        print(f"specwatch: analyze: {error}", file=sys.stderr)
+        return 2 if isinstance(error, UsageError) else 1
+    report_lines(tally, "analyze")
+    if not groups:
+        print(
+            f"specwatch: analyze: no speculative request in {request.files.count} file(s) "
+            f"({tally.read} line(s) read)",
+            file=sys.stderr,
+        )
+        return 1
+    rows = [group_fields(group, request.by) for group in groups]
+    if args.json:
+        document = {
+            "by": list(request.by),
+            "files": request.files.count,
+            "since": request.since,
+            "until": request.until,
+            "confidence": settings.zones.confidence,
+            "lines": tally.lines,
+            "groups": rows,
+            "k_tables": [_k_table_fields(*entry) for entry in tables],
+        }
+        sys.stdout.write(json.dumps(document) + "\n")
+    elif args.csv is not None:
+        _write_csv(args.csv, rows, request.by, settings.limits.max_position)
+    elif args.parquet is not None:
+        fleet.write_parquet(args.parquet, [_flat(row, request.by) for row in rows])
+    else:
+        _print_table(rows, request.by, settings.zones.confidence, tables)
+    return 0
+
+
+def k_tables(
+    fleet: Any, request: Request, settings: Settings, cost_ratio: float | None
+) -> list[tuple[Any, float, str]]:
+    """`advise`'s K table by batch size, over every request read."""
+    from specwatch.analysis.load import LoadBuckets
+    from specwatch.commands.ktable import k_tables as tables_of
+    from specwatch.fleet.groups import load_table
+
+    rows = fleet.aggregate(
+        request.files,
+        ("model", "load"),
+        settings.ctx_buckets,
+        settings.load.batch_edges,
+        request.since,
+        request.until,
+    )
+    table = load_table(rows, LoadBuckets(settings.load.batch_edges), settings.limits.max_position)
+    return tables_of(table, settings, cost_ratio)
+
+
+def _k_table_fields(table: Any, cost: float, source: str) -> dict[str, Any]:
+    return {
+        "model": table.model,
+        "k_in_use": table.k_in_use,
+        "cost_ratio": cost,
+        "cost_ratio_source": source,
+        "num_speculative_tokens_per_batch_size": table.schedule(),
+        "ranges": [asdict(row) for row in table.ranges],
+    }
+
+
+def _flat(row: dict[str, Any], by: tuple[str, ...]) -> dict[str, Any]:
+    """One group as flat columns (CSV, Parquet): bounds beside their estimates."""
+    out = {name: row[name] for name in by}
+    for name in ("requests", "spec_steps", "draft_tokens", "accepted_tokens", "trials"):
+        out[name] = row[name]
+    for name, interval in (
+        ("alpha", row["alpha"]),
+        ("rate", row["rate_interval"]),
+        ("tau", row["tau_interval"]),
+    ):
+        for part in ("estimate", "lower", "upper"):
+            out[name if part == "estimate" else f"{name}_{part}"] = (
+                None if interval is None else interval[part]
+            )
+    alpha = row["alpha"]
+    out["design_effect"] = None if alpha is None else alpha["design_effect"]
+    out["per_position"] = row["per_position"]
+    return out
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]], by: tuple[str, ...], most: int) -> None:
+    flat = [_flat(row, by) for row in rows]
+    positions = max((len(row["per_position"]) for row in flat), default=0)
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        names = [name for name in flat[0] if name != "per_position"]
+        writer.writerow([*names, *(f"p{i + 1}" for i in range(min(positions, most)))])
+        for row in flat:
+            writer.writerow([*(row[name] for name in names), *row["per_position"]])
+    print(f"specwatch: analyze: wrote {len(flat)} group(s) to {path}", file=sys.stderr)
+
+
+def _print_table(
+    rows: list[dict[str, Any]], by: tuple[str, ...], confidence: float, tables: list[Any]
+) -> None:
+    from rich.table import Table
+
+    from specwatch.commands.table import console, show
+
+    out = console()
+    table = Table(title=f"acceptance by {', '.join(by)}", title_justify="left", pad_edge=False)
+    for name in by:
+        table.add_column(name)
+    level = f"{confidence:.0%}"
+    for name in ("reqs", "steps", f"alpha [{level} CI]", "rate", "tau", "per position"):
+        table.add_column(name, justify="right")
+    for row in rows:
+        alpha = row["alpha"]
+        shown = (
+            "-"
+            if alpha is None
+            else f"{alpha['estimate']:.3f} [{alpha['lower']:.3f}, {alpha['upper']:.3f}]"
+        )
+        table.add_row(
+            *(str(row[name]) for name in by),
+            str(row["requests"]),
+            str(row["spec_steps"]),
+            shown,
+            "-" if row["rate"] is None else f"{row['rate']:.3f}",
+            "-" if row["tau"] is None else f"{row['tau']:.3f}",
+            " ".join(f"{p:.2f}" for p in row["per_position"]),
+        )
+    show(out, table)
+    if tables:
+        from specwatch.commands.ktable import print_k_tables
+
+        print_k_tables(out, tables)

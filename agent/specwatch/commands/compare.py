@@ -1,0 +1,204 @@
+"""`specwatch compare A B`: two sets of cycle logs (two configs, canary and stable, before
+and after an upgrade), slice by slice, with the live comparison's statistics.
+
+Each side is aggregated by fleet analysis (commands/analyze.py); the differences, verdicts,
+the family-wise guard, the overall change at B's mix and the mix shift come from
+analysis/compare.py, the code the sidecar's own config-change comparison runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from specwatch.analysis.compare import ModelComparison, SliceComparison, compare_models
+from specwatch.analysis.evidence import Sums
+from specwatch.commands.analyze import Request, UsageError, engine, grouped, report_lines
+from specwatch.commands.analyze import request_of as request_from
+from specwatch.fleet.groups import Group, Tally
+from specwatch.fleet.source import SourceError
+from specwatch.settings import Settings
+
+_ZERO = Sums(0, 0, 0, 0, 0, 0)
+Side = dict[tuple[str, ...], Sums]
+
+
+def _by_model_first(by: tuple[str, ...]) -> tuple[str, ...]:
+    """Comparisons are per model: the model leads every key."""
+    return ("model", *(name for name in by if name != "model"))
+
+
+def _sides(
+    fleet: Any, args: argparse.Namespace, settings: Settings
+) -> tuple[tuple[str, str], dict[bool, tuple[Side, Side]], tuple[str, ...], Tally]:
+    """(names of A and B), per rollup-or-not the sums of each side, the key's dimensions, and
+    the lines read."""
+    paths = list(args.paths)
+    if args.split is None:
+        if len(paths) != 2:
+            raise UsageError("give two paths (A and B), or one set and --split config|track")
+        requests = [request_from(_with(args, [path]), args.by) for path in paths]
+        by = _by_model_first(requests[0].by)
+        tally = Tally()
+        out: dict[bool, list[Side]] = {False: [], True: []}
+        for request in requests:
+            for rollup, dims in ((False, by), (True, ("model",))):
+                groups, read = grouped(fleet, request, settings, dims)
+                out[rollup].append({group.key: Sums.of(group.counts, "alpha") for group in groups})
+                if not rollup:
+                    for status, n in read.lines.items():
+                        tally.lines[status] += n
+        return (
+            (str(paths[0]), str(paths[1])),
+            {rollup: (sides[0], sides[1]) for rollup, sides in out.items()},
+            by,
+            tally,
+        )
+    request = request_from(_with(args, paths), args.by)
+    by = _by_model_first(tuple(name for name in request.by if name != args.split))
+    split: dict[bool, tuple[list[Group], Tally]] = {
+        rollup: grouped(fleet, request, settings, (*dims, args.split))
+        for rollup, dims in ((False, by), (True, ("model",)))
+    }
+    found = sorted({group.key[-1] for group in split[True][0]})
+    names = (args.a, args.b) if args.a and args.b else tuple(found)
+    if len(names) != 2 or any(name not in found for name in names):
+        raise UsageError(
+            f"--split {args.split}: the logs hold {', '.join(found) or 'no value'}; "
+            "name the two to compare with --a and --b"
+        )
+    sides: dict[bool, tuple[Side, Side]] = {}
+    for rollup, (groups, _) in split.items():
+        a = {g.key[:-1]: Sums.of(g.counts, "alpha") for g in groups if g.key[-1] == names[0]}
+        b = {g.key[:-1]: Sums.of(g.counts, "alpha") for g in groups if g.key[-1] == names[1]}
+        sides[rollup] = (a, b)
+    return (names[0], names[1]), sides, by, split[False][1]
+
+
+def _with(args: argparse.Namespace, paths: list[str]) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), "paths": paths})
+
+
+def _pairs(a: Side, b: Side) -> list[tuple[tuple[str, ...], Sums, Sums]]:
+    return [(key, a.get(key, _ZERO), b.get(key, _ZERO)) for key in sorted(set(a) | set(b))]
+
+
+def run_compare(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        fleet = engine(args)
+        if fleet is None:
+            print(
+                "specwatch: compare needs DuckDB: pip install 'specwatch[analyze]'",
+                file=sys.stderr,
+            )
+            return 2
+        names, sides, by, tally = _sides(fleet, args, settings)
+    except (UsageError, SourceError) as error:
+        print(f"specwatch: compare: {error}", file=sys.stderr)
+        return 2 if isinstance(error, UsageError) else 1
+    report_lines(tally, "compare")
+    cfg, zones = settings.canary, settings.zones
+    slices, models = compare_models(
+        _pairs(*sides[True]),
+        _pairs(*sides[False]),
+        cfg.confidence,
+        cfg.margin,
+        zones.min_trials,
+        zones.min_requests,
+    )
+    if not models:
+        print("specwatch: compare: no speculative request on either side", file=sys.stderr)
+        return 1
+    document = {
+        "a": names[0],
+        "b": names[1],
+        "by": list(by),
+        "confidence": cfg.confidence,
+        "margin": cfg.margin,
+        "slices": [_row(row, by) for row in slices],
+        "models": [_model(model) for model in models],
+    }
+    if args.json:
+        sys.stdout.write(json.dumps(document) + "\n")
+    else:
+        _print(document, by)
+    return 0
+
+
+def _side(sums: Sums) -> dict[str, Any]:
+    return {
+        "requests": sums.requests,
+        "accepted": sums.x,
+        "trials": sums.y,
+        "alpha": sums.x / sums.y if sums.y else None,
+    }
+
+
+def _row(row: SliceComparison, by: tuple[str, ...]) -> dict[str, Any]:
+    d = row.difference
+    return {
+        **dict(zip(by, row.key, strict=True)),
+        "a": _side(row.before),
+        "b": _side(row.after),
+        "difference": None
+        if d is None
+        else {"estimate": d.estimate, "lower": d.lower, "upper": d.upper},
+        "verdict": row.verdict,
+    }
+
+
+def _model(model: ModelComparison) -> dict[str, Any]:
+    overall = model.overall
+    return {
+        **_row(model.rollup, ("model",)),
+        "overall": None
+        if overall is None
+        else {"rate": overall.rate, "mix": overall.mix, "total": overall.total},
+        "mix_psi": model.mix_psi,
+        "caveat": model.caveat,
+    }
+
+
+def _print(document: dict[str, Any], by: tuple[str, ...]) -> None:
+    from rich.table import Table
+
+    from specwatch.commands.table import console, show
+
+    out = console()
+    level = f"{document['confidence']:.0%}"
+    table = Table(
+        title=f"B ({document['b']}) against A ({document['a']}), by {', '.join(by)}",
+        title_justify="left",
+        pad_edge=False,
+    )
+    for name in by:
+        table.add_column(name)
+    for name in ("A alpha (reqs)", "B alpha (reqs)", f"B - A [{level} family-wise]", "verdict"):
+        table.add_column(name, justify="right")
+
+    def side(values: dict[str, Any]) -> str:
+        alpha = values["alpha"]
+        return "-" if alpha is None else f"{alpha:.3f} ({values['requests']})"
+
+    for row in [*document["models"], *document["slices"]]:
+        d = row["difference"]
+        shown = "-" if d is None else f"{d['estimate']:+.3f} [{d['lower']:+.3f}, {d['upper']:+.3f}]"
+        keys = [str(row.get(name, "all")) for name in by]
+        table.add_row(*keys, side(row["a"]), side(row["b"]), shown, row["verdict"])
+    show(out, table)
+    for model in document["models"]:
+        overall = model["overall"]
+        if overall is not None:
+            out.print(
+                f"{model['model']}: overall change {overall['total']:+.3f} = "
+                f"{overall['rate']:+.3f} at B's mix (the config) {overall['mix']:+.3f} "
+                f"(the traffic mix; PSI {model['mix_psi'] or 0:.2f})",
+                highlight=False,
+            )
+        if model["caveat"]:
+            out.print(f"{model['model']}: {model['caveat']}", highlight=False)
+
+
+__all__ = ["Request", "run_compare"]

@@ -1,0 +1,160 @@
+"""The query's rows (fleet/sql.py) read back into the sidecar's own counts and statistics.
+
+One implementation of the formulas: a group's Counts is built exactly as the sidecar would
+have counted the same steps (Counts.of_histogram), and its alpha, rate and tau come from
+analysis/stats.py, its K table from analysis/load.py.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from specwatch.analysis.counts import Counts
+from specwatch.analysis.load import LoadBuckets, LoadTable
+from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.windows import RatioSums
+from specwatch.conventions import TRACK_STABLE, UNKNOWN_CONFIG
+from specwatch.fleet.sql import CODE_BASE, SUMS
+
+STATUSES = ("spec", "empty", "baseline", "config", "outside", "bad")
+UNKNOWN_LOAD = "unknown"  # a line without in_flight (a writer older than the load dimension)
+
+
+@dataclass(slots=True)
+class _Group:
+    steps: dict[tuple[int, int], int] = field(default_factory=dict)
+    requests: int = 0
+    moments: list[int] = field(default_factory=lambda: [0] * 7)
+
+
+@dataclass(slots=True)
+class Tally:
+    """Lines by status (fleet/sql.py), over everything read."""
+
+    lines: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
+
+    @property
+    def read(self) -> int:
+        return sum(self.lines.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    key: tuple[str, ...]  # the values of the dimensions, in --by's order
+    counts: Counts
+    stats: SliceStats
+
+
+def label(name: str, value: Any, ctx: CtxBuckets, load: LoadBuckets) -> str:
+    """A dimension's value as the sidecar labels it."""
+    if name == "ctx_bucket":
+        return ctx.labels[int(value)]
+    if name == "load":
+        return UNKNOWN_LOAD if value is None or int(value) < 0 else load.labels[int(value)]
+    if name == "config":
+        return value or UNKNOWN_CONFIG
+    if name == "track":
+        return value or TRACK_STABLE
+    return str(value)
+
+
+def read_rows(
+    rows: Iterable[Sequence[Any]],
+    dimensions: Sequence[str],
+    ctx: CtxBuckets,
+    load: LoadBuckets,
+    max_position: int,
+    confidence: float,
+) -> tuple[list[Group], Tally]:
+    """Groups (those with speculative steps), in label order, and the lines by status.
+    `dimensions` as --by gave them; ctx_bucket among them is the step's own bucket."""
+    width = len([d for d in dimensions if d != "ctx_bucket"]) or 1
+    at = {name: i for i, name in enumerate(SUMS)}
+    groups: dict[tuple[str, ...], _Group] = defaultdict(_Group)
+    tally = Tally()
+    for row in rows:
+        values, sums = row[:width], row[width:]
+        status = sums[at["status"]]
+        tally.lines[status] += int(sums[at["lines"]])
+        if status != "spec":
+            continue
+        named = dict(zip([d for d in dimensions if d != "ctx_bucket"], values, strict=False))
+        named["ctx_bucket"] = sums[at["b"]]
+        key = tuple(label(name, named[name], ctx, load) for name in dimensions)
+        group = groups[key]
+        d, a = divmod(int(sums[at["code"]]), CODE_BASE)
+        group.steps[d, a] = group.steps.get((d, a), 0) + int(sums[at["c"]])
+        requests = int(sums[at["requests"]])
+        if requests:
+            group.requests += requests
+            for i, name in enumerate(("aa", "at", "tt", "ad", "dd", "as_", "ss")):
+                group.moments[i] += int(sums[at[name]])
+    out = []
+    for key in sorted(groups, key=lambda k: _order(k, dimensions, ctx)):
+        group = groups[key]
+        steps = ((d, a, n) for (d, a), n in sorted(group.steps.items()))
+        counts = Counts.of_histogram(steps, group.requests, group.moments, max_position)
+        out.append(Group(key, counts, SliceStats.of(counts, confidence)))
+    return out, tally
+
+
+def _order(key: tuple[str, ...], dimensions: Sequence[str], ctx: CtxBuckets) -> tuple[Any, ...]:
+    place = {label: i for i, label in enumerate(ctx.labels)}
+    return tuple(
+        (place.get(value, len(place)), value) if name == "ctx_bucket" else (0, value)
+        for name, value in zip(dimensions, key, strict=True)
+    )
+
+
+def load_table(rows: Iterable[Sequence[Any]], load: LoadBuckets, max_position: int) -> LoadTable:
+    """The since-start LoadTable `advise` builds, from a query by (model, load) without the
+    ctx split: speculative requests' whole counts, and the decode times of speculative and
+    baseline requests, per model and load bucket (lines without in_flight are not in it)."""
+    at = {name: i for i, name in enumerate(SUMS)}
+    table = LoadTable(load, max_position)
+    steps: dict[tuple[str, int], dict[tuple[int, int], int]] = defaultdict(dict)
+    requests: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0] * 8)
+    decode: dict[tuple[str, int, bool], RatioSums] = defaultdict(RatioSums)
+    largest: dict[str, int] = {}
+    for row in rows:
+        model, index, sums = row[0], row[1], row[2:]
+        status = sums[at["status"]]
+        if status not in ("spec", "empty", "baseline") or index is None or index < 0:
+            continue
+        cell = (model, int(index))
+        if sums[at["max_load"]] is not None:
+            largest[model] = max(largest.get(model, 0), int(sums[at["max_load"]]))
+        if status == "spec":
+            d, a = divmod(int(sums[at["code"]]), CODE_BASE)
+            steps[cell][d, a] = steps[cell].get((d, a), 0) + int(sums[at["c"]])
+            got = requests[cell]
+            got[0] += int(sums[at["requests"]])
+            for i, name in enumerate(("aa", "at", "tt", "ad", "dd", "as_", "ss"), start=1):
+                got[i] += int(sums[at[name]] or 0)
+        if sums[at["dec_n"]]:
+            ratio = decode[model, int(index), status == "baseline"]
+            ratio.n += int(sums[at["dec_n"]])
+            ratio.x += sums[at["dec_x"]]
+            ratio.y += sums[at["dec_y"]]
+            ratio.xx += sums[at["dec_xx"]]
+            ratio.xy += sums[at["dec_xy"]]
+            ratio.yy += sums[at["dec_yy"]]
+    cells = {*steps, *((m, i) for m, i, _ in decode)}
+    for model, index in sorted(cells):
+        got = requests.get((model, index), [0] * 8)
+        histogram = ((d, a, n) for (d, a), n in sorted(steps.get((model, index), {}).items()))
+        counts = Counts.of_histogram(histogram, got[0], got[1:], max_position)
+        table.set_cell(
+            model,
+            index,
+            counts,
+            decode.get((model, index, False), RatioSums()),
+            decode.get((model, index, True), RatioSums()),
+        )
+    for model, most in largest.items():
+        table.set_largest(model, most)
+    return table
