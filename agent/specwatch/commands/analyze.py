@@ -195,6 +195,7 @@ def k_tables(
         settings.load.batch_edges,
         request.since,
         request.until,
+        with_load=True,
     )
     table = load_table(rows, LoadBuckets(settings.load.batch_edges), settings.limits.max_position)
     return tables_of(table, settings, cost_ratio)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from specwatch.fleet.source import Files, SourceError, from_item, parquet_describe
-from specwatch.fleet.sql import query
+from specwatch.fleet.sql import needed_columns, query
 
 
 class Engine:
@@ -40,15 +40,16 @@ class Engine:
         load_bounds: Sequence[int],
         since: float | None = None,
         until: float | None = None,
+        with_load: bool = False,
     ) -> list[tuple[Any, ...]]:
-        """fleet/sql.py's rows over `files`; SourceError when DuckDB cannot read them."""
+        """fleet/sql.py's rows over `files`; SourceError when DuckDB cannot read them.
+        `with_load`: also what the K table reads (largest load, decode times)."""
         columns = None
         try:
             if files.parquet:
                 columns = {row[0] for row in self._con.execute(parquet_describe(files)).fetchall()}
-            sql = query(
-                from_item(files, columns), dimensions, ctx_bounds, load_bounds, since, until
-            )
+            source = from_item(files, needed_columns(dimensions, with_load), columns)
+            sql = query(source, dimensions, ctx_bounds, load_bounds, since, until, with_load)
             return self._run(sql, files)
         except self._duckdb.Error as error:
             raise SourceError(str(error).splitlines()[0]) from error
@@ -85,7 +86,6 @@ class Engine:
         if failure:
             raise failure[0]
         return result[0]
-
 
     def write_parquet(self, path: Path, rows: list[dict[str, Any]]) -> None:
         """The groups as a Parquet file, typed by DuckDB from their JSON."""

@@ -81,11 +81,14 @@ def _struct() -> str:
     return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in COLUMNS.items()) + "}"
 
 
-def from_item(files: Files, parquet_columns: set[str] | None = None) -> str:
-    """The FROM item over every file: JSON lines (plain and gzip) and Parquet, one relation.
+def from_item(files: Files, needed: frozenset[str], parquet_columns: set[str] | None = None) -> str:
+    """The FROM item over every file: JSON lines (plain and gzip) and Parquet, one relation
+    with every column of COLUMNS, those not `needed` NULL (DuckDB then skips them).
     `parquet_columns`: the columns the Parquet files have (DESCRIBE), when there are any."""
     parts = []
-    names = ", ".join(COLUMNS)
+    names = ", ".join(
+        name if name in needed else f"NULL::{kind} AS {name}" for name, kind in COLUMNS.items()
+    )
     for paths, compression in ((files.plain, "none"), (files.gzip, "gzip")):
         if paths:
             parts.append(
@@ -99,7 +102,9 @@ def from_item(files: Files, parquet_columns: set[str] | None = None) -> str:
         if absent:
             raise SourceError(f"the Parquet files lack the cycle log's {', '.join(absent)}")
         chosen = ", ".join(
-            f"CAST({name} AS {kind}) AS {name}" if name in have else f"NULL::{kind} AS {name}"
+            f"CAST({name} AS {kind}) AS {name}"
+            if name in have and name in needed
+            else f"NULL::{kind} AS {name}"
             for name, kind in COLUMNS.items()
         )
         parts.append(

@@ -28,7 +28,6 @@ from collections.abc import Sequence
 COLUMNS = {
     "v": "BIGINT",
     "ts": "DOUBLE",
-    "request_id": "VARCHAR",
     "model": "VARCHAR",
     "task": "VARCHAR",
     "prompt_tokens": "BIGINT",
@@ -42,7 +41,35 @@ COLUMNS = {
     "track": "VARCHAR",
 }
 
+# What every query reads; the others only when asked for (fewer columns materialized is a
+# third less of the scan's time). request_id is not read: a line's identity does not count.
+ALWAYS = frozenset(
+    (
+        "v",
+        "ts",
+        "model",
+        "task",
+        "prompt_tokens",
+        "completion_tokens",
+        "per_step_drafted",
+        "per_step_accepted",
+        "variant",
+        "config",
+    )
+)
+
+
+def needed_columns(dimensions: Sequence[str], with_load: bool) -> frozenset[str]:
+    extra = {"track"} & set(dimensions)
+    if with_load or "load" in dimensions:
+        extra.add("in_flight")
+    if with_load:
+        extra.add("tpot_ms")
+    return ALWAYS | extra
+
+
 CODE_BASE = 1024  # a step's code: drafted * CODE_BASE + accepted (K and accepted < 1024)
+BUCKET_BASE = CODE_BASE * CODE_BASE  # a crossing request's entry: bucket * BUCKET_BASE + code
 MAX_TS = 253402300800.0  # 10000-01-01: store/cyclelog.py's bound on unix seconds
 
 # The result's columns after the group's dimensions, in order.
@@ -99,9 +126,11 @@ def query(
     load_bounds: Sequence[int],
     since: float | None,
     until: float | None,
+    with_load: bool = False,
 ) -> str:
     """The aggregation over `source` (a FROM item with COLUMNS), grouped by `dimensions`;
-    `ctx_bucket` among them is each step's own (column `b`), the others the line's."""
+    `ctx_bucket` among them is each step's own (column `b`), the others the line's.
+    `with_load`: also the largest in_flight and the decode-time sums the K table needs."""
     split = "ctx_bucket" in dimensions
     named = [name for name in dimensions if name != "ctx_bucket"]
     dims = [f"{dimension_sql(name, load_bounds)} AS g_{name}" for name in named]
@@ -119,37 +148,52 @@ def query(
     outside = " OR ".join(window) or "false"
     # a step that accepted more than it drafted (one K: against K; else step by step)
     overrun = (
-        "CASE WHEN list_min(d) = list_max(d) THEN list_max(a) > d[1] "
+        "CASE WHEN d_min = d_max THEN a_max > d_min "
         "ELSE list_bool_or(list_transform(range(1, len(a) + 1), lambda j: a[j] > d[j])) END"
     )
     step_bucket = bucket("p + j + coalesce(list_sum(a[1:j - 1]), 0)")
-    one_part = (
-        "[{'b': b0, 'lead': true, 'k': d[1], 'n': n, 'sa': sa, 'sd': sd, "
-        "'st': sa + n - coalesce(ha[d[1]], 0), 'h': ha}]"
-    )
-    parts = (
-        "list_transform(list_distinct(bs), lambda bb: {"
-        "'b': bb, 'lead': bb = bs[1], 'k': 0, "
-        "'n': len(list_filter(bs, lambda x: x = bb)), "
-        "'sa': list_sum(list_filter(a, lambda x, i: bs[i] = bb)), "
-        "'sd': list_sum(list_filter(d, lambda x, i: bs[i] = bb)), "
-        "'st': list_sum(list_filter(a, lambda x, i: bs[i] = bb)) + "
-        "len(list_filter(range(1, n + 1), lambda j: bs[j] = bb AND a[j] < d[j])), "
-        f"'h': list_aggregate(list_filter(list_transform(range(1, n + 1), "
-        f"lambda j: d[j] * {CODE_BASE} + a[j]), lambda x, i: bs[i] = bb), 'histogram')}})"
-    )
-    pseudo = (
-        "[{'b': 0, 'lead': true, 'k': 0, 'n': 0, 'sa': 0, 'sd': 0, 'st': 0, "
-        "'h': MAP([-1::BIGINT], [1::UBIGINT])}]"
+    places = len(ctx_bounds) + 1 if split else 1
+    # A request that crosses a bucket or varies K: one histogram of its steps' codes with
+    # the bucket above them (bucket * BUCKET_BASE + code), and per bucket (list index
+    # bucket + 1) its part's sums and the code of the part's first step, which carries them.
+    of_part = "lambda x, i: bs[i] = bb"
+    per_bucket = {
+        "p_n": "len(list_filter(bs, lambda x: x = bb))",
+        "p_sa": f"coalesce(list_sum(list_filter(a, {of_part})), 0)",
+        "p_sd": f"coalesce(list_sum(list_filter(d, {of_part})), 0)",
+        "p_st": f"coalesce(list_sum(list_filter(t, {of_part})), 0)",
+        "p_first": f"list_filter(codes, {of_part})[1]",
+    }
+    slow_lists = ",\n    ".join(
+        f"CASE WHEN cut THEN list_transform(range(0, {places}), lambda bb: {expr}) END AS {name}"
+        for name, expr in per_bucket.items()
     )
     decode = (
         "status IN ('spec', 'empty', 'baseline') AND tpot_ms IS NOT NULL "
         "AND isfinite(tpot_ms) AND completion_tokens >= 2"
     )
+    # the largest load and the decode-time sums: only the K table reads them
+    load_sums = (
+        ", ".join(
+            (
+                "max(CASE WHEN one = 1 THEN in_flight END) AS max_load",
+                "sum(CASE WHEN one = 1 AND dec_y IS NOT NULL THEN 1 ELSE 0 END) AS dec_n",
+                "sum(one * dec_x) AS dec_x",
+                "sum(one * dec_y) AS dec_y",
+                "sum(one * dec_x * dec_x) AS dec_xx",
+                "sum(one * dec_x * dec_y) AS dec_xy",
+                "sum(one * dec_y * dec_y) AS dec_yy",
+            )
+        )
+        if with_load
+        else "NULL AS max_load, 0 AS dec_n, NULL AS dec_x, NULL AS dec_y, NULL AS dec_xx, "
+        "NULL AS dec_xy, NULL AS dec_yy"
+    )
     return f"""
 WITH lines AS (
   SELECT *, per_step_drafted AS d, per_step_accepted AS a, prompt_tokens AS p,
-    len(per_step_accepted) AS n
+    len(per_step_accepted) AS n, list_min(per_step_drafted) AS d_min,
+    list_max(per_step_drafted) AS d_max, list_max(per_step_accepted) AS a_max
   FROM {source}
 ),
 rows AS (
@@ -157,11 +201,10 @@ rows AS (
     CASE
       WHEN ts IS NULL AND starts_with(config, '{{') THEN 'config'
       WHEN v IS DISTINCT FROM 1 OR ts IS NULL OR NOT (ts >= 0 AND ts < {MAX_TS!r})
-        OR request_id IS NULL OR model IS NULL OR task IS NULL
+        OR model IS NULL OR task IS NULL
         OR p IS NULL OR p < 0 OR completion_tokens IS NULL OR completion_tokens < 0 THEN 'bad'
       WHEN variant = 'baseline' THEN 'baseline'
-      WHEN d IS NULL OR a IS NULL OR len(d) <> n OR list_min(a) < 0 OR list_min(d) < 0
-        THEN 'bad'
+      WHEN d IS NULL OR a IS NULL OR len(d) <> n OR list_min(a) < 0 OR d_min < 0 THEN 'bad'
       WHEN n > 0 AND ({overrun}) THEN 'bad'
       WHEN {outside} THEN 'outside'
       WHEN n = 0 THEN 'empty'
@@ -171,49 +214,72 @@ rows AS (
 ),
 spec AS (
   SELECT *, list_sum(a) AS sa, list_sum(d) AS sd,
-    list_min(d) = list_max(d) AS uni,
+    d_min = d_max AS uni,
     {bucket("p + 1")} AS b0,
     {bucket("p + n + list_sum(a) - a[n]")} AS b1
   FROM rows
 ),
 split AS (
-  SELECT *,
-    CASE WHEN status = 'spec' AND uni AND b0 = b1 THEN list_aggregate(a, 'histogram') END AS ha,
-    CASE WHEN status = 'spec' AND NOT (uni AND b0 = b1)
-      THEN list_transform(range(1, n + 1), lambda j: {step_bucket}) END AS bs
-  FROM spec
+  SELECT *, status = 'spec' AND NOT (uni AND b0 = b1) AS cut FROM spec
 ),
-parts AS (
-  SELECT {", ".join(dims) if dims else "1 AS g_"}, status, in_flight,
-    CASE WHEN {decode} THEN tpot_ms / 1000.0 * (completion_tokens - 1) END AS dec_x,
-    CASE WHEN {decode} THEN CAST(completion_tokens - 1 AS DOUBLE) END AS dec_y,
-    unnest(CASE WHEN status <> 'spec' THEN {pseudo}
-                WHEN uni AND b0 = b1 THEN {one_part}
-                ELSE {parts} END) AS pt
+cuts AS (
+  SELECT *,
+    CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: {step_bucket}) END AS bs,
+    CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: d[j] * {CODE_BASE} + a[j])
+      END AS codes,
+    CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: a[j] + (a[j] < d[j])::BIGINT)
+      END AS t
   FROM split
 ),
+slow AS (
+  SELECT *, {slow_lists},
+    CASE WHEN cut THEN list_aggregate(list_transform(range(1, n + 1),
+      lambda j: bs[j] * {BUCKET_BASE} + codes[j]), 'histogram')
+      WHEN status = 'spec' THEN list_aggregate(a, 'histogram')
+      ELSE MAP([-1::BIGINT], [1::UBIGINT]) END AS hist,
+    d[1] AS k,
+    CASE WHEN {decode} THEN tpot_ms / 1000.0 * (completion_tokens - 1) END AS dec_x,
+    CASE WHEN {decode} THEN CAST(completion_tokens - 1 AS DOUBLE) END AS dec_y
+  FROM cuts
+),
 entries AS (
-  SELECT *, unnest(map_entries(pt.h)) AS e, map_keys(pt.h)[1] AS first FROM parts
+  SELECT {", ".join(dims) if dims else "1 AS g_"}, status, cut, in_flight, b0,
+    sa, sd, n, k, a_max, p_n, p_sa, p_sd, p_st, p_first, dec_x, dec_y,
+    unnest(map_entries(hist)) AS e
+  FROM slow
+),
+sums AS (
+  SELECT *,
+    CASE WHEN cut THEN e.key // {BUCKET_BASE} ELSE b0 END AS b,
+    CASE WHEN status <> 'spec' THEN -1 WHEN cut THEN e.key % {BUCKET_BASE}
+      ELSE k * {CODE_BASE} + e.key END AS code,
+    e.value AS c,
+    -- the request part's own sums on one entry of it (0 on the others): a crossing request's
+    -- part on the entry of its first step; another on that of its largest accepted count,
+    -- whose steps are those that accepted all K when that is K (their trials have no +1)
+    CASE WHEN status <> 'spec' THEN 1
+         WHEN cut THEN (e.key % {BUCKET_BASE} = p_first[b + 1])::BIGINT
+         ELSE (e.key = a_max)::BIGINT END AS one,
+    CASE WHEN cut THEN b = b0 ELSE true END AS lead,
+    one * CASE WHEN cut THEN p_sa[b + 1] ELSE sa END AS sa_,
+    one * CASE WHEN cut THEN p_sd[b + 1] ELSE sd END AS sd_,
+    one * CASE WHEN cut THEN p_st[b + 1]
+               ELSE sa + n - CASE WHEN a_max = k THEN e.value ELSE 0 END END AS st_,
+    one * CASE WHEN cut THEN p_n[b + 1] ELSE n END AS n_
+  FROM entries
 )
-SELECT {", ".join(group) if group else "g_"}, pt.b AS b, status,
-  CASE WHEN e.key < 0 THEN -1 ELSE pt.k * {CODE_BASE} + e.key END AS code,
-  sum(e.value) AS c,
-  count(*) FILTER (WHERE e.key = first AND pt.lead) AS lines,
-  count(*) FILTER (WHERE e.key = first) AS requests,
-  sum(pt.sa * pt.sa) FILTER (WHERE e.key = first) AS aa,
-  sum(pt.sa * pt.st) FILTER (WHERE e.key = first) AS at,
-  sum(pt.st * pt.st) FILTER (WHERE e.key = first) AS tt,
-  sum(pt.sa * pt.sd) FILTER (WHERE e.key = first) AS ad,
-  sum(pt.sd * pt.sd) FILTER (WHERE e.key = first) AS dd,
-  sum(pt.sa * pt.n) FILTER (WHERE e.key = first) AS as_,
-  sum(pt.n * pt.n) FILTER (WHERE e.key = first) AS ss,
-  max(in_flight) FILTER (WHERE e.key = first) AS max_load,
-  count(dec_y) FILTER (WHERE e.key = first) AS dec_n,
-  sum(dec_x) FILTER (WHERE e.key = first) AS dec_x,
-  sum(dec_y) FILTER (WHERE e.key = first) AS dec_y,
-  sum(dec_x * dec_x) FILTER (WHERE e.key = first) AS dec_xx,
-  sum(dec_x * dec_y) FILTER (WHERE e.key = first) AS dec_xy,
-  sum(dec_y * dec_y) FILTER (WHERE e.key = first) AS dec_yy
-FROM entries
+SELECT {", ".join(group) if group else "g_"}, b, status, code,
+  sum(c) AS c,
+  sum(CASE WHEN lead THEN one ELSE 0 END) AS lines,
+  sum(one) AS requests,
+  sum(sa_ * sa_) AS aa,
+  sum(sa_ * st_) AS at,
+  sum(st_ * st_) AS tt,
+  sum(sa_ * sd_) AS ad,
+  sum(sd_ * sd_) AS dd,
+  sum(sa_ * n_) AS as_,
+  sum(n_ * n_) AS ss,
+  {load_sums}
+FROM sums
 GROUP BY ALL
 """
