@@ -67,15 +67,22 @@ bench: setup
 	$(BIN)/python benchmarks/metrics_scrape.py
 	$(BIN)/python benchmarks/memory_ceiling.py
 	$(BIN)/python benchmarks/sse_pieces.py
+	$(BIN)/python benchmarks/compare_fleet.py
 	@if command -v mtail >/dev/null; then \
-	  benchmarks/mtail_anchor.sh 1 -- '$(CURDIR)/$(BIN)/specwatch replay "$$JSONL" --json > /dev/null'; \
-	else echo "make bench: mtail not installed: no replay comparison with mtail"; fi
+	  benchmarks/mtail_anchor.sh 1 -- '$(CURDIR)/$(BIN)/specwatch replay "$$JSONL" --json > /dev/null' \
+	    '$(CURDIR)/$(BIN)/specwatch analyze "$$JSONL" --threads 1 --quiet --json > /dev/null'; \
+	else echo "make bench: mtail not installed: no replay or analyze comparison with mtail"; fi
 	$(BIN)/python benchmarks/proxy_overhead.py
 	$(BIN)/python benchmarks/proxy_overhead.py --step-ms 15 --requests 1000
 	@if command -v nginx >/dev/null && command -v wrk >/dev/null; then \
 	  EVENTS=8 GAP=0 CONN=32 benchmarks/proxy_cpu.sh; \
 	  EVENTS=64 GAP=0.001 CONN=32 benchmarks/proxy_cpu.sh; \
 	else echo "make bench: nginx and wrk not installed: no CPU-per-request comparison with nginx"; fi
+	@if command -v nginx >/dev/null && [ -x $(VLLM_VENV)/bin/python ]; then \
+	  models=$$(mktemp -d) && $(VLLM_VENV)/bin/python tools/build_tiny_models.py $$models >/dev/null && \
+	  VLLM_PY=$(VLLM_VENV)/bin/python MODEL_DIR=$$models SW=$(CURDIR)/$(BIN)/specwatch \
+	    benchmarks/vllm_real_cpu.sh 300 8 3; \
+	else echo "make bench: nginx or $(VLLM_VENV) missing: no comparison on real vLLM traffic"; fi
 
 # every guarded line mutated in turn: a test must fail for each (about 7 minutes)
 mutations: setup

@@ -5,15 +5,17 @@
 # per-(model, task, ctx) counters, vs a plain single-process Python reference on the same data as
 # cycle log v1 JSONL (and on the text log), and (optionally) a candidate command, all timed with
 # /usr/bin/time -v. mtail is the Go binary; GOMAXPROCS in the environment reaches it.
-#   mtail_anchor.sh [RUNS=3] [-- CANDIDATE COMMAND...]
-# The candidate runs via bash -c with $LOG (per-step text log), $JSONL (cycle log v1) and $STEPS
-# exported, e.g.:  mtail_anchor.sh 3 -- 'specwatch replay "$JSONL" --json > /dev/null'
+#   mtail_anchor.sh [RUNS=3] [-- CANDIDATE...]
+# Each candidate (one argument each, several allowed: timed in the same run) runs via bash -c
+# with $LOG (per-step text log), $JSONL (cycle log v1) and $STEPS exported, e.g.:
+#   mtail_anchor.sh 3 -- 'specwatch replay "$JSONL" --json > /dev/null' \
+#     'specwatch analyze "$JSONL" --threads 1 --quiet --json > /dev/null'
 # Env: W=<cache>/mtail-anchor  LINES=2000000  SEED=20261129  SKIP_PY=1 (no Python reference runs).
 # Data is generated once (seeded, deterministic) and reused; a small file validates the mtail
 # program against the Python reference (exact match) before timing; after timing, mtail's counters
 # over the big log are checked against the Python reference's counters over the big JSONL.
 set -u -o pipefail
-RUNS=3; case "${1:-}" in ''|--) ;; *) RUNS=$1; shift ;; esac; [ "${1:-}" = "--" ] && shift; CAND="$*"
+RUNS=3; case "${1:-}" in ''|--) ;; *) RUNS=$1; shift ;; esac; [ "${1:-}" = "--" ] && shift; CANDS=("$@")
 W=${W:-${XDG_CACHE_HOME:-$HOME/.cache}/specwatch-perf/mtail-anchor}; LINES=${LINES:-2000000}; SEED=${SEED:-20261129}
 MTAIL=${MTAIL:-/usr/bin/mtail}
 mkdir -p "$W/progs" "$W/out"; cd "$W" || exit 1
@@ -233,7 +235,7 @@ echo "validate (20000 steps, seed 7):"
 python3 cmp.py out/small.prom out/small.ref_text.json out/small.ref_jsonl.json || exit 1
 
 # ---------------------------------------------------------------- timing
-rm -f out/mtail.* out/py.* out/pytext.* out/cand.*
+rm -f out/mtail.* out/py.* out/pytext.* out/cand*
 cat "$LOG" "$JSONL" > /dev/null   # page cache warm for every contender
 echo "timing, $RUNS runs each:"
 for i in $(seq 1 "$RUNS"); do
@@ -242,9 +244,10 @@ for i in $(seq 1 "$RUNS"); do
     timed "out/py.$i.time" python3 ref.py jsonl "$JSONL" out/py.$i.json || exit 1
     timed "out/pytext.$i.time" python3 ref.py text "$LOG" out/pytext.$i.json || exit 1
   fi
-  if [ -n "$CAND" ]; then
-    LOG=$LOG JSONL=$JSONL STEPS=$STEPS timed "out/cand.$i.time" bash -c "$CAND" || echo "candidate run $i: rc=$?"
-  fi
+  for c in "${!CANDS[@]}"; do
+    LOG=$LOG JSONL=$JSONL STEPS=$STEPS timed "out/cand$c.$i.time" bash -c "${CANDS[$c]}" \
+      || echo "candidate $c run $i: rc=$?"
+  done
 done
 echo "| contender | runs | wall s mean (range) | CPU s (user+sys) | max RSS MiB | lines/s | steps/s | CPU s / 1M steps | others' CPU s (max run) |"
 echo "|---|---|---|---|---|---|---|---|---|"
@@ -253,7 +256,7 @@ if [ -z "${SKIP_PY:-}" ]; then
   python3 summ.py "$STEPS" "$REQS" "python json+dict, JSONL" out/py.*.time
   python3 summ.py "$STEPS" "$STEPS" "python split+dict, text log" out/pytext.*.time
 fi
-[ -n "$CAND" ] && python3 summ.py "$STEPS" "$STEPS" "candidate: $CAND" out/cand.*.time
+for c in "${!CANDS[@]}"; do python3 summ.py "$STEPS" "$STEPS" "candidate: ${CANDS[$c]}" out/cand$c.*.time; done
 echo "(lines/s = lines of that contender's own input, steps for a candidate; steps/s = $STEPS steps / mean wall;"
 echo " others' CPU = machine-wide busy CPU during a run minus the contender's own: load from other processes)"
 echo "full-size cross-check (mtail over the text log vs Python over the JSONL):"
