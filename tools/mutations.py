@@ -459,6 +459,27 @@ MUTATIONS = (
         "            if self._cycle_log is not None\n",
         ("tests/integration/test_causes.py",),
     ),
+    Mutation(
+        "fleet analysis: a step's position one token late (its ctx bucket off at a bound)",
+        "fleet/sql.py",
+        'step_bucket = bucket("p + j + coalesce(list_sum(a[1:j - 1]), 0)")',
+        'step_bucket = bucket("p + j + 1 + coalesce(list_sum(a[1:j - 1]), 0)")',
+        tests=("tests/integration/test_analyze.py",),
+    ),
+    Mutation(
+        "fleet analysis: a request's trials counted as if no step accepted all K",
+        "fleet/sql.py",
+        "ELSE sa + n - CASE WHEN a_max = k THEN e.value ELSE 0 END END AS st_,",
+        "ELSE sa + n END AS st_,",
+        tests=("tests/integration/test_analyze.py",),
+    ),
+    Mutation(
+        "fleet analysis: steps that accepted all K get a trial too",
+        "analysis/counts.py",
+        "            out.trials += n * (a + 1 if a < d else a)",
+        "            out.trials += n * (a + 1)",
+        tests=("tests/integration/test_analyze.py",),
+    ),
 )
 
 

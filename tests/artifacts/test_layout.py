@@ -53,6 +53,10 @@ def test_imports_follow_the_layers(path: Path) -> None:
         assert not {m for m in found if m.startswith((*OUTSIDE, "specwatch.export"))}
     if where == "export":  # reads snapshots only
         assert not {m for m in found if m.startswith(OUTSIDE)}
+    if "duckdb" in {m.split(".")[0] for m in found}:  # the `analyze` extra: fleet/ alone
+        assert where == "fleet"
+    if any(m.startswith("specwatch.fleet") for m in found):  # never on the sidecar's path
+        assert where in {"fleet", "commands"}
     if where == "gen":  # names, settings, and the formulas the rules share with the sidecar
         allowed = ("specwatch.conventions", "specwatch.settings", "specwatch.analysis.stats",
                    "specwatch.gen")  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any
 
 from specwatch.analysis.compare import ModelComparison, SliceComparison, compare_models
 from specwatch.analysis.evidence import Sums
-from specwatch.commands.analyze import Request, UsageError, engine, grouped, report_lines
+from specwatch.commands.analyze import UsageError, engine, grouped, report_lines
 from specwatch.commands.analyze import request_of as request_from
 from specwatch.fleet.groups import Group, Tally
 from specwatch.fleet.source import SourceError
@@ -199,6 +199,3 @@ def _print(document: dict[str, Any], by: tuple[str, ...]) -> None:
             )
         if model["caveat"]:
             out.print(f"{model['model']}: {model['caveat']}", highlight=False)
-
-
-__all__ = ["Request", "run_compare"]

@@ -75,11 +75,11 @@ class Engine:
             now = time.monotonic()
             if self._progress is not None and worker.is_alive() and now - said >= 2.0:
                 said = now
-                done = self._con.query_progress()
-                share = f"{done:.0f}%" if done >= 0 else "?"
+                done = self._con.query_progress()  # -1 where DuckDB cannot tell (JSON)
+                share = f"{done:.0f}% of " if done >= 0 else ""
                 print(
-                    f"specwatch: read {share} of {files.count} file(s), "
-                    f"{files.size / 2**20:,.0f} MiB, in {now - started:.0f} s",
+                    f"specwatch: reading {share}{files.count} file(s), "
+                    f"{files.size / 2**20:,.0f} MiB on disk: {now - started:.0f} s so far",
                     file=self._progress,
                     flush=True,
                 )
