@@ -12,7 +12,7 @@ from pathlib import Path
 
 from specwatch import __version__
 from specwatch.conventions import CauseKind, Extreme
-from specwatch.flags import ANALYSIS_FLAGS, Help, add_setting_flags
+from specwatch.flags import ANALYSIS_FLAGS, Help, add_setting_flags, setting_defaults
 
 # the causes the simulator makes (sim/causes.py SIMULATED); the demo also configures the others
 SIM_CAUSES = (
@@ -40,6 +40,7 @@ def _command(
 
 
 def parser() -> argparse.ArgumentParser:
+    setting_defaults.cache_clear()
     top = argparse.ArgumentParser(
         prog="specwatch",
         description="Monitoring sidecar and SLO alerting for speculative decoding on vLLM.",

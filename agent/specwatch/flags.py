@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,16 @@ ANALYSIS_FLAGS = (
 )
 
 
-def _default(path: tuple[str, ...]) -> Any:
-    node: Any = Settings()
+@functools.cache
+def setting_defaults() -> Settings:
+    """The settings the help shows as defaults: built once per command line (a build reads
+    the environment and validates every part, milliseconds each; the parser has a dozen
+    commands); `arguments.parser()` clears it, so each parser sees the environment of now."""
+    return Settings()
+
+
+def _default(defaults: Settings, path: tuple[str, ...]) -> Any:
+    node: Any = defaults
     for part in path:
         node = getattr(node, part)
     return node
@@ -128,9 +137,10 @@ def add_setting_flags(parser: argparse.ArgumentParser, only: tuple[str, ...] = (
     groups["settings"].add_argument(
         "--config", type=Path, metavar="FILE", help="YAML settings file"
     )
+    defaults = setting_defaults()
     for flag in FLAGS:
         if not only or flag.flag in only:
-            default = _default(flag.path)
+            default = _default(defaults, flag.path)
             shown = "" if default is None else f" (default: {_shown(default)})"
             groups[flag.group].add_argument(
                 flag.flag, dest=_dest(flag), help=flag.help + shown, metavar=_metavar(flag)
