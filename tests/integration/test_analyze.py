@@ -73,14 +73,14 @@ def captured_records() -> list[RequestRecord]:
 
 
 def simulated_records(seed: int, n: int, alpha: float = 0.7, **fields: Any) -> list[RequestRecord]:
-    """Requests of every shape the sidecar counts: one K or K varying along the request,
-    steps that drafted nothing, no step at all, A/B baseline requests; prompts spread over
-    the buckets so that many requests cross one; acceptance drawn per request around
-    `alpha` (overdispersed, as real traffic)."""
+    """Requests of every shape the sidecar counts: one K (up to 9, above what fleet/sql.py
+    packs in one row) or K varying along the request, steps that drafted nothing, no step at
+    all, A/B baseline requests; prompts spread over the buckets so that many requests cross
+    one; acceptance drawn per request around `alpha` (overdispersed, as real traffic)."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        k = rng.choice((2, 3, 5))
+        k = rng.choice((2, 3, 5, 9))
         steps = rng.randrange(0, 40)
         varying = rng.random() < 0.3
         drafted = tuple((rng.choice((0, 1, 2, 3, 5)) if varying else k) for _ in range(steps))

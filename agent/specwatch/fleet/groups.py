@@ -18,7 +18,7 @@ from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import RatioSums
 from specwatch.conventions import TRACK_STABLE, UNKNOWN_CONFIG
-from specwatch.fleet.sql import CODE_BASE, SUMS
+from specwatch.fleet.sql import CODE_BASE, SLOTS, SUMS
 
 STATUSES = ("spec", "empty", "baseline", "config", "outside", "bad")
 UNKNOWN_LOAD = "unknown"  # a line without in_flight (a writer older than the load dimension)
@@ -86,8 +86,7 @@ def read_rows(
         named["ctx_bucket"] = sums[at["b"]]
         key = tuple(label(name, named[name], ctx, load) for name in dimensions)
         group = groups[key]
-        d, a = divmod(int(sums[at["code"]]), CODE_BASE)
-        group.steps[d, a] = group.steps.get((d, a), 0) + int(sums[at["c"]])
+        _steps(sums, at, group.steps)
         requests = int(sums[at["requests"]])
         if requests:
             group.requests += requests
@@ -100,6 +99,21 @@ def read_rows(
         counts = Counts.of_histogram(steps, group.requests, group.moments, max_position)
         out.append(Group(key, counts, SliceStats.of(counts, confidence)))
     return out, tally
+
+
+def _steps(sums: Sequence[Any], at: dict[str, int], steps: dict[tuple[int, int], int]) -> None:
+    """A row's steps into `steps` ((drafted, accepted) -> how many): a packed row's count per
+    accepted value of its K, or a crossing request's histogram entry. A count of 0 is not
+    added: an absent pair is not a pair seen no times (it would raise max_drafted)."""
+    if sums[at["code"]] is not None:
+        d, a = divmod(int(sums[at["code"]]), CODE_BASE)
+        steps[d, a] = steps.get((d, a), 0) + int(sums[at["c"]])
+    if sums[at["k"]] is not None:
+        k = int(sums[at["k"]])
+        for a in range(SLOTS):
+            n = int(sums[at[f"h{a}"]] or 0)
+            if n:
+                steps[k, a] = steps.get((k, a), 0) + n
 
 
 def _order(key: tuple[str, ...], dimensions: Sequence[str], ctx: CtxBuckets) -> tuple[Any, ...]:
@@ -129,8 +143,7 @@ def load_table(rows: Iterable[Sequence[Any]], load: LoadBuckets, max_position: i
         if sums[at["max_load"]] is not None:
             largest[model] = max(largest.get(model, 0), int(sums[at["max_load"]]))
         if status == "spec":
-            d, a = divmod(int(sums[at["code"]]), CODE_BASE)
-            steps[cell][d, a] = steps[cell].get((d, a), 0) + int(sums[at["c"]])
+            _steps(sums, at, steps[cell])
             got = requests[cell]
             got[0] += int(sums[at["requests"]])
             for i, name in enumerate(("aa", "at", "tt", "ad", "dd", "as_", "ss"), start=1):

@@ -1,19 +1,22 @@
 """The one query fleet analysis runs on DuckDB: cycle-log lines in, sums per group out.
 
 SQL only aggregates; every statistic is computed from the sums by the sidecar's own code
-(fleet/groups.py). A result row is one (group, ctx bucket, line status, step code), where a
-step code is drafted x 1024 + accepted: the histogram of (drafted, accepted) pairs gives
-steps, tokens, trials, the per-position and per-drafted-length counts exactly. The sums a
-request-level interval needs (requests, and the squares and products of each request's own
-totals in the group) are carried by one entry per request part, its first code.
+(fleet/groups.py). What SQL sums per group is the histogram of the steps' (drafted,
+accepted) pairs, which gives steps, tokens, trials, the per-position and per-drafted-length
+counts exactly, and the sums a request-level interval needs (requests, and the squares and
+products of each request's own totals in the group).
 
 Each step belongs to the ctx bucket of its own position, as in the sidecar
 (analysis/slicing.py): step j (1-based) of a request with prompt p starts at
 p + j + (accepted tokens of the steps before it). Most requests start and end in one bucket
-and draft one K: those are summed as lists (a histogram of their accepted counts), without
-unnesting a step. The others (a bucket crossed, or K varying along the request) get each
-step's bucket from a prefix sum over the list, quadratic in the request's steps, and are
-split into one part per bucket, each its own request-part as in `split_steps`.
+and draft one K <= 7: such a request is one row, never unnested: its steps' histogram is
+packed into one 128-bit integer (16 bits of count per accepted value, one list pass) and
+the group sums each value's count (columns k, h0..h7). The others (a bucket crossed, K
+varying along the request or above 7) get each step's bucket from a prefix sum over the
+list, quadratic in the request's steps, and are unnested into histogram entries (code =
+drafted x 1024 + accepted, with its count c), split into one part per bucket, each its own
+request part as in `split_steps`. One row per request, not one per distinct step, keeps
+the grouping (most of the query's time) small.
 
 Every line lands in one status: `spec` (counted), `empty` (no speculative step), `baseline`
 (an A/B baseline request: decode times only), `config` (a file's config line), `outside`
@@ -71,13 +74,21 @@ def needed_columns(dimensions: Sequence[str], with_load: bool) -> frozenset[str]
 CODE_BASE = 1024  # a step's code: drafted * CODE_BASE + accepted (K and accepted < 1024)
 BUCKET_BASE = CODE_BASE * CODE_BASE  # a crossing request's entry: bucket * BUCKET_BASE + code
 MAX_TS = 253402300800.0  # 10000-01-01: store/cyclelog.py's bound on unix seconds
+# A packed request: accepted values 0..SLOTS-1 (K < SLOTS), each a SLOT_BITS-bit count in a
+# signed 128-bit integer: fewer than SLOT_MAX steps keep the top slot off the sign bit.
+SLOTS = 8
+SLOT_BITS = 16
+SLOT_MAX = 1 << (SLOT_BITS - 1)
+SLOT_MASK = (1 << SLOT_BITS) - 1
 
 # The result's columns after the group's dimensions, in order.
 SUMS = (
     "b",  # ctx bucket index (0 when the query does not split by ctx bucket)
     "status",
-    "code",
-    "c",  # steps with that code (status spec)
+    "k",  # packed requests' K (NULL on the other rows)
+    "code",  # a crossing request's entry: drafted * CODE_BASE + accepted (else NULL)
+    "c",  # steps with that code
+    *(f"h{v}" for v in range(SLOTS)),  # packed requests' steps that accepted v of K
     "lines",  # lines of that status (a spec line once, in the part of its first step)
     "requests",  # request parts (one per ctx bucket a request's steps are in)
     "aa",
@@ -153,15 +164,16 @@ def query(
     )
     step_bucket = bucket("p + j + coalesce(list_sum(a[1:j - 1]), 0)")
     places = len(ctx_bounds) + 1 if split else 1
-    # A request that crosses a bucket or varies K: one histogram of its steps' codes with
-    # the bucket above them (bucket * BUCKET_BASE + code), and per bucket (list index
-    # bucket + 1) its part's sums and the code of the part's first step, which carries them.
+    # A request that is not packed (a bucket crossed, K varying or above 7): one histogram of
+    # its steps' codes with the bucket above them (bucket * BUCKET_BASE + code), and per
+    # bucket (list index bucket + 1) its part's sums and the code of the part's first step,
+    # which carries them.
     of_part = "lambda x, i: bs[i] = bb"
     per_bucket = {
         "p_n": "len(list_filter(bs, lambda x: x = bb))",
-        "p_sa": f"coalesce(list_sum(list_filter(a, {of_part})), 0)",
-        "p_sd": f"coalesce(list_sum(list_filter(d, {of_part})), 0)",
-        "p_st": f"coalesce(list_sum(list_filter(t, {of_part})), 0)",
+        "p_sa": f"coalesce(list_sum(list_filter(a, {of_part})), 0)::BIGINT",
+        "p_sd": f"coalesce(list_sum(list_filter(d, {of_part})), 0)::BIGINT",
+        "p_st": f"coalesce(list_sum(list_filter(t, {of_part})), 0)::BIGINT",
         "p_first": f"list_filter(codes, {of_part})[1]",
     }
     slow_lists = ",\n    ".join(
@@ -189,6 +201,9 @@ def query(
         else "NULL AS max_load, 0 AS dec_n, NULL AS dec_x, NULL AS dec_y, NULL AS dec_xx, "
         "NULL AS dec_xy, NULL AS dec_yy"
     )
+    slot_sums = ",\n  ".join(
+        f"sum(((h >> {SLOT_BITS * v}) & {SLOT_MASK})::BIGINT) AS h{v}" for v in range(SLOTS)
+    )
     return f"""
 WITH lines AS (
   SELECT *, per_step_drafted AS d, per_step_accepted AS a, prompt_tokens AS p,
@@ -213,14 +228,17 @@ rows AS (
   FROM lines
 ),
 spec AS (
-  SELECT *, list_sum(a) AS sa, list_sum(d) AS sd,
-    d_min = d_max AS uni,
+  SELECT *, list_sum(a)::BIGINT AS sa,
+    CASE WHEN d_min = d_max THEN d_min * n ELSE list_sum(d)::BIGINT END AS sd,
     {bucket("p + 1")} AS b0,
-    {bucket("p + n + list_sum(a) - a[n]")} AS b1
+    {bucket("p + n + sa - a[n]")} AS b1
   FROM rows
 ),
 split AS (
-  SELECT *, status = 'spec' AND NOT (uni AND b0 = b1) AS cut FROM spec
+  SELECT *, status = 'spec' AND NOT (d_min = d_max AND b0 = b1 AND d_min < {SLOTS}
+    AND n < {SLOT_MAX}) AS cut,
+    status = 'spec' AND NOT cut AS packed
+  FROM spec
 ),
 cuts AS (
   SELECT *,
@@ -228,48 +246,48 @@ cuts AS (
     CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: d[j] * {CODE_BASE} + a[j])
       END AS codes,
     CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: a[j] + (a[j] < d[j])::BIGINT)
-      END AS t
+      END AS t,
+    CASE WHEN packed THEN list_sum(list_transform(a, lambda x: (1::HUGEINT) << ({SLOT_BITS} * x)))
+      END AS h
   FROM split
 ),
 slow AS (
   SELECT *, {slow_lists},
-    CASE WHEN cut THEN list_aggregate(list_transform(range(1, n + 1),
-      lambda j: bs[j] * {BUCKET_BASE} + codes[j]), 'histogram')
-      WHEN status = 'spec' THEN list_aggregate(a, 'histogram')
-      ELSE MAP([-1::BIGINT], [1::UBIGINT]) END AS hist,
-    d[1] AS k,
+    CASE WHEN cut THEN map_entries(list_aggregate(list_transform(range(1, n + 1),
+      lambda j: bs[j] * {BUCKET_BASE} + codes[j]), 'histogram'))
+      -- every other line: one row, its entry a placeholder
+      ELSE [{{'key': -1::BIGINT, 'value': 0::UBIGINT}}] END AS hist,
     CASE WHEN {decode} THEN tpot_ms / 1000.0 * (completion_tokens - 1) END AS dec_x,
     CASE WHEN {decode} THEN CAST(completion_tokens - 1 AS DOUBLE) END AS dec_y
   FROM cuts
 ),
 entries AS (
-  SELECT {", ".join(dims) if dims else "1 AS g_"}, status, cut, in_flight, b0,
-    sa, sd, n, k, a_max, p_n, p_sa, p_sd, p_st, p_first, dec_x, dec_y,
-    unnest(map_entries(hist)) AS e
+  SELECT {", ".join(dims) if dims else "1 AS g_"}, status, cut, packed, in_flight, b0,
+    sa, sd, n, d_min, h, p_n, p_sa, p_sd, p_st, p_first, dec_x, dec_y,
+    unnest(hist) AS e
   FROM slow
 ),
 sums AS (
   SELECT *,
     CASE WHEN cut THEN e.key // {BUCKET_BASE} ELSE b0 END AS b,
-    CASE WHEN status <> 'spec' THEN -1 WHEN cut THEN e.key % {BUCKET_BASE}
-      ELSE k * {CODE_BASE} + e.key END AS code,
-    e.value AS c,
-    -- the request part's own sums on one entry of it (0 on the others): a crossing request's
-    -- part on the entry of its first step; another on that of its largest accepted count,
-    -- whose steps are those that accepted all K when that is K (their trials have no +1)
-    CASE WHEN status <> 'spec' THEN 1
-         WHEN cut THEN (e.key % {BUCKET_BASE} = p_first[b + 1])::BIGINT
-         ELSE (e.key = a_max)::BIGINT END AS one,
+    CASE WHEN packed THEN d_min END AS k,
+    CASE WHEN cut THEN e.key % {BUCKET_BASE} END AS code,
+    CASE WHEN cut THEN e.value::BIGINT END AS c,
+    -- the request part's own sums on one row of it: a packed request's only row, a crossing
+    -- request's part on the entry of its first step (0 on its other entries)
+    CASE WHEN cut THEN (e.key % {BUCKET_BASE} = p_first[b + 1])::BIGINT ELSE 1 END AS one,
     CASE WHEN cut THEN b = b0 ELSE true END AS lead,
     one * CASE WHEN cut THEN p_sa[b + 1] ELSE sa END AS sa_,
     one * CASE WHEN cut THEN p_sd[b + 1] ELSE sd END AS sd_,
+    -- trials: accepted + 1 per step, but K on a step that accepted all K
     one * CASE WHEN cut THEN p_st[b + 1]
-               ELSE sa + n - CASE WHEN a_max = k THEN e.value ELSE 0 END END AS st_,
+               ELSE sa + n - ((h >> ({SLOT_BITS} * d_min)) & {SLOT_MASK})::BIGINT END AS st_,
     one * CASE WHEN cut THEN p_n[b + 1] ELSE n END AS n_
   FROM entries
 )
-SELECT {", ".join(group) if group else "g_"}, b, status, code,
+SELECT {", ".join(group) if group else "g_"}, b, status, k, code,
   sum(c) AS c,
+  {slot_sums},
   sum(CASE WHEN lead THEN one ELSE 0 END) AS lines,
   sum(one) AS requests,
   sum(sa_ * sa_) AS aa,
