@@ -469,8 +469,15 @@ MUTATIONS = (
     Mutation(
         "fleet analysis: a request's trials counted as if no step accepted all K",
         "fleet/sql.py",
-        "ELSE sa + n - CASE WHEN a_max = k THEN e.value ELSE 0 END END AS st_,",
+        "ELSE sa + n - ((h >> ({SLOT_BITS} * d_min)) & {SLOT_MASK})::BIGINT END AS st_,",
         "ELSE sa + n END AS st_,",
+        tests=("tests/integration/test_analyze.py",),
+    ),
+    Mutation(
+        "fleet analysis: a request drafting K = 9 packed into the slots of 0..7",
+        "fleet/sql.py",
+        "AND d_min < {SLOTS}",
+        "AND d_min < {SLOTS} + 2",
         tests=("tests/integration/test_analyze.py",),
     ),
     Mutation(
