@@ -9,14 +9,14 @@ products of each request's own totals in the group).
 Each step belongs to the ctx bucket of its own position, as in the sidecar
 (analysis/slicing.py): step j (1-based) of a request with prompt p starts at
 p + j + (accepted tokens of the steps before it). Most requests start and end in one bucket
-and draft one K <= 7: such a request is one row, never unnested: its steps' histogram is
-packed into one 128-bit integer (16 bits of count per accepted value, one list pass) and
-the group sums each value's count (columns k, h0..h7). The others (a bucket crossed, K
-varying along the request or above 7) get each step's bucket from a prefix sum over the
-list, quadratic in the request's steps, and are unnested into histogram entries (code =
-drafted x 1024 + accepted, with its count c), split into one part per bucket, each its own
-request part as in `split_steps`. One row per request, not one per distinct step, keeps
-the grouping (most of the query's time) small.
+and draft one K <= 7 (in fewer than 32,768 steps): such a request is one row, never
+unnested: its steps' histogram is packed into one 128-bit integer (16 bits of count per
+accepted value, one list pass) and the group sums each value's count (columns k, h0..h7).
+The others (a bucket crossed, K varying along the request or above 7) get each step's
+bucket from a prefix sum over the list, quadratic in the request's steps, and are unnested
+into histogram entries (code = drafted x 1024 + accepted, with its count c), split into one
+part per bucket, each its own request part as in `split_steps`. One row per request, not
+one per distinct step, keeps the grouping (most of the query's time) small.
 
 Every line lands in one status: `spec` (counted), `empty` (no speculative step), `baseline`
 (an A/B baseline request: decode times only), `config` (a file's config line), `outside`
