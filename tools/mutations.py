@@ -469,7 +469,7 @@ MUTATIONS = (
     Mutation(
         "fleet analysis: a request's trials counted as if no step accepted all K",
         "fleet/sql.py",
-        "ELSE sa + n - ((h >> ({SLOT_BITS} * d_min)) & {SLOT_MASK})::BIGINT END AS st_,",
+        'ELSE sa + n - {_slot("d_min")} END AS st_,',
         "ELSE sa + n END AS st_,",
         tests=("tests/integration/test_analyze.py",),
     ),

@@ -108,6 +108,11 @@ SUMS = (
 )
 
 
+def _slot(value: str) -> str:
+    """The count of a packed request's steps that accepted `value` (SQL) of K, from h."""
+    return f"((h >> ({SLOT_BITS} * {value})) & {SLOT_MASK})::BIGINT"
+
+
 def _ge_count(value: str, bounds: Sequence[int], strict: bool) -> str:
     """How many bounds `value` is past (bisect_right with >=, bisect_left with >)."""
     if not bounds:
@@ -201,9 +206,7 @@ def query(
         else "NULL AS max_load, 0 AS dec_n, NULL AS dec_x, NULL AS dec_y, NULL AS dec_xx, "
         "NULL AS dec_xy, NULL AS dec_yy"
     )
-    slot_sums = ",\n  ".join(
-        f"sum(((h >> {SLOT_BITS * v}) & {SLOT_MASK})::BIGINT) AS h{v}" for v in range(SLOTS)
-    )
+    slot_sums = ",\n  ".join(f"sum({_slot(str(v))}) AS h{v}" for v in range(SLOTS))
     return f"""
 WITH lines AS (
   SELECT *, per_step_drafted AS d, per_step_accepted AS a, prompt_tokens AS p,
@@ -281,7 +284,7 @@ sums AS (
     one * CASE WHEN cut THEN p_sd[b + 1] ELSE sd END AS sd_,
     -- trials: accepted + 1 per step, but K on a step that accepted all K
     one * CASE WHEN cut THEN p_st[b + 1]
-               ELSE sa + n - ((h >> ({SLOT_BITS} * d_min)) & {SLOT_MASK})::BIGINT END AS st_,
+               ELSE sa + n - {_slot("d_min")} END AS st_,
     one * CASE WHEN cut THEN p_n[b + 1] ELSE n END AS n_
   FROM entries
 )
