@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -30,3 +32,12 @@ def binary(name: str) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def prometheus_major() -> int:
+    """promtool's major version: Prometheus 2 selects a range closed at its start, 3 open
+    (what `increase()` over whole minutes reads differs)."""
+    done = subprocess.run([binary("promtool"), "--version"], capture_output=True, text=True)
+    found = re.search(r"version (\d+)\.", done.stdout + done.stderr)
+    assert found is not None, done.stdout + done.stderr
+    return int(found.group(1))

@@ -10,17 +10,28 @@ from specwatch.conventions import Zone
 from specwatch.settings import ZoneSettings
 
 CFG = ZoneSettings(min_dwell_seconds=0.0, slower_seconds=0.0)
-H, EXIT = CFG.evidence, CFG.exit_evidence
+H, EXIT = CFG.evidence, CFG.exit_evidence  # green's bars
+RED_H, RED_EXIT = CFG.bar("red"), CFG.exit_bar("red")
+
+
+SOME = Sums(40, 2000, 4000, 110_000, 200_000, 400_000)  # what the rules here do not read
 
 
 def evidence(green: float = 0.0, red: float = 0.0, full: bool = True) -> Evidence:
     """One window's evidence (positive: above the threshold, negative: below)."""
-    return Evidence((WindowEvidence(300.0, full, green, red),))
+    return Evidence((WindowEvidence(300.0, full, green, red, SOME),), CFG.change_evidence)
 
 
-def windows(*parts: tuple[float, float, float]) -> Evidence:
-    """Windows (seconds, green, red), all past the whole gates."""
-    return Evidence(tuple(WindowEvidence(s, True, g, r) for s, g, r in sorted(parts)))
+def windows(*parts: tuple[float, float, float] | tuple[float, float, float, bool]) -> Evidence:
+    """Windows (seconds, green, red[, changed]), all past the whole gates; a `changed` window's
+    data differ from the rest of every longer one at the change bar."""
+    out = []
+    ordered = sorted(parts)
+    for i, (seconds, green, red, *changed) in enumerate(ordered):
+        value = CFG.change_evidence if changed and changed[0] else 0.0
+        changes = tuple((longer[0], value) for longer in ordered[i + 1 :])
+        out.append(WindowEvidence(seconds, True, green, red, SOME, changes))
+    return Evidence(tuple(out), CFG.change_evidence)
 
 
 GREEN = evidence(green=2 * H, red=4 * H)  # far above both thresholds
@@ -51,23 +62,65 @@ def test_first_verdicts_follow_the_evidence() -> None:
 
 def test_a_verdict_is_entered_at_exactly_the_evidence_it_needs_and_not_below() -> None:
     """The edge: zones and the alert rules (SpecDecodeSliceRed) both enter at >=."""
-    assert [Zone.RED] == run([evidence(green=-2 * H, red=-H)])
-    assert [Zone.YELLOW] == run([evidence(green=-2 * H, red=-H + 1e-9)])
+    assert [Zone.RED] == run([evidence(green=-2 * H, red=-RED_H)])
+    assert [Zone.YELLOW] == run([evidence(green=-2 * H, red=-RED_H + 1e-9)])
     assert [Zone.GREEN] == run([evidence(green=H, red=2 * H)])
     assert [Zone.YELLOW] == run([evidence(green=H - 1e-9, red=2 * H)])
 
 
-def test_where_windows_disagree_the_shortest_sure_one_decides() -> None:
-    """A collapse: the hour still says above green, the last 5 minutes say below red. A
-    recovery: the hour still says below red, the last minutes above it. The newer data wins."""
-    collapse = windows((300.0, -3 * H, -2 * H), (3600.0, 2 * H, 4 * H))
+def test_the_longest_window_decides_unless_a_shorter_ones_newer_data_differ() -> None:
+    """A collapse: the hour still says above green, the last 5 minutes say below red and
+    differ from the rest of the hour. A recovery the other way round. The newer data win
+    only where they differ: a short window that is sure but agrees with the rest of the
+    hour is noise the hour already holds."""
+    collapse = windows((300.0, -3 * H, -2 * H, True), (3600.0, 2 * H, 4 * H))
     assert [Zone.RED] == run([collapse])
     assert [Zone.GREEN, Zone.RED] == run([GREEN, collapse])
-    recovery = windows((300.0, -H, 2 * H), (3600.0, -4 * H, -2 * H))
+    assert [Zone.GREEN] == run([windows((300.0, -3 * H, -2 * H), (3600.0, 2 * H, 4 * H))])
+    recovery = windows((300.0, -H, 2 * H, True), (3600.0, -4 * H, -2 * H))
     assert [Zone.RED, Zone.YELLOW, Zone.YELLOW] == run([RED, recovery, recovery])
-    # a short window that cannot tell leaves the verdict to the longer ones
-    small = windows((300.0, 1.0, 3 * H), (1800.0, 2.0, 4 * H), (3600.0, 1.2 * H, 6 * H))
-    assert [Zone.GREEN] == run([small])
+    # a deciding window that cannot tell holds the verdict: no longer window speaks for it
+    unsure = windows((300.0, 1.0, 3 * H, True), (3600.0, 1.2 * H, 6 * H))
+    assert [Zone.YELLOW] == run([unsure])
+    # a change long ago: the 30 minutes after it differ from the hour's rest, the last 5
+    # minutes do not differ from those 30: the 30-minute window decides
+    chain = windows((300.0, 0.5 * H, 3 * H), (1800.0, 2 * H, 4 * H, True), (3600.0, -H, H))
+    deciding = chain.deciding(full=True)
+    assert deciding is not None
+    assert 1800.0 == deciding.seconds
+    assert [Zone.GREEN] == run([chain])
+
+
+def test_a_verdict_left_on_one_window_is_not_entered_again_on_another_within_the_dwell() -> None:
+    """The flap of a slice at its threshold: red on the hour, left on the last 5 minutes
+    (which differed then), and the hour says red again a minute later. After a change on the
+    5 minutes' news only windows that hold nothing older decide: the hour, which mixes the
+    time before, brings red back only once it is that new (at 3,600 - 300 s after the exit);
+    a collapse seen by the window that decided the exit is news and enters at once."""
+    cfg = ZoneSettings(min_dwell_seconds=60.0)
+    red_hour = windows((300.0, -2 * H, -0.5 * RED_H), (3600.0, -4 * H, -2 * RED_H))
+    left_short = windows((300.0, -H, RED_EXIT, True), (3600.0, -4 * H, -2 * RED_H))
+    zones = run([red_hour] * 7 + [left_short] + [red_hour] * 340, cfg)
+    assert [Zone.RED] * 7 + [Zone.YELLOW] * 330 == zones[:337]  # t = 0 .. 3,360 s
+    assert [Zone.RED] * 11 == zones[337:]  # from t = 3,370 s on the hour is that new
+    collapse_short = windows((300.0, -4 * H, -2 * RED_H, True), (3600.0, -H, RED_EXIT))
+    zones = run([red_hour] * 7 + [left_short, collapse_short], cfg)
+    assert [Zone.RED] * 7 + [Zone.YELLOW, Zone.RED] == zones
+
+
+def test_acceptance_surely_below_red_minus_the_margin_is_red_at_once_whatever_the_window() -> None:
+    """Left on the 5-minute window, the hour then says red: within the dwell and the horizon
+    only if it is surely below red - collapse_margin (0.45), not merely below 0.50."""
+    cfg = ZoneSettings(min_dwell_seconds=600.0)
+    low = sums(480, 16_000, 48_000, spread=6.0)  # 0.33: far below 0.45
+    near = sums(480, 23_000, 48_000, spread=6.0)  # 0.479: below 0.50, not below 0.45
+    for hour, expected in ((low, Zone.RED), (near, Zone.YELLOW)):
+        state = ZoneState(zone=Zone.YELLOW, last_verdict_change=0.0, decided_by=300.0)
+        deciding = WindowEvidence(
+            3600.0, True, -4 * H, log_ratio(hour, cfg.red, cfg.indifference, cfg.bar("red")), hour
+        )
+        next_zone(state, Evidence((deciding,), cfg.change_evidence), 60.0, cfg)
+        assert expected == state.zone
 
 
 def test_green_stands_until_the_evidence_turns_against_it() -> None:
@@ -82,8 +135,8 @@ def test_green_stands_until_the_evidence_turns_against_it() -> None:
 
 def test_red_stands_until_the_evidence_turns_against_it() -> None:
     assert [Zone.RED] * 6 == run([RED] + [UNSURE] * 5)
-    assert [Zone.RED, Zone.RED] == run([RED, evidence(green=-H, red=EXIT - 1e-9)])
-    assert [Zone.RED, Zone.YELLOW] == run([RED, evidence(green=-H, red=EXIT)])
+    assert [Zone.RED, Zone.RED] == run([RED, evidence(green=-H, red=RED_EXIT - 1e-9)])
+    assert [Zone.RED, Zone.YELLOW] == run([RED, evidence(green=-H, red=RED_EXIT)])
     assert [Zone.RED, Zone.GREEN] == run([RED, GREEN])  # a recovery past green at once
 
 
@@ -137,7 +190,7 @@ def test_the_sample_gates_have_hysteresis_so_a_slice_at_the_gate_does_not_flap()
 
 
 def test_evidence_holds_every_window_past_half_the_gates_shortest_first() -> None:
-    short = sums(40, 2920, 4000, spread=6.0)  # 0.73 on few requests: not sure
+    short = sums(40, 2880, 4000, spread=6.0)  # 0.72 on few requests: not sure
     hour = sums(480, 34560, 48000, spread=6.0)  # 0.72 on many: stronger evidence
     half = sums(20, 1330, 1900)  # 0.70 past half the gates only
     thin = sums(10, 950, 1000)  # 0.95, but too few requests to count at all
@@ -148,10 +201,11 @@ def test_evidence_holds_every_window_past_half_the_gates_shortest_first() -> Non
     bar = CFG.evidence
     for window, source in zip(seen.windows, (short, half, hour), strict=True):
         assert log_ratio(source, 0.70, CFG.indifference, bar) == window.green
-        assert log_ratio(source, 0.50, CFG.indifference, bar) == window.red
+        assert log_ratio(source, 0.50, CFG.indifference, CFG.bar("red")) == window.red
+        assert source == window.sums
     assert seen.windows[0].green < bar < seen.windows[2].green  # only the hour is sure
     assert seen.windows[2].green == seen.decided("green", bar, full=True)
-    assert 0.0 == seen.decided("green", 10 * bar, full=True)  # none sure that far
+    assert 0.0 == seen.decided("green", 20 * bar, full=True)  # none sure that far
 
 
 def test_the_log_ratio_is_the_normal_likelihood_ratio_with_the_request_level_variance() -> None:
@@ -249,5 +303,24 @@ def test_a_modelled_gain_needs_the_acceptance_gates_to_make_a_slice_red() -> Non
 def test_zone_settings_refuse_overlapping_indifference_zones_and_a_higher_exit_bar() -> None:
     with pytest.raises(ValueError, match="must not overlap"):
         ZoneSettings(green=0.6, red=0.55, indifference=0.03)
-    with pytest.raises(ValueError, match="exit_evidence"):
+    with pytest.raises(ValueError, match="exit evidence of green"):
         ZoneSettings(evidence=5.0, exit_evidence=6.0)
+    with pytest.raises(ValueError, match="exit evidence of red"):
+        ZoneSettings(red_evidence=5.0, red_exit_evidence=6.0)
+
+
+def test_within_a_long_dwell_red_returns_only_on_news_not_on_a_window_the_horizon_admits() -> None:
+    """With a dwell of 2,000 s, 1,600 s after leaving red on the 5 minutes' news the 30-minute
+    window is new enough to decide (300 + 1,600 >= 1,800) but older than that news: its red
+    waits for the dwell; the 5 minutes' own red would not."""
+    cfg = ZoneSettings(min_dwell_seconds=2000.0)
+    red_hour = windows((300.0, -2 * H, -0.5 * RED_H), (1800.0, -2 * H, -2 * RED_H))
+    left_short = windows((300.0, -H, RED_EXIT, True), (1800.0, -4 * H, -2 * RED_H))
+    state = ZoneState()
+    next_zone(state, red_hour, 0.0, cfg)
+    next_zone(state, left_short, 2000.0, cfg)
+    assert Zone.YELLOW == state.zone
+    next_zone(state, red_hour, 3600.0, cfg)  # 1,600 s later: the 30 minutes say red
+    assert Zone.YELLOW == state.zone
+    next_zone(state, red_hour, 4000.0, cfg)  # past the dwell
+    assert Zone.RED == state.zone

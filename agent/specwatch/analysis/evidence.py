@@ -89,51 +89,125 @@ def _pick(values: tuple[int, ...] | array[int], metric: str) -> Sums:
     return Sums(n, a, d, aa, ad, dd)
 
 
+def _widening(requests: int, bar: float) -> float:
+    """(t / z)^2 at the tail where a log-likelihood ratio of `bar` sits, on requests - 1
+    degrees of freedom (module docstring)."""
+    return (t_quantile(tail_confidence(bar), requests - 1) ** 2) / (2.0 * bar)
+
+
+def _design_effect(sums: Sums) -> float:
+    """Request-robust over binomial variance, at least 1; 1 without per-request data (vLLM's
+    own counters carry no second moments)."""
+    n, x, y, xx, xy, yy = sums
+    p = x / y
+    binomial = p * (1.0 - p) / y
+    if yy > 0 and binomial > 0.0:
+        return max(1.0, robust_variance(n, x, y, xx, xy, yy) / binomial)
+    return 1.0
+
+
 def log_ratio(sums: Sums, threshold: float, indifference: float, bar: float) -> float:
     """The evidence that the proportion x / y is above `threshold` rather than below it
     (module docstring): negative when the window says below. The variance is the window's
     design effect (request-robust over binomial, at least 1; 1 without per-request data, as
     for vLLM's own counters) times c (1 - c) / y, times (t / z)^2 at the tail of the verdict's
     `bar` on requests - 1 degrees of freedom. gen/rules.py records the same figure in PromQL."""
-    n, x, y, xx, xy, yy = sums
-    p = x / y
-    binomial = p * (1.0 - p) / y
-    deff = 1.0
-    if yy > 0 and binomial > 0.0:
-        deff = max(1.0, robust_variance(n, x, y, xx, xy, yy) / binomial)
-    widen = (t_quantile(tail_confidence(bar), n - 1) ** 2) / (2.0 * bar)
-    variance = deff * widen * threshold * (1.0 - threshold) / y
+    p = sums.x / sums.y
+    variance = (
+        _design_effect(sums) * _widening(sums.requests, bar) * threshold * (1.0 - threshold)
+    ) / sums.y
     above = max(0.0, p - (threshold - indifference))
     below = max(0.0, threshold + indifference - p)
     return (above * above - below * below) / (2.0 * variance)
 
 
+def rest(longer: Sums, shorter: Sums) -> Sums:
+    """What `longer` holds before `shorter` (windows ending at the same time nest)."""
+    return Sums(*(a - b for a, b in zip(longer, shorter, strict=True)))
+
+
+def change_ratio(newer: Sums, older: Sums, bar: float) -> float:
+    """The evidence that two disjoint stretches of a slice differ: the log-likelihood ratio of
+    "different proportions" over "one proportion", (p1 - p2)^2 / (2 (v1 + v2)). Each v is the
+    stretch's design effect times the pooled p (1 - p) over its trials, widened at `bar`'s tail
+    on its own requests as the zone evidence is; 0 where either stretch has fewer than two
+    requests. gen/rules.py records the same figure in PromQL."""
+    if newer.requests < 2 or older.requests < 2 or newer.y <= 0 or older.y <= 0:
+        return 0.0
+    if min(older) < 0:  # a late record the shorter window took and the longer no longer holds
+        return 0.0
+    pooled = (newer.x + older.x) / (newer.y + older.y)
+    spread = pooled * (1.0 - pooled)
+    if spread <= 0.0:
+        return 0.0
+    variance = sum(
+        _design_effect(part) * _widening(part.requests, bar) * spread / part.y
+        for part in (newer, older)
+    )
+    difference = newer.x / newer.y - older.x / older.y
+    return difference * difference / (2.0 * variance)
+
+
 @dataclass(frozen=True, slots=True)
 class WindowEvidence:
-    """One window's evidence about each threshold: positive above it, negative below."""
+    """One window's evidence about each threshold (positive above it, negative below), and
+    `change`: the evidence that its data differ from the older rest of the window it was
+    compared with (`Evidence.deciding`; 0 for the longest window)."""
 
     seconds: float
     full: bool  # past the whole sample gates (else half of them: enough to keep a verdict)
     green: float
     red: float
+    sums: Sums
+    changes: tuple[tuple[float, float], ...] = ()  # (longer window's seconds, change ratio)
+
+    def change_from(self, longer: float) -> float:
+        for seconds, value in self.changes:
+            if seconds == longer:
+                return value
+        return 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """What a zone is judged on: the windows past at least half the sample gates, shortest
-    first."""
+    first, and the bar at which a shorter window's data count as a change from a longer's."""
 
     windows: tuple[WindowEvidence, ...]
+    change_bar: float = math.inf
 
-    def decided(self, threshold: str, bar: float, full: bool) -> float:
-        """The evidence about `threshold` ("green" or "red") of the shortest window that is
-        sure at `bar` (|ratio| >= bar), among those past the whole gates when `full`; 0 when
-        none is. Newer data overrides older: module docstring."""
-        for window in self.windows:
-            value = window.green if threshold == "green" else window.red
-            if (window.full or not full) and abs(value) >= bar:
-                return value
-        return 0.0
+    def deciding(self, full: bool, horizon: float | None = None) -> WindowEvidence | None:
+        """The window whose evidence decides, among those past the whole gates when `full`
+        (else half of them) and no longer than `horizon` (when given: the windows that hold
+        nothing from before the news the last verdict change rested on). The longest decides
+        (it holds the most data) unless a shorter one's data differ from the longer rest of the
+        deciding one at `change_bar`: then the newer data override the older. Tried from the
+        longest down, so after a change long ago the window that holds only the new data
+        decides, and the shortest only when it differs from that. Entering, keeping and
+        leaving a verdict read the same window."""
+        eligible = [
+            window
+            for window in self.windows
+            if (window.full or not full) and (horizon is None or window.seconds <= horizon)
+        ]
+        if not eligible:
+            return None
+        chosen = eligible[-1]
+        for window in reversed(eligible[:-1]):
+            if window.change_from(chosen.seconds) >= self.change_bar:
+                chosen = window
+        return chosen
+
+    def decided(
+        self, threshold: str, bar: float, full: bool, horizon: float | None = None
+    ) -> float:
+        """The deciding window's evidence about `threshold` ("green" or "red") when it is sure
+        at `bar` (|ratio| >= bar), else 0."""
+        window = self.deciding(full, horizon)
+        if window is None:
+            return 0.0
+        value = window.green if threshold == "green" else window.red
+        return value if abs(value) >= bar else 0.0
 
 
 def gathered(
@@ -141,18 +215,28 @@ def gathered(
 ) -> Evidence | None:
     """The evidence of the windows past half the sample gates, or None when there is none to
     judge on: no window past the whole gates when `entering` a verdict (the slice is
-    insufficient), none past half of them when keeping one."""
-    kept = []
+    insufficient), none past half of them when keeping one. Each window carries its change
+    ratio against the older rest of every longer window (what `Evidence.deciding` reads)."""
+    passing = []
     for seconds, sums in sorted(windows):
         if sums.y <= 0 or sums.y < cfg.min_trials / 2 or sums.requests < cfg.min_requests / 2:
             continue
-        full = sums.y >= cfg.min_trials and sums.requests >= cfg.min_requests
-        green = log_ratio(sums, cfg.green, cfg.indifference, cfg.evidence)
-        red = log_ratio(sums, cfg.red, cfg.indifference, cfg.evidence)
-        kept.append(WindowEvidence(seconds, full, green, red))
-    if not kept or (entering and not any(window.full for window in kept)):
+        passing.append((seconds, sums))
+    if not passing:
         return None
-    return Evidence(tuple(kept))
+    kept = []
+    for i, (seconds, sums) in enumerate(passing):
+        full = sums.y >= cfg.min_trials and sums.requests >= cfg.min_requests
+        green = log_ratio(sums, cfg.green, cfg.indifference, cfg.bar("green"))
+        red = log_ratio(sums, cfg.red, cfg.indifference, cfg.bar("red"))
+        changes = tuple(
+            (longer, change_ratio(sums, rest(other, sums), cfg.change_evidence))
+            for longer, other in passing[i + 1 :]
+        )
+        kept.append(WindowEvidence(seconds, full, green, red, sums, changes))
+    if entering and not any(window.full for window in kept):
+        return None
+    return Evidence(tuple(kept), cfg.change_evidence)
 
 
 class _Key:

@@ -12,9 +12,18 @@
 - Leaving: green when the deciding evidence at the bar `exit_evidence` says below `green` (or
   red's entry holds), red when it says above `red` (or green's entry holds). A verdict stands
   until the data turns against it; one estimate past a far exit is not that.
-- Between two verdict changes at least `min_dwell_seconds` pass, but for entering red: bad
-  news on full evidence is not held back (a collapse from green shows red within minutes,
-  not after the dwell that leaving green started).
+- One window decides entering, keeping and leaving alike (`Evidence.deciding`: the longest,
+  unless a shorter one's newer data differ from the rest of it), so a verdict left on one
+  window's evidence is not re-entered on another's a minute later. After a change decided on
+  a shorter window's news, only windows that hold nothing from before it decide (`horizon`:
+  the deciding window's length plus the time since), until a longer one is that new: a
+  window that still mixes the data before the news with the news neither ends the new
+  verdict nor brings the old one back.
+- Between two verdict changes at least `min_dwell_seconds` pass. Red is entered sooner only
+  on news: evidence from a window at least as new as the one that decided the last change
+  (a collapse from green shows red within minutes, not after the dwell that leaving green
+  started). Acceptance surely below red - `collapse_margin` in the deciding window is red at
+  once, whatever the dwell and the horizon.
 - A slice whose gain is surely below 1 (the whole interval: speculation slower than none) at
   every evaluation for `slower_seconds` (a window's length: the verdict rests on fresh data,
   not on one unlucky window) is red, whatever its acceptance. It leaves that red only on
@@ -33,9 +42,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from specwatch.analysis.evidence import Evidence
+from specwatch.analysis.evidence import Evidence, log_ratio
 from specwatch.analysis.speedup import MEASURED, Gain
-from specwatch.analysis.stats import Interval
+from specwatch.analysis.stats import Interval, proportion_interval
 from specwatch.conventions import Zone
 from specwatch.settings import ZoneSettings
 
@@ -52,6 +61,7 @@ class ZoneState:
     since: float | None = None  # when the current zone was entered
     last_verdict_change: float | None = None
     exit_streak: int = 0
+    decided_by: float | None = None  # the seconds of the window that decided the last change
     slow_method: str | None = None  # red because speculation was slower (by this method)
     slower_since: float | None = None  # every evaluation since then found the gain below 1
     recovering_since: float | None = None  # ... found it at 1 or above again (when slow)
@@ -61,6 +71,7 @@ class ZoneState:
 class ZoneChange:
     previous: str
     current: str
+    decided_by: float | None = None  # the seconds of the window whose evidence decided
 
 
 def entering(state: ZoneState) -> bool:
@@ -69,10 +80,18 @@ def entering(state: ZoneState) -> bool:
     return state.zone == Zone.INSUFFICIENT
 
 
-def _entry_verdict(evidence: Evidence, cfg: ZoneSettings) -> str:
-    if evidence.decided("red", cfg.evidence, full=True) < 0:
+def horizon(state: ZoneState, now: float) -> float | None:
+    """The longest window that may decide now: the one that decided the last verdict change
+    and the time since (module docstring); None when no change rested on evidence."""
+    if state.decided_by is None or state.last_verdict_change is None:
+        return None
+    return state.decided_by + (now - state.last_verdict_change)
+
+
+def _entry_verdict(evidence: Evidence, cfg: ZoneSettings, within: float | None = None) -> str:
+    if evidence.decided("red", cfg.bar("red"), True, within) < 0:
         return Zone.RED
-    if evidence.decided("green", cfg.evidence, full=True) > 0:
+    if evidence.decided("green", cfg.bar("green"), True, within) > 0:
         return Zone.GREEN
     return Zone.YELLOW
 
@@ -105,6 +124,10 @@ def next_zone(
         target = _entry_verdict(evidence, cfg)
     else:
         target = _held_or_left(state, evidence, now, cfg)
+    if evidence is not None and target != previous:
+        full = target != Zone.YELLOW or previous == Zone.INSUFFICIENT
+        deciding = evidence.deciding(full, horizon(state, now))
+        state.decided_by = None if deciding is None else deciding.seconds
     if slower and target == Zone.RED:
         assert gain is not None
         state.slow_method = gain.method
@@ -117,7 +140,7 @@ def next_zone(
     if target != Zone.INSUFFICIENT:
         state.last_verdict_change = now
     state.exit_streak = 0
-    return ZoneChange(previous, target)
+    return ZoneChange(previous, target, state.decided_by if evidence is not None else None)
 
 
 def _measured(gain: Gain | None) -> bool:
@@ -164,19 +187,67 @@ def _still_slow(
 
 
 def _held_or_left(state: ZoneState, evidence: Evidence, now: float, cfg: ZoneSettings) -> str:
-    zone, entry, bar = state.zone, _entry_verdict(evidence, cfg), cfg.exit_evidence
+    within = horizon(state, now)
+    collapsed = _collapsed(evidence, cfg)
+    zone, entry = state.zone, Zone.RED if collapsed else _entry_verdict(evidence, cfg, within)
     if zone == Zone.GREEN and entry != Zone.RED:
-        target = Zone.YELLOW if evidence.decided("green", bar, full=False) < 0 else zone
+        left = evidence.decided("green", cfg.exit_bar("green"), False, within) < 0
+        target = Zone.YELLOW if left else zone
     elif zone == Zone.RED and entry != Zone.GREEN:
-        target = Zone.YELLOW if evidence.decided("red", bar, full=False) > 0 else zone
+        left = evidence.decided("red", cfg.exit_bar("red"), False, within) > 0
+        target = Zone.YELLOW if left else zone
     else:
         target = entry
-    return target if target == Zone.RED or _dwelt(state, now, cfg) else zone
+    if target == zone or _dwelt(state, now, cfg):
+        return target
+    news = collapsed or _news(state, evidence, within)
+    return target if target == Zone.RED and news else zone
+
+
+def _news(state: ZoneState, evidence: Evidence, within: float | None) -> bool:
+    """Whether a red within the dwell rests on news (module docstring): the window deciding it
+    is at least as new as the one that decided the last change."""
+    window = evidence.deciding(True, within)
+    if window is None:
+        return False
+    return state.decided_by is None or window.seconds <= state.decided_by
+
+
+def _collapsed(evidence: Evidence, cfg: ZoneSettings) -> bool:
+    """Acceptance surely below red - `collapse_margin` in the deciding window, whatever its
+    length: red at once, whatever the dwell and the horizon."""
+    window = evidence.deciding(True)
+    if window is None:
+        return False
+    floor, bar = cfg.red - cfg.collapse_margin, cfg.bar("red")
+    return log_ratio(window.sums, floor, cfg.indifference, bar) <= -bar
 
 
 def _rounded(source: object | None, field: str, digits: int) -> float | None:
     value = None if source is None else getattr(source, field)
     return None if value is None else round(value, digits)
+
+
+def _decided_by(
+    change: ZoneChange, evidence: Evidence | None, confidence: float
+) -> dict[str, object] | None:
+    """The window whose evidence decided the change: its length, estimate and bounds (at the
+    zones' confidence), requests and trials."""
+    if evidence is None or change.decided_by is None:
+        return None
+    for window in evidence.windows:
+        if window.seconds == change.decided_by:
+            n, x, y, xx, xy, yy = window.sums
+            interval = proportion_interval(n, x, y, xx, xy, yy, confidence)
+            return {
+                "seconds": window.seconds,
+                "estimate": _rounded(interval, "estimate", 4),
+                "lower": _rounded(interval, "lower", 4),
+                "upper": _rounded(interval, "upper", 4),
+                "requests": n,
+                "trials": y,
+            }
+    return None
 
 
 def log_change(
@@ -189,9 +260,11 @@ def log_change(
     counts: Counts,
     source: str,
     gain: Gain | None,
+    confidence: float = 0.95,
 ) -> None:
     """`zone_changed` at evaluation time `at` (the records' clock on replay), with the evidence
-    the verdict rests on."""
+    the verdict rests on: the verdict window's bounds (`estimate`, `lower`, `upper`,
+    `window_*`), the window that decided (`decided_by`) and each window's evidence."""
     windows = None
     if evidence is not None:  # [seconds, past the whole gates, green, red] per window
         windows = [
@@ -218,6 +291,7 @@ def log_change(
         gain_method=None if gain is None else gain.method,
         design_effect=_rounded(interval, "design_effect", 2),
         evidence=windows,
+        decided_by=_decided_by(change, evidence, confidence),
     )
 
 

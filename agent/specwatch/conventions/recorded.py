@@ -19,6 +19,11 @@ RECORDED_DEGREES_OF_FREEDOM: Final = "specwatch_acceptance_degrees_of_freedom"
 RECORDED_EVIDENCE: Final = "specwatch_zone_evidence"
 RECORDED_EVIDENCE_WIDENING: Final = "specwatch_zone_evidence_widening"
 RECORDED_EVIDENCE_GATE: Final = "specwatch_zone_evidence_gate"
+# which zone window decides (analysis/evidence.Evidence.deciding): a shorter window's change
+# from the older rest of a longer one, that rest's sums, and the widening at the change bar
+RECORDED_ZONE_CHANGE: Final = "specwatch_zone_change"
+RECORDED_ZONE_REST: Final = "specwatch_zone_rest"
+RECORDED_ZONE_CHANGE_WIDENING: Final = "specwatch_zone_change_widening"
 # canary against stable (gen/canary.py): each side's variance of alpha-hat, the stable config
 # compared with, the slices compared (both sides past the gates), the difference and its
 # bounds, and the measured gain of canary over stable

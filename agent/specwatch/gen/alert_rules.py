@@ -58,7 +58,7 @@ def _with_cause(expr: str) -> str:
 
 def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     cfg = settings.zones
-    red, green, h, exit_h = cfg.red, cfg.green, cfg.evidence, cfg.exit_evidence
+    red, green = cfg.red, cfg.green
     gates = f" or {ON_SLICE} ".join(Q.evidence_gate("slice", w) for w in _zone_names(settings))
     a1h = Q.alpha("slice", "1h")
     # the verdict window's bounds: the hour's leave out series younger than an hour
@@ -67,10 +67,12 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     bounds = f"{slice_value(lower)}–{slice_value(upper)} (95%) over the last window"
     red_name, yellow_name = C.AlertName.SLICE_RED, C.AlertName.SLICE_YELLOW
     evidence_text = (
-        f"evidence from the zone windows ({', '.join(_zone_names(settings))}; where they "
-        "disagree, the shortest one that is sure decides): a log-likelihood ratio with an "
-        f"indifference zone of ±{cfg.indifference:g} around the threshold, request-level, "
-        f"entered at {h:g} and left at {exit_h:g} the other way (README, Zones)"
+        f"evidence from the zone windows ({', '.join(_zone_names(settings))}; the longest "
+        "decides unless a shorter one's newer data differ from the rest of it at "
+        f"{cfg.change_evidence:g}): a log-likelihood ratio with an indifference zone of "
+        f"±{cfg.indifference:g} around the threshold, request-level, entered at "
+        f"{cfg.bar('green'):g} and left at {cfg.exit_bar('green'):g} the other way for green, "
+        f"{cfg.bar('red'):g} and {cfg.exit_bar('red'):g} for red (README, Zones)"
     )
     confirm = (
         f"`{a1h}` and `{Q.alpha('slice', '5m')}` for the slice",

@@ -15,8 +15,10 @@ that starts inside its range, each counter by its own first value, so a young se
 disagree with each other (a design effect of 1 for one that has 11). A counter starts at 0, so
 its value is exactly what it counted since it began: `(increase(x[w]) and x offset w) or x`.
 
-The zones' evidence (analysis/evidence.py) is recorded per zone window and threshold, and its
-strongest over the windows is what SpecDecodeSliceRed / Yellow enter and leave on.
+The zones' evidence (analysis/evidence.py) is recorded per zone window and threshold, with
+each shorter window's change from the older rest of every longer one; the deciding window's
+evidence (the longest, unless newer data differ) is what SpecDecodeSliceRed / Yellow enter and
+leave on.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from __future__ import annotations
 from typing import Any
 
 from specwatch import conventions as C
-from specwatch.analysis.stats import t_coefficients, t_quantile, t_table_df, tail_confidence
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import canary_rules
+from specwatch.gen.zone_rules import deciding_rules, evidence_rules
 from specwatch.settings import Settings
 
 
@@ -41,45 +43,11 @@ def wilson_expr(p: str, n: str, t: str, bound: str) -> str:
     )
 
 
-def t_expr(df: str, confidence: float) -> str:
-    """Student's t two-sided quantile on the degrees-of-freedom series `df` (at least 1; not a
-    whole number where `increase()` extrapolated): the sidecar's exact values at the nearest
-    whole number up to `t_table_df`, the Cornish-Fisher polynomial past it (tests/unit/
-    test_stats.py and tests/artifacts/test_rules.py hold both to the sidecar)."""
-    top = t_table_df(confidence)
-    table = "\n".join(
-        f"+ (round({df}) == bool {k}) * {t_quantile(confidence, k)!r}" for k in range(1, top + 1)
-    )
-    polynomial = " + ".join(
-        f"{c!r}" if i == 0 else f"{c!r} / {df} ^ {i}"
-        for i, c in enumerate(t_coefficients(confidence))
-    )
-    return f"0\n{table}\n+ (round({df}) > bool {top}) * ({polynomial})"
-
-
 def _sum_increase(counter: str, group: str, w: str, windows: Q.Windows) -> str:
     """The window's increase, a series younger than the window taken as it is (module
     docstring)."""
     total, span = f"{counter}_total", windows(w)
     return f"sum by ({group}) ((increase({total}[{span}]) and {total} offset {span}) or {total})"
-
-
-def _moments(level: str) -> tuple[str, str, str, str]:
-    """The counters of requests and their sums of a^2, a t and t^2: per slice, or per model
-    with each request once and its whole sums (conventions/counters.py)."""
-    if level == "model":
-        return (
-            C.MODEL_REQUESTS,
-            C.MODEL_REQUEST_ACCEPTED_SQUARED,
-            C.MODEL_REQUEST_ACCEPTED_X_TRIALS,
-            C.MODEL_REQUEST_TRIALS_SQUARED,
-        )
-    return (
-        C.SLICE_REQUESTS,
-        C.REQUEST_ACCEPTED_SQUARED,
-        C.REQUEST_ACCEPTED_X_TRIALS,
-        C.REQUEST_TRIALS_SQUARED,
-    )
 
 
 def _robust_rules(
@@ -90,11 +58,11 @@ def _robust_rules(
     group = Q.by(Q.LEVELS[level])
     rules: list[dict[str, Any]] = [
         {"record": Q.increase(level, name, w), "expr": _sum_increase(name, group, w, windows)}
-        for name in (C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS, *_moments(level))
+        for name in (C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS, *Q.moments(level))
     ]
     accepted = Q.increase(level, C.ACCEPTED_TOKENS, w)
     trials = Q.increase(level, C.ACCEPTANCE_TRIALS, w)
-    n, aa, at, tt = (Q.increase(level, name, w) for name in _moments(level))
+    n, aa, at, tt = (Q.increase(level, name, w) for name in Q.moments(level))
     p, df = Q.robust_alpha(level, w), Q.degrees_of_freedom(level, w)
     deff, t = Q.design_effect(level, w), Q.t_quantile(level, w)
     confidence = settings.zones.confidence
@@ -112,68 +80,12 @@ def _robust_rules(
             ),
         },
         {"record": Q.effective_trials(level, w), "expr": f"{trials} / {deff}"},
-        {"record": t, "expr": t_expr(df, confidence)},
+        {"record": t, "expr": Q.t_expr(df, confidence)},
     ]
     for bound in ("lower", "upper"):
         expr = wilson_expr(p, Q.effective_trials(level, w), t, bound)
         rules.append({"record": Q.alpha_bound(level, bound, w), "expr": expr})
     return rules
-
-
-def _evidence_rules(level: str, w: str, settings: Settings) -> list[dict[str, Any]]:
-    """Window `w`'s sample gate, widening and evidence per threshold (analysis/evidence.py):
-    (d0^2 - d1^2) / (2 v), v = design effect x widening x c (1 - c) / trials, where the
-    widening is (t / z)^2 at the tail of the verdict's bar. Recorded only where the window
-    passes half the gates (what keeps a verdict; the entry needs them whole: `gate` 1)."""
-    cfg = settings.zones
-    group = Q.by(Q.LEVELS[level])
-    on = f"on({group})"
-    trials = Q.increase(level, C.ACCEPTANCE_TRIALS, w)
-    n = Q.increase(level, _moments(level)[0], w)
-    p, gate = Q.robust_alpha(level, w), Q.evidence_gate(level, w)
-    widening, df = Q.evidence_widening(level, w), Q.degrees_of_freedom(level, w)
-
-    def passes(scale: float) -> str:
-        return (
-            f"({trials} >= {cfg.min_trials * scale:g} and {on} {n} >= {cfg.min_requests * scale:g})"
-        )
-
-    rules: list[dict[str, Any]] = [
-        {"record": gate, "expr": f"{passes(1)} * 0 + 1\nor {passes(0.5)} * 0 + 0.5"},
-        {
-            "record": widening,
-            "expr": f"(\n{t_expr(df, tail_confidence(cfg.evidence))}\n) ^ 2 / {2 * cfg.evidence:g}",
-        },
-    ]
-    for name, c in (("green", cfg.green), ("red", cfg.red)):
-        low, high, spread = c - cfg.indifference, c + cfg.indifference, c * (1 - c)
-        variance = f"{Q.design_effect(level, w)} * {widening} * {spread:.10g} / {trials}"
-        rules.append(
-            {
-                "record": Q.evidence(level, w),
-                "labels": {C.Label.THRESHOLD: name},
-                "expr": (
-                    f"(clamp_min({p} - {low:.10g}, 0) ^ 2 - clamp_min({high:.10g} - {p}, 0) ^ 2)\n"
-                    f"/ (2 * {variance})\nand {on} {gate}"
-                ),
-            }
-        )
-    return rules
-
-
-def _decided(windows: tuple[str, ...], threshold: str, bar: float, entry: bool) -> str:
-    """The evidence about `threshold` of the shortest zone window sure at `bar`, among those
-    past the whole gates (`entry`) or half of them: `or` keeps its left side where it has one,
-    so the windows are tried shortest first (analysis/evidence.Evidence.decided)."""
-    on = f"on({Q.by(Q.SLICE)})"
-    parts = []
-    for w in windows:
-        value = f'{Q.evidence("slice", w)}{{{C.Label.THRESHOLD}="{threshold}"}}'
-        sure = f"{value} and {on} abs({value}) >= {bar:g}"
-        if entry:
-            sure += f" and {on} {Q.evidence_gate('slice', w)} == 1"
-        parts.append(f"  ({sure})")
-    return f"\nor {on}\n".join(parts)
 
 
 def _level_rules(
@@ -214,7 +126,7 @@ def _level_rules(
         ]
         rules += _robust_rules(level, w, windows, settings)
         if w in zone:
-            rules += _evidence_rules(level, w, settings)
+            rules += evidence_rules(level, w, settings)
     positions = f"{group}, {C.Label.POSITION}"
     rules.append(
         {
@@ -226,15 +138,7 @@ def _level_rules(
         }
     )
     if level == "slice":
-        cfg = settings.zones
-        for threshold in ("green", "red"):
-            for record, bar, entry in (
-                (Q.EVIDENCE_ENTRY, cfg.evidence, True),
-                (Q.EVIDENCE_EXIT, cfg.exit_evidence, False),
-            ):
-                expr = _decided(zone, threshold, bar, entry)
-                labels_of = {C.Label.THRESHOLD: threshold}
-                rules.append({"record": record, "labels": labels_of, "expr": expr})
+        rules += deciding_rules(zone, settings)
     return rules
 
 

@@ -127,8 +127,10 @@ def write_log(
     start: float = 1.8e9,
     seconds: float = 3600.0,
     seed: int = 1,
+    steps: tuple[int, int] = (25, 50),
 ) -> None:
-    """A cycle log of every (model, prompt's ctx bucket, task) slice's traffic, in time order."""
+    """A cycle log of every (model, prompt's ctx bucket, task) slice's traffic, in time order;
+    each request of `steps` speculative steps (uniform, inclusive)."""
     rng = random.Random(seed)
     records = [
         record
@@ -145,6 +147,7 @@ def write_log(
             per_hour=per_hour,
             start=start,
             seconds=seconds,
+            steps=steps,
         )
     ]
     records.sort(key=lambda r: r.ts)
