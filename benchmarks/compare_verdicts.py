@@ -3,12 +3,14 @@ requests like real traffic (analysis/compare.py: the statistics of /status `chan
 canary rules and of SpecDecodeCanaryWorse).
 
 Requests as in benchmarks/zone_verdicts.py: 25-50 steps at K = 4, each request's acceptance drawn
-around its side's truth with a per-request sd of 0.08. A model has 8 slices compared at once.
+around its side's truth with a per-request sd of `--sd` (0.08). A model has 8 slices compared
+at once, and its rollup (the family: analysis/compare.compare_models).
 
-1. One look (`--runs` comparisons of 8 slices, 120 requests a side per slice): coverage of the
-   true difference by each slice's interval (95%, and at the family-wise confidence); equal
-   configs (0.70 both) called different (`worse` or `better` in any slice of the model); a drop
-   of 0.05 (0.70 -> 0.65) found (`worse`) per slice.
+1. One look (`--runs` comparisons of a model, `--requests` (120) a side per slice): coverage of
+   the true difference by each slice's interval (95%, and at the family-wise confidence);
+   equal configs (0.70 both) called different (`worse` or `better` by any of the model's
+   verdicts, its slices' or its rollup's); a drop of 0.05 (0.70 -> 0.65) found (`worse`) per
+   slice. `--requests` takes several counts: the drop's power at each.
 2. The alert over time: an equal canary (and one 0.05 worse) beside stable for an hour, stable
    with 480 requests a slice-hour and the canary 120, compared every minute over the last 30
    minutes; the alert fires when the difference's upper bound stays below -0.02 for 15
@@ -16,6 +18,7 @@ around its side's truth with a per-request sd of 0.08. A model has 8 slices comp
    it fires (worse).
 
     .venv/bin/python benchmarks/compare_verdicts.py [--runs 400] [--hours 200] [--seed 1]
+        [--sd 0.08] [--requests 120 ...]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import statistics
 import numpy as np
 from specwatch.analysis.compare import (
     WORSE,
+    compare_models,
     compare_slices,
     difference,
     family_confidence,
@@ -33,7 +37,8 @@ from specwatch.analysis.compare import (
 from specwatch.analysis.evidence import Sums
 from specwatch.sim.truth import mean_for
 
-K, SD, SLICES = 4, 0.08, 8
+K, SLICES = 4, 8
+SD = 0.08  # per-request sd (--sd)
 CONFIDENCE, MARGIN, MIN_TRIALS, MIN_REQUESTS = 0.95, 0.02, 1000, 30
 
 
@@ -57,19 +62,35 @@ def sums(a: np.ndarray, t: np.ndarray) -> Sums:
                 int((t * t).sum()))  # fmt: skip
 
 
-def one_look(rng: np.random.Generator, runs: int) -> None:
-    print(f"1. one look, {SLICES} slices a model, 120 requests a side per slice, {runs} runs")
+def _total(parts: list[Sums]) -> Sums:
+    """A model's sums from its slices' (each request in one slice)."""
+    return Sums(*(sum(values) for values in zip(*parts, strict=True)))
+
+
+def one_look(rng: np.random.Generator, runs: int, requests_a_side: int) -> None:
+    print(
+        f"1. one look, {SLICES} slices and the rollup a model, {requests_a_side} requests a "
+        f"side per slice, per-request sd {SD:g}, {runs} runs"
+    )
     for after in (0.70, 0.65):
         covered = covered_family = different = worse = slices = 0
         true_difference = after - 0.70
         for _ in range(runs):
-            pairs = []
+            pairs: list[tuple[tuple[str, ...], Sums, Sums]] = []
             for s in range(SLICES):
-                before = sums(*requests(rng, 0.70, 120))
-                later = sums(*requests(rng, after, 120))
+                before = sums(*requests(rng, 0.70, requests_a_side))
+                later = sums(*requests(rng, after, requests_a_side))
                 pairs.append((("m", str(s), "t"), before, later))
-            rows = compare_slices(pairs, CONFIDENCE, MARGIN, MIN_TRIALS, MIN_REQUESTS)
-            different += any(r.verdict in ("worse", "better") for r in rows)
+            rollup = (
+                ("m", "all", "all"),
+                _total([p[1] for p in pairs]),
+                _total([p[2] for p in pairs]),
+            )
+            rows, models = compare_models(
+                [rollup], pairs, CONFIDENCE, MARGIN, MIN_TRIALS, MIN_REQUESTS
+            )
+            verdicts = [r.verdict for r in rows] + [m.rollup.verdict for m in models]
+            different += any(v in ("worse", "better") for v in verdicts)
             for (_, before, later), row in zip(pairs, rows, strict=True):
                 single = difference(before, later, CONFIDENCE)
                 assert single is not None
@@ -129,12 +150,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--hours", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sd", type=float, default=0.08)
+    parser.add_argument("--requests", type=int, nargs="*", default=[120])
     args = parser.parse_args()
+    global SD
+    SD = args.sd
     rng = np.random.default_rng(args.seed)
-    print(f"(family-wise: each of {SLICES} intervals at "
-          f"{family_confidence(CONFIDENCE, SLICES):.5f})")  # fmt: skip
-    one_look(rng, args.runs)
-    over_time(rng, args.hours)
+    print(
+        f"(family-wise: each of {SLICES} + 1 intervals at "
+        f"{family_confidence(CONFIDENCE, SLICES + 1):.5f})"
+    )
+    for n in args.requests:
+        one_look(rng, args.runs, n)
+    if args.hours:
+        over_time(rng, args.hours)
 
 
 if __name__ == "__main__":

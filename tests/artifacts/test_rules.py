@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 from specwatch import conventions as C
-from specwatch.analysis.compare import compare_slices
-from specwatch.analysis.evidence import Sums, log_ratio
+from specwatch.analysis.compare import compare_models
+from specwatch.analysis.evidence import Sums, gathered, log_ratio
 from specwatch.analysis.stats import proportion_interval, t_quantile, tail_confidence
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound
@@ -24,7 +24,7 @@ from specwatch.gen.writer import RECORDING_RULES
 from specwatch.settings import load_settings
 
 from tests.support import ROOT
-from tests.support.tools import binary
+from tests.support.tools import binary, prometheus_major
 
 SETTINGS = load_settings()
 MINUTES = 12  # the 5-minute window is read at minute 10: every series older than it
@@ -68,7 +68,7 @@ def test_the_recorded_t_quantiles_are_the_sidecars_exact_ones_for_1_to_120_reque
     """95% and the zones' tail (where the evidence bar sits), 1 to 119 degrees of freedom:
     exact in the rules' tables, the Cornish-Fisher polynomial past them within 4e-6."""
     series, checks = [], []
-    tail = tail_confidence(SETTINGS.zones.evidence)
+    bars = {name: SETTINGS.zones.bar(name) for name in ("green", "red")}
     for df in range(1, 120):
         task = f"t{df}"
         requests = df + 1  # over the 5-minute window: df + 1 requests, df degrees of freedom
@@ -78,9 +78,14 @@ def test_the_recorded_t_quantiles_are_the_sidecars_exact_ones_for_1_to_120_reque
         )  # fmt: skip
         t = Q.t_quantile("slice", "5m")
         checks.append(within(f'{t}{{task="{task}"}}', t_quantile(0.95, df), 1e-7, task))
-        widening = t_quantile(tail, df) ** 2 / (2 * SETTINGS.zones.evidence)
-        recorded = f'{Q.evidence_widening("slice", "5m")}{{task="{task}"}}'
-        checks.append(within(recorded, widening, 1e-5, task))
+        for name, bar in bars.items():
+            widening = t_quantile(tail_confidence(bar), df) ** 2 / (2 * bar)
+            recorded = f'{Q.evidence_widening("slice", "5m")}{{task="{task}",threshold="{name}"}}'
+            check = within(recorded, widening, 1e-5, task)
+            check["exp_samples"][0]["labels"] = (
+                f'{{model="m",ctx_bucket="0-512",task="{task}",threshold="{name}"}}'
+            )
+            checks.append(check)
     run_promtool(tmp_path, series, checks)
 
 
@@ -116,7 +121,7 @@ def test_recorded_bounds_and_evidence_are_the_sidecars_on_random_slices(tmp_path
                              interval.upper, 1e-7, task))  # fmt: skip
         if sums.y >= cfg.min_trials / 2 and sums.requests >= cfg.min_requests / 2:
             for name, threshold in (("green", cfg.green), ("red", cfg.red)):
-                expected = log_ratio(sums, threshold, cfg.indifference, cfg.evidence)
+                expected = log_ratio(sums, threshold, cfg.indifference, cfg.bar(name))
                 query = f'{Q.evidence("slice", "5m")}{{task="{task}",threshold="{name}"}}'
                 check = within(query, expected, 1e-7, task)
                 check["exp_samples"][0]["labels"] = (
@@ -128,12 +133,30 @@ def test_recorded_bounds_and_evidence_are_the_sidecars_on_random_slices(tmp_path
 
 
 def test_the_recorded_canary_difference_is_the_sidecars_comparison(tmp_path: Path) -> None:
-    """Three slices, a canary (config c1) and stable (config s1) pod each: the difference and
-    its family-wise bounds are analysis/compare.py's (the rules' quantile: the normal one for
-    a family of 3 with Cornish-Fisher's terms for Welch's degrees of freedom, within 0.2%)."""
+    """Three slices of one model, a canary (config c1) and stable (config s1) pod each: the
+    difference and its family-wise bounds, per slice and for the model, are
+    analysis/compare.compare_models' (one family: the three slices and the model, m = 4; the
+    rules' quantile: the normal one for the family with Cornish-Fisher's terms for Welch's
+    degrees of freedom, within 0.2%)."""
     rng = random.Random(11)
-    series, checks, pairs = [], [], []
+    series, checks = [], []
+    finer, model_sides = [], {}
     cfg = SETTINGS.canary
+    slice_counters = (
+        C.SLICE_REQUESTS,
+        C.ACCEPTED_TOKENS,
+        C.ACCEPTANCE_TRIALS,
+        C.REQUEST_ACCEPTED_SQUARED,
+        C.REQUEST_ACCEPTED_X_TRIALS,
+        C.REQUEST_TRIALS_SQUARED,
+    )
+    model_counters = (
+        C.MODEL_REQUESTS,
+        C.MODEL_REQUEST_ACCEPTED_SQUARED,
+        C.MODEL_REQUEST_ACCEPTED_X_TRIALS,
+        C.MODEL_REQUEST_TRIALS_SQUARED,
+    )
+    whole = {"stable": [0] * 6, "canary": [0] * 6}
     for i in range(3):
         task = f"c{i}"
         sides = {}
@@ -142,40 +165,188 @@ def test_the_recorded_canary_difference_is_the_sidecars_comparison(tmp_path: Pat
             for _ in range(2):  # two kinds of requests a minute: they differ
                 count, t = rng.randint(2, 5), rng.randint(40, 200)
                 a = rng.randint(t // 3, t)
-                for j, value in enumerate((count, count * a, count * t, count * a * a,
-                                           count * a * t, count * t * t)):  # fmt: skip
+                moments = (count, count * a, count * t, count * a * a, count * a * t, count * t * t)
+                for j, value in enumerate(moments):
                     per_minute[j] += value
             labels = f'model="m",ctx_bucket="0-512",task="{task}",config="{config}",track="{track}"'
-            for name, value in zip(
-                (C.SLICE_REQUESTS, C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS,
-                 C.REQUEST_ACCEPTED_SQUARED, C.REQUEST_ACCEPTED_X_TRIALS,
-                 C.REQUEST_TRIALS_SQUARED),
-                per_minute,
-                strict=True,
-            ):  # fmt: skip
-                series.append({"series": f"{name}_total{{{labels},instance=\"{track}\"}}",
-                               "values": f"0+{value}x40"})  # fmt: skip
+            for name, value in zip(slice_counters, per_minute, strict=True):
+                series.append(
+                    {
+                        "series": f'{name}_total{{{labels},instance="{track}"}}',
+                        "values": f"0+{value}x40",
+                    }
+                )
+            whole[track] = [w + v for w, v in zip(whole[track], per_minute, strict=True)]
             sides[track] = Sums(*(30 * value for value in per_minute))  # over 30 minutes
-        pairs.append((("m", "0-512", task), sides["stable"], sides["canary"]))
-    rows = compare_slices(pairs, cfg.confidence, cfg.margin, 1, 1)
+        finer.append((("m", "0-512", task), sides["stable"], sides["canary"]))
+    for track, config in (("stable", "s1"), ("canary", "c1")):
+        labels = f'model="m",config="{config}",track="{track}",instance="{track}"'
+        n, _, _, aa, at, tt = whole[track]
+        for name, value in zip(model_counters, (n, aa, at, tt), strict=True):
+            series.append({"series": f"{name}_total{{{labels}}}", "values": f"0+{value}x40"})
+        model_sides[track] = Sums(*(30 * value for value in whole[track]))
+    rollups = [(("m", "all", "all"), model_sides["stable"], model_sides["canary"])]
+    rows, models = compare_models(rollups, finer, cfg.confidence, cfg.margin, 1, 1)
     assert 3 == sum(r.difference is not None for r in rows)
-    for row in rows:
+    for level, row in [*(("slice", r) for r in rows), ("model", models[0].rollup)]:
         assert row.difference is not None
         task = row.key[2]
-        where = f'{{task="{task}"}}'
-        found = {"model": "m", "ctx_bucket": "0-512", "task": task, "config": "c1",
-                 "track": "canary", "baseline_config": "s1"}  # fmt: skip
-        labels = "{" + ",".join(f'{k}="{v}"' for k, v in found.items()) + "}"
+        where = f'{{task="{task}"}}' if level == "slice" else ""
+        found = {"model": "m", "config": "c1", "track": "canary", "baseline_config": "s1"}
+        if level == "slice":
+            found |= {"ctx_bucket": "0-512", "task": task}
+        labels = "{" + ",".join(f'{k}="{v}"' for k, v in sorted(found.items())) + "}"
         for bound, expected, tolerance in (
             ("estimate", row.difference.estimate, 1e-9),
             ("lower", row.difference.lower, 2e-3),
             ("upper", row.difference.upper, 2e-3),
         ):
-            query = difference_bound("slice", bound, SETTINGS) + where
+            query = difference_bound(level, bound, SETTINGS) + where
             width = row.difference.upper - row.difference.lower
-            checks.append({
-                "expr": f"abs({query} - {expected!r}) <= bool {tolerance * width!r}",
-                "eval_time": "35m",
-                "exp_samples": [{"labels": labels, "value": 1}],
-            })  # fmt: skip
+            check = f"abs({query} - {expected!r}) <= bool {tolerance * width!r}"
+            checks.append(
+                {"expr": check, "eval_time": "35m", "exp_samples": [{"labels": labels, "value": 1}]}
+            )
     run_promtool(tmp_path, series, checks)
+
+
+def _prometheus_increase(values: list[int], at: int, minutes: int, major: int) -> float:
+    """What `increase(x[<minutes>m])` gives at minute `at` for one sample a minute: Prometheus
+    2's range holds the sample at its start (no extrapolation needed); 3's does not, and
+    extrapolates the last sample less the first over the whole range."""
+    if major < 3:
+        return float(values[at] - values[at - minutes])
+    return (values[at] - values[at - minutes + 1]) * minutes / (minutes - 1)
+
+
+def test_the_deciding_window_is_the_sidecars_on_slices_that_changed(tmp_path: Path) -> None:
+    """Slices whose requests change at a random minute (or not at all): each shorter zone
+    window's change from the older rest of a longer one, and the deciding evidence at the entry
+    and exit bars, are analysis/evidence.py's on the sums Prometheus reads (its `increase()`
+    on one sample a minute). Most of them switch to a shorter window, some do not."""
+    rng = random.Random(5)
+    cfg = SETTINGS.zones
+    at = 70  # minutes: every zone window is full
+    windows = {"5m": 5, "30m": 30, "1h": 60}
+    counters = (
+        C.SLICE_REQUESTS,
+        C.ACCEPTED_TOKENS,
+        C.ACCEPTANCE_TRIALS,
+        C.REQUEST_ACCEPTED_SQUARED,
+        C.REQUEST_ACCEPTED_X_TRIALS,
+        C.REQUEST_TRIALS_SQUARED,
+    )
+    series: list[dict[str, str]] = []
+    checks: list[dict[str, Any]] = []
+    deciding: list[float] = []
+    major = prometheus_major()
+    for i in range(24):
+        task = f"d{i}"
+        change_at = rng.choice([0, 20, 45, 62, 67, at + 1])
+
+        def minute(alpha: float) -> list[int]:
+            out = [0] * 6
+            for _ in range(rng.randint(3, 12)):  # requests a minute, each its own size
+                t = rng.randint(30, 120)
+                a = min(t, max(0, round(t * rng.gauss(alpha, 0.08))))
+                for j, value in enumerate((1, a, t, a * a, a * t, t * t)):
+                    out[j] += value
+            return out
+
+        before, after = rng.uniform(0.3, 0.9), rng.uniform(0.3, 0.9)
+        cumulative = [[0] * 6]
+        for m in range(1, at + 3):
+            step = minute(before if m < change_at else after)
+            cumulative.append([c + s for c, s in zip(cumulative[-1], step, strict=True)])
+        for j, name in enumerate(counters):
+            values = " ".join(str(row[j]) for row in cumulative)
+            series.append({"series": f"{name}_total{{{labels(task)}}}", "values": values})
+        columns = [[row[j] for row in cumulative] for j in range(6)]
+        sums = {
+            name: Sums._make(_prometheus_increase(column, at, length, major) for column in columns)
+            for name, length in windows.items()
+        }
+        evidence = gathered(
+            [(float(length * 60), sums[name]) for name, length in windows.items()], cfg, False
+        )
+        assert evidence is not None
+        for w in evidence.windows:
+            for longer, value in w.changes:
+                name = Q.duration(w.seconds)
+                query = f'{Q.zone_change(name, Q.duration(longer))}{{task="{task}"}}'
+                if value > 0:
+                    checks.append(within(query, value, 1e-6, task, f"{at}m"))
+        slice_labels = f'model="m",ctx_bucket="0-512",task="{task}"'
+        for threshold in ("green", "red"):
+            for record, bar, full in (
+                (Q.EVIDENCE_ENTRY, cfg.bar(threshold), True),
+                (Q.EVIDENCE_EXIT, cfg.exit_bar(threshold), False),
+            ):
+                expected = evidence.decided(threshold, bar, full)
+                query = f'{record}{{task="{task}",threshold="{threshold}"}}'
+                sample = {"labels": f'{{{slice_labels},threshold="{threshold}"}}', "value": 1}
+                tolerance = abs(expected) * 1e-6 + 1e-9
+                check = f"abs({query} - {expected!r}) <= bool {tolerance!r}"
+                found = [] if expected == 0 else [sample]
+                checks.append({"expr": check, "eval_time": f"{at}m", "exp_samples": found})
+        chosen = evidence.deciding(False)
+        assert chosen is not None
+        deciding.append(chosen.seconds)
+    assert {300.0, 1800.0, 3600.0} <= set(deciding)  # every window decides somewhere
+    run_promtool(tmp_path, series, checks)
+
+
+def test_the_rollouts_analysis_fails_on_a_held_drop_and_not_on_a_one_minute_dip(
+    tmp_path: Path,
+) -> None:
+    """The generated AnalysisTemplate's query (its model argument `.*`) on the canary's recorded
+    upper bound: one slice dips below -margin for one minute of the 15 (noise), another stays
+    below for all of them (a worse canary): only the second counts."""
+    path = ROOT / "deploy/kubernetes/components/argo-rollouts/analysistemplate.yaml"
+    template = yaml.safe_load(path.read_text())
+    query = template["spec"]["metrics"][0]["provider"]["prometheus"]["query"]
+    query = query.replace("{{args.model}}", ".*")
+    upper = difference_bound("slice", "upper", SETTINGS)
+    margin = SETTINGS.canary.margin
+    above, below = -margin / 2, -3 * margin
+
+    def series(task: str, values: list[float]) -> dict[str, str]:
+        labels = f'model="m",ctx_bucket="0-512",task="{task}",config="c1",track="canary"'
+        return {"series": f"{upper}{{{labels}}}", "values": " ".join(map(repr, values))}
+
+    dip = [above] * 20
+    dip[12] = below
+    test = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [series("dip", dip)],
+                "promql_expr_test": [
+                    {
+                        "expr": query,
+                        "eval_time": "19m",
+                        "exp_samples": [{"labels": "{}", "value": 0}],
+                    }
+                ],
+            },
+            {
+                "interval": "1m",
+                "input_series": [series("dip", dip), series("held", [below] * 20)],
+                "promql_expr_test": [
+                    {
+                        "expr": query,
+                        "eval_time": "19m",
+                        "exp_samples": [{"labels": "{}", "value": 1}],
+                    }
+                ],
+            },
+        ],
+    }
+    file = tmp_path / "template.test.yml"
+    file.write_text(yaml.safe_dump(test, width=10_000))
+    done = subprocess.run(
+        [binary("promtool"), "test", "rules", str(file)], capture_output=True, text=True
+    )
+    assert 0 == done.returncode, done.stdout[-4000:] + done.stderr[-2000:]

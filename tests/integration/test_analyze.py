@@ -404,3 +404,27 @@ def test_usage_errors_are_said_plainly(tmp_path: Path) -> None:
     done = run("analyze", "--quiet", str(empty), check=False)
     assert done.returncode == 1
     assert "no speculative request" in done.stderr
+
+
+def test_compare_keeps_one_family_per_model_however_many_models_it_compares(
+    tmp_path: Path,
+) -> None:
+    """Model a's slices and rollup get the same bounds whether a is compared alone or beside
+    model b in one invocation: the guard is per model (its slices and its rollup)."""
+    a = [r for r in simulated_records(12, 3000) if r.model == "a"]
+    b = [r for r in simulated_records(13, 3000) if r.model == "a"]
+    both_a = simulated_records(12, 3000)
+    both_b = simulated_records(13, 3000)
+
+    def compared(left: list[RequestRecord], right: list[RequestRecord], name: str) -> Any:
+        paths = [
+            write(tmp_path / f"{name}-{i}.jsonl", side) for i, side in enumerate((left, right))
+        ]
+        args = ("compare", "--json", "--quiet", "--by", "model,task", *map(str, paths))
+        return json.loads(run(*args).stdout)
+
+    alone, fleet = compared(a, b, "alone"), compared(both_a, both_b, "fleet")
+    mine = [row for row in fleet["slices"] if row["model"] == "a"]
+    assert alone["slices"] == mine
+    assert [m for m in fleet["models"] if m["model"] == "a"] == alone["models"]
+    assert {row["model"] for row in fleet["slices"]} == {"a", "b"}

@@ -81,3 +81,43 @@ def test_the_same_config_carries_its_sums_and_a_saved_change_survives_another_re
 def test_a_saved_state_that_is_not_one_is_refused(broken: object) -> None:
     with pytest.raises(ValueError, match=r"."):
         ConfigHistory(spec_config(NGRAM, None, "stable"), load_settings()).restore(broken, 1.0)
+
+
+def _alike(requests: int, accepted: int, trials: int) -> Sums:
+    a, t = accepted // requests, trials // requests
+    return Sums(requests, accepted, trials, requests * a * a, requests * a * t, requests * t * t)
+
+
+def test_a_models_rollup_and_slices_share_one_family_and_other_models_do_not_join_it() -> None:
+    """Each interval of a model is at 1 - 0.05 / m, m its slices compared plus its rollup:
+    two slices and a rollup give each 1 - 0.05 / 3, whether or not other models are compared
+    in the same call."""
+    from specwatch.analysis.compare import compare_models, difference, family_confidence
+
+    cfg = load_settings()
+    side = _alike(100, 3000, 5000)
+
+    def pairs(models: list[str]) -> tuple[list, list]:  # type: ignore[type-arg]
+        finer = [((m, "0-512", t), side, side) for m in models for t in ("chat", "code")]
+        return [((m, "all", "all"), side, side) for m in models], finer
+
+    expected = difference(side, side, family_confidence(0.95, 3))
+    for models in (["a"], ["a", "b", "c", "d"]):
+        rollups, finer = pairs(models)
+        slices, compared = compare_models(
+            rollups, finer, 0.95, cfg.canary.margin, cfg.zones.min_trials, 30
+        )
+        for row in (*slices, *(model.rollup for model in compared)):
+            assert expected == row.difference, (models, row.key)
+
+
+def test_a_side_below_the_gates_is_insufficient_whichever_side_it_is() -> None:
+    """Before: 5 requests at 0.9; after: 100 at 0.6. The difference is large, but the before
+    side is below the gates (30 requests): insufficient, never worse. And the other way."""
+    from specwatch.analysis.compare import INSUFFICIENT, compare_slices
+
+    few, many = _alike(5, 1800, 2000), _alike(100, 24_000, 40_000)
+    for before, after in ((few, many), (many, few)):
+        (row,) = compare_slices([(("m", "0-512", "chat"), before, after)], 0.95, 0.02, 1000, 30)
+        assert INSUFFICIENT == row.verdict
+        assert row.difference is None

@@ -101,3 +101,14 @@ def test_the_span_limit_is_a_number_of_evaluations(monkeypatch: pytest.MonkeyPat
     assert end == last.ts
     with pytest.raises(SpanTooLong, match="more than 100 evaluations"):
         replay([first, replace(last, ts=last.ts + interval)], settings)
+
+
+def test_replay_keeps_every_model_of_a_log_apart_past_the_live_cap() -> None:
+    """limits.max_models bounds a live pod's series; a file replayed has none to bound."""
+    settings = load_settings()
+    many = settings.limits.max_models + 4
+    logs = [replace(r, model=f"m{i % many}", request_id=f"{i}") for i, r in enumerate(records(400))]
+    analyzer, end = replay(logs, settings)
+    snapshot = analyzer.snapshot(end)
+    assert {f"m{i}" for i in range(many)} == {view.key.model for view in snapshot.rollups}
+    assert not snapshot.folded_models

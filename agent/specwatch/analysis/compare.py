@@ -6,9 +6,10 @@ same time; the requests before a config change and after it), so the variance of
 difference is the sum of each side's cluster-robust variance of its ratio estimator
 (analysis/stats.py: requests are the sampling unit, the binomial variance the floor), and
 Student's t takes Welch-Satterthwaite's degrees of freedom. Comparing many slices at once, the
-interval of each is at the Bonferroni confidence 1 - (1 - confidence) / m for m slices compared
-(both sides past the sample gates): the chance that any of them calls equal configs different
-stays below 1 - confidence. The verdicts:
+interval of each is at the Bonferroni confidence 1 - (1 - confidence) / m for m comparisons of
+its model (its slices with both sides past the sample gates, and its rollup): the chance that
+any of a model's verdicts calls equal configs different stays below 1 - confidence, whatever
+other models are compared beside it. The verdicts:
 
 - `worse` / `better`: the whole interval below / above 0;
 - `same`: the whole interval within +-margin (equivalence, as two one-sided tests);
@@ -22,6 +23,7 @@ PromQL for canary against stable (SpecDecodeCanaryWorse).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -85,6 +87,31 @@ class SliceComparison:
     verdict: str
 
 
+def _compared(
+    rows: list[tuple[tuple[str, ...], Sums, Sums]], min_trials: int, min_requests: int
+) -> set[tuple[str, ...]]:
+    return {
+        key
+        for key, before, after in rows
+        if passes(before, min_trials, min_requests) and passes(after, min_trials, min_requests)
+    }
+
+
+def _judged(
+    rows: list[tuple[tuple[str, ...], Sums, Sums]],
+    chosen: set[tuple[str, ...]],
+    families: Counter[str],
+    confidence: float,
+    margin: float,
+) -> list[SliceComparison]:
+    out = []
+    for key, before, after in rows:
+        each = family_confidence(confidence, families[key[0]])
+        interval = difference(before, after, each) if key in chosen else None
+        out.append(SliceComparison(key, before, after, interval, verdict(interval, margin)))
+    return out
+
+
 def compare_slices(
     pairs: Iterable[tuple[tuple[str, ...], Sums, Sums]],
     confidence: float,
@@ -93,20 +120,11 @@ def compare_slices(
     min_requests: int,
 ) -> list[SliceComparison]:
     """Every slice's difference and verdict, the intervals at the family-wise confidence over
-    the slices where both sides pass the gates (the others are `insufficient`)."""
+    the slices of its model where both sides pass the gates (the others are `insufficient`):
+    a model's verdicts keep the guard however many other models are compared beside it."""
     rows = list(pairs)
-    compared = [
-        key
-        for key, before, after in rows
-        if passes(before, min_trials, min_requests) and passes(after, min_trials, min_requests)
-    ]
-    each = family_confidence(confidence, len(compared))
-    chosen = set(compared)
-    out = []
-    for key, before, after in rows:
-        interval = difference(before, after, each) if key in chosen else None
-        out.append(SliceComparison(key, before, after, interval, verdict(interval, margin)))
-    return out
+    chosen = _compared(rows, min_trials, min_requests)
+    return _judged(rows, chosen, Counter(key[0] for key in chosen), confidence, margin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,13 +181,19 @@ def compare_models(
     min_trials: int,
     min_requests: int,
 ) -> tuple[list[SliceComparison], list[ModelComparison]]:
-    """The finer slices compared (family-wise among themselves), and per model its rollup
-    (family-wise among the rollups) with the overall change and the mix shift of its finer
-    slices. Keys start with the model. The live config change (analysis/changes.py) and
-    `specwatch compare` both read their comparison here."""
-    slices = compare_slices(finer, confidence, margin, min_trials, min_requests)
+    """The finer slices compared, and per model its rollup with the overall change and the mix
+    shift of its finer slices. One family per model: its finer slices compared and its rollup
+    (when compared) share the Bonferroni guard, so equal configs are called different by any
+    of the model's verdicts in at most 1 - confidence of comparisons, and models compared in
+    one invocation do not weaken each other. Keys start with the model. The live config change
+    (analysis/changes.py) and `specwatch compare` both read their comparison here."""
+    finer_rows, rollup_rows = list(finer), list(rollups)
+    chosen = _compared(finer_rows, min_trials, min_requests)
+    chosen |= _compared(rollup_rows, min_trials, min_requests)
+    families = Counter(key[0] for key in chosen)
+    slices = _judged(finer_rows, chosen, families, confidence, margin)
     models = []
-    for row in compare_slices(rollups, confidence, margin, min_trials, min_requests):
+    for row in _judged(rollup_rows, chosen, families, confidence, margin):
         model = row.key[0]
         mine = [r for r in slices if r.key[0] == model]
         overall = overall_change(mine)

@@ -15,6 +15,10 @@ from specwatch.settings import Settings
 MAX_EVALUATIONS = 5_000_000
 
 
+# models a replay keeps apart: more than any file holds (each model is a few rows of state)
+UNCAPPED_MODELS = 1 << 31
+
+
 class SpanTooLong(ValueError):
     pass
 
@@ -29,6 +33,10 @@ def replay(
     records' timestamps, so the verdicts follow the same path they did. SpanTooLong when they
     span more than MAX_EVALUATIONS evaluations.
     """
+    # A file is not a pod: `limits.max_models` bounds the series a live pod exports, and a
+    # replay exports none, so every model the logs hold keeps its name (no `other`).
+    limits = settings.limits.model_copy(update={"max_models": UNCAPPED_MODELS})
+    settings = settings.model_copy(update={"limits": limits})
     # The records are read whole (to put them in time order) and live to the end, none in
     # a cycle: the collector would walk them again and again as they pile up. It is off
     # while they are read, and they are frozen out of its view for the analysis (given back

@@ -7,10 +7,11 @@ control that runs beside it, not with the fleet before it). Per side the varianc
 is p (1 - p) / effective trials (the design effect's, gen/rules.py); the difference's variance
 is their sum, with Welch-Satterthwaite's degrees of freedom. The stable side is its config
 with the most trials in the slice (normally the only one; `baseline_config` names it). The
-family-wise guard is Bonferroni over the slices compared per model and canary config (both
-sides past the zone gates): the quantile is the normal one at 1 - (1 - confidence) / (2 m) for
-the next m of a table above the count (never less guarded than the sidecar's exact m), made
-Student's by Cornish-Fisher's terms on the Welch degrees of freedom.
+family-wise guard is Bonferroni over the comparisons per model and canary config: its slices
+with both sides past the zone gates, and its rollup (analysis/compare.compare_models). The
+quantile is the normal one at 1 - (1 - confidence) / (2 m) for the next m of a table above the
+count (never less guarded than the sidecar's exact m), made Student's by Cornish-Fisher's
+terms on the Welch degrees of freedom.
 """
 
 from __future__ import annotations
@@ -53,11 +54,24 @@ def family_z(count: str, confidence: float) -> str:
     return "\n+ ".join(terms)
 
 
+def _family(settings: Settings) -> str:
+    """The family of one model and canary config: its slices compared and its rollup, when
+    compared (analysis/compare.compare_models: one guard over all of a model's verdicts)."""
+    by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
+    counts = [
+        f"count by ({by_family}) ({_name(level, C.RECORDED_CANARY_COMPARED, settings, 'bool')})"
+        for level in Q.LEVELS
+    ]
+    return f"({counts[0]}\n+ on({by_family}) {counts[1]})\nor {counts[0]}\nor {counts[1]}"
+
+
 def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
     """Per level (slice, model), over the canary window: each track's variance, the stable
-    config compared with, the slices compared, the difference with its bounds; per model the
-    measured gain of canary over stable."""
+    config compared with, the slices compared, the difference with its bounds (one family per
+    model and canary config, over both levels); per model the measured gain of canary over
+    stable."""
     cfg, w, gates = settings.canary, window(settings), settings.zones
+    first: list[dict[str, Any]] = []  # what every level's family needs: what it compares
     rules: list[dict[str, Any]] = []
     for level, labels in Q.LEVELS.items():
         full = Q.by(labels)
@@ -90,10 +104,9 @@ def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
         t = _name(level, C.RECORDED_CANARY_T, settings)
         estimate = difference_bound(level, "estimate", settings)
         sd = f"sqrt({joined(variance, '+', variance)})"
-        # the family: the slices compared per model and canary config
         by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
         z = f"({df} * 0 + on({by_family}) group_left {z_of})"  # onto every slice compared
-        rules += [
+        first += [
             {"record": variance, "expr": f"{p} * (1 - {p}) / {n_eff}"},
             {
                 "record": chosen,
@@ -112,7 +125,9 @@ def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
                     f"and on({pair}) {stable(requests)} >= {gates.min_requests}"
                 ),
             },
-            {"record": family, "expr": f"count by ({by_family}) ({compared})"},
+        ]
+        rules += [
+            {"record": family, "expr": _family(settings)},
             {"record": z_of, "expr": family_z(family, cfg.confidence)},
             {"record": estimate, "expr": f"({joined(p, '-', p)})\nand on({full}) {compared}"},
             {
@@ -142,7 +157,7 @@ def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
                 }
             )
     rules.append(_gain(settings, windows))
-    return rules
+    return first + rules
 
 
 def _gain(settings: Settings, windows: Q.Windows) -> dict[str, Any]:
