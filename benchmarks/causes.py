@@ -25,6 +25,7 @@ from pathlib import Path
 
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
+from specwatch.logs import configure
 from specwatch.model import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
 from specwatch.settings import load_settings
 from specwatch.sim.truth import accepted_steps, beta_draw, mean_for
@@ -70,8 +71,17 @@ def requests(
     nothing: bool = False,
     ignore_schedule: bool = False,
     overcount_share: float = 0.0,
+    cliff: tuple[int, int] | None = None,
+    first_factor: float = 1.0,
+    idle_from: int | None = None,
+    pause_share: float = 0.0,
+    after_pause: float = 1.0,
 ) -> Iterator[RequestRecord]:
-    """An hour of one model's traffic over every (prompt, task) slice."""
+    """An hour of one model's traffic over every (prompt, task) slice. `cliff` (position,
+    context): draft positions from that one on accept nothing from that context on;
+    `first_factor`: position 1 alone accepts that much less; `idle_from`: prompts from that
+    long on draft nothing; `pause_share` of requests pause (8 listed steps drafting nothing)
+    halfway, acceptance multiplied by `after_pause` after it."""
     for prompt in PROMPTS:
         for task in TASKS:
             t, i = 0.0, 0
@@ -89,6 +99,12 @@ def requests(
                     accepted = [k] * steps
                 elif nothing:
                     accepted = [0] * steps
+                elif cliff is not None or first_factor != 1.0:
+                    alpha = beta_draw(rng, mean_for(truth, sd, k), sd)
+                    last = k if cliff is None or prompt < cliff[1] else cliff[0] - 1
+                    accepted = [
+                        _accepted(rng, alpha, min(k, last), first_factor) for _ in range(steps)
+                    ]
                 else:
                     alpha = beta_draw(rng, mean_for(truth, sd, k), sd)
                     accepted = accepted_steps(rng, alpha, steps, k)
@@ -98,7 +114,16 @@ def requests(
                             if position > limit:
                                 accepted[j] = 0
                             position += accepted[j] + 1
-                tau = 1.0 + sum(accepted) / steps
+                drafted = [k] * steps
+                if pause_share and rng.random() < pause_share:
+                    half = steps // 2
+                    after = accepted_steps(rng, alpha * after_pause, steps - half, k)
+                    accepted = [*accepted[:half], *[0] * 8, *after]
+                    drafted = [*drafted[:half], *[0] * 8, *drafted[half:]]
+                output = sum(accepted) + len(accepted)
+                if idle_from is not None and prompt >= idle_from:
+                    accepted, drafted = [], []
+                tau = 1.0 + sum(accepted) / max(1, len(accepted))
                 if overcount_share and rng.random() < overcount_share:
                     tau += 0.5
                 yield RequestRecord(
@@ -108,11 +133,20 @@ def requests(
                     task=task,
                     outcome=C.Outcome.OBSERVED,
                     prompt_tokens=prompt,
-                    completion_tokens=sum(accepted) + steps,
-                    spec=SpecDecodeBlock(k, (k,) * steps, tuple(accepted), reported_tau=tau),
+                    completion_tokens=output,
+                    spec=SpecDecodeBlock(k, tuple(drafted), tuple(accepted), reported_tau=tau),
                     latency=Latency(tpot=0.02),
                     in_flight=in_flight,
                 )
+
+
+def _accepted(rng: random.Random, alpha: float, reach: int, first_factor: float) -> int:
+    """One step's accepted tokens, position by position with `alpha` (position 1 with
+    `alpha * first_factor`), none past `reach`."""
+    accepted, p = 0, alpha * first_factor
+    while accepted < reach and rng.random() < p:
+        accepted, p = accepted + 1, alpha
+    return accepted
 
 
 def flagged(
@@ -153,6 +187,7 @@ def main() -> int:
     parser.add_argument("--read-every", type=float, default=300.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    configure("warning", "console")  # the figures on stdout, not the analysis' zone changes
     started = time.perf_counter()
     healthy_slices = 0
     false: dict[str, int] = defaultdict(int)
@@ -163,7 +198,9 @@ def main() -> int:
         for truth in TRUTHS:
             for sd in SDS:
                 model = f"a{truth}-sd{sd}"
-                seen = flagged(list(requests(rng, model, truth, sd)), config(), args.read_every)
+                # a quarter of the requests pause (K = 0 steps listed) without harm
+                traffic = list(requests(rng, model, truth, sd, pause_share=0.25))
+                seen = flagged(traffic, config(), args.read_every)
                 for kinds in seen.values():
                     healthy_slices += 1
                     for kind in kinds - {GATED}:
@@ -191,6 +228,22 @@ def main() -> int:
                 lambda key: key[1] == C.ALL,
             ),
             C.CauseKind.SYNTHETIC_VERIFIER: ({}, config(verifier="synthetic"), lambda key: True),
+            C.CauseKind.POSITION_CLIFF: (
+                {"cliff": (3, 2048)},
+                config(schedule=False),
+                lambda key: key[1] not in ("0-512", "512-2k"),
+            ),
+            C.CauseKind.FIRST_POSITION_DEFICIT: (
+                {"first_factor": 0.3},
+                config(schedule=False),
+                lambda key: True,
+            ),
+            C.CauseKind.NOT_DRAFTING: ({"idle_from": 4096}, config(), lambda key: key[1] == C.ALL),
+            C.CauseKind.COLLAPSE_AFTER_PAUSE: (
+                {"pause_share": 0.25, "after_pause": 0.25},
+                config(),
+                lambda key: True,
+            ),
         }
         for kind, (change, spec, expected) in cases.items():
             model = f"cause-{kind}"

@@ -16,9 +16,14 @@ from specwatch.flags import ANALYSIS_FLAGS, Help, add_setting_flags, setting_def
 
 # the causes the simulator makes (sim/causes.py SIMULATED); the demo also configures the others
 SIM_CAUSES = (
+    CauseKind.COLLAPSE_AFTER_PAUSE,
     CauseKind.DRAFT_CONTEXT_LIMIT,
     CauseKind.ENGINE_DISAGREEMENT,
+    CauseKind.FIRST_POSITION_DEFICIT,
     CauseKind.NO_ACCEPTANCE,
+    CauseKind.NO_PER_REQUEST_DATA,
+    CauseKind.NOT_DRAFTING,
+    CauseKind.POSITION_CLIFF,
     CauseKind.REPETITION_SUSPECTED,
 )
 

@@ -91,3 +91,10 @@ def test_the_simulator_draws_requests_with_the_dispersion_it_claims() -> None:
     ])  # fmt: skip
     assert found is not None
     assert found.pearson < 1.3  # without the Beta, requests are binomial draws
+
+
+def test_every_cause_the_simulator_makes_is_a_choice_of_sim_cause() -> None:
+    from specwatch.arguments import SIM_CAUSES
+    from specwatch.sim.causes import SIMULATED
+
+    assert set(SIMULATED) == set(SIM_CAUSES)

@@ -8,13 +8,16 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
 
+import structlog
+
 from specwatch import conventions as C
 from specwatch.analysis.advisor import advice_for
 from specwatch.analysis.causes import CauseTracker
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, EngineView, LogTotals
-from specwatch.analysis.evidence import Evidence, EvidenceWindows, Sums, gathered
+from specwatch.analysis.evidence import Evidence, Sums
+from specwatch.analysis.judging import Judging
 from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
 from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
@@ -23,9 +26,6 @@ from specwatch.analysis.speedup import ASSUMED, Cost, Gain, SpeedupTracker
 from specwatch.analysis.stats import (
     Interval,
     SliceStats,
-    alpha_interval,
-    rate_interval,
-    tau_interval,
 )
 from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot, with_causes
@@ -43,6 +43,9 @@ from specwatch.settings import Settings
 from specwatch.turns import finish
 
 _NO_ZONE = ZoneState()  # read only: a slice no evaluation has judged yet
+_SERVED = frozenset({C.Outcome.OBSERVED, C.Outcome.NO_SPEC_METRICS})  # vLLM answered
+
+log = structlog.get_logger("specwatch.analysis")
 
 __all__ = ["Analyzer", "EngineView", "SliceView", "Snapshot"]
 
@@ -63,13 +66,8 @@ class Analyzer:
         self._window: SlidingWindow[SliceKey] = SlidingWindow(
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
-        evidence = settings.evidence_windows_seconds
-        self._evidence: EvidenceWindows[SliceKey] = EvidenceWindows(
-            evidence, max(settings.window.bucket_seconds, min(evidence, default=0) / 30)
-        )
-        self._judged: dict[SliceKey, tuple[tuple[int, int, bool], Evidence | None]] = {}
+        self._judging = Judging(settings, self._window)
         self._zones: dict[SliceKey, ZoneState] = {}
-        self._verdict_cache: dict[SliceKey, tuple[int, Interval | None, Interval | None]] = {}
         self._quiet: dict[SliceKey, tuple[int, int, Cost]] = {}  # see evaluate
         self._kept = ViewCache(self._window, settings.zones.confidence)
         self._ordered = SliceOrder(self._buckets)
@@ -87,7 +85,8 @@ class Analyzer:
         self._speedup = SpeedupTracker(settings)
         self._default_cost = Cost(settings.speedup.default_cost_ratio, ASSUMED)
         self._load = LoadTracker(settings)
-        self._causes = CauseTracker(self._buckets, settings)
+        self._causes = CauseTracker(self._buckets, settings, self._window)
+        self._said_missing: set[str] = set()
 
     def set_config(self, config: SpecConfig | None) -> None:
         """The config the records ran under: what the verifier and schedule causes read."""
@@ -105,7 +104,7 @@ class Analyzer:
 
     def _add(self, key: SliceKey, ts: float, counts: Counts) -> None:
         self._window.add(key, ts, counts)  # since start too (SlidingWindow.since_start)
-        self._evidence.add(key, ts, counts)
+        self._judging.windows.add(key, ts, counts)
         self._drift.add(key, ts, counts.accepted, counts.trials, counts.steps)
         self._mix.touched(ts)
 
@@ -119,6 +118,10 @@ class Analyzer:
                 model, baseline, record.ts, record.latency.tpot, record.completion_tokens
             )
         spec = record.spec
+        if not baseline and record.outcome in _SERVED:
+            self._causes.served(model, spec is not None)
+        if spec is not None and not baseline:
+            self._causes.drafting(model, prompt, spec, record.completion_tokens or 0)
         if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
             self._load.add(record, model, baseline, None)
             return
@@ -209,6 +212,7 @@ class Analyzer:
         windows, _ = yield from self._windows_in_turns(now, step)
         self._unchanged_since(changes)
         costs = self._costs(windows, now)
+        self._say_missing_data(windows)
         default_cost, quiet = self._default_cost, self._quiet
         not_applicable = self._causes.verifier_cause is not None
         last = clock()
@@ -225,7 +229,7 @@ class Analyzer:
             # are such at most evaluations (tests/unit/test_analyzer.py checks every state).
             finer = key.ctx_bucket != C.ALL and source == C.SliceSource.PROXY
             if finer:
-                mark = (self._window.version(key), self._evidence.version(key, now), cost)
+                mark = (self._window.version(key), self._judging.windows.version(key, now), cost)
                 if quiet.get(key) == mark:
                     continue
             state = self._zones.get(key)
@@ -234,9 +238,9 @@ class Analyzer:
             if not_applicable:
                 not_judged(state, now)
                 continue
-            interval, tau = self._verdict_intervals(key, counts, source)
+            interval, tau = self._judging.intervals(key, counts, source)
             gain = self._gain(key, counts, tau, now, cost)
-            evidence = self._judge(key, counts, source, now, entering(state))
+            evidence = self._judging.evidence(key, counts, source, now, entering(state))
             change = next_zone(state, evidence, now, cfg, gain)
             if finer:
                 if state.zone == C.Zone.INSUFFICIENT:
@@ -244,29 +248,29 @@ class Analyzer:
                 else:
                     quiet.pop(key, None)
             if change is not None:
-                log_change(key, now, change, cfg.metric, interval, evidence, counts, source, gain)
+                log_change(
+                    key,
+                    now,
+                    change,
+                    cfg.metric,
+                    interval,
+                    evidence,
+                    counts,
+                    source,
+                    gain,
+                    cfg.confidence,
+                )
 
-    def _judge(
-        self, key: SliceKey, counts: Counts, source: str, now: float, entry: bool
-    ) -> Evidence | None:
-        """The evidence of the verdict window and the longer ones (analysis/evidence.py),
-        computed again only when one of them changed, or whether the slice is `entry`ing a
-        verdict. vLLM's own counters (a model without per-request data) have the verdict
-        window only."""
-        proxy = source == C.SliceSource.PROXY
-        versions = (
-            (self._window.version(key), self._evidence.version(key, now), entry) if proxy else None
-        )
-        cached = self._judged.get(key)
-        if versions is not None and cached is not None and cached[0] == versions:
-            return cached[1]
-        metric, cfg = self._cfg.zones.metric, self._cfg.zones
-        windows = [(self._cfg.window.length_seconds, Sums.of(counts, metric))]
-        if proxy:
-            windows += self._evidence.read(key, now, metric)
-        evidence = gathered(windows, cfg, entry)
-        self._judged[key] = (versions or (-1, -1, entry), evidence)
-        return evidence
+    def _say_missing_data(self, windows: dict[SliceKey, tuple[Counts, str]]) -> None:
+        """Once per model: vLLM counts its speculative steps, its answers carry no per-request
+        data (the log line names the flags its version needs)."""
+        for key, (_, source) in windows.items():
+            if source != C.SliceSource.VLLM_METRICS or key.model in self._said_missing:
+                continue
+            cause = self._causes.no_data(key.model)
+            if cause is not None:
+                self._said_missing.add(key.model)
+                log.warning("per_request_data_missing", model=key.model, **cause.detail)
 
     def since_start_sums(self) -> dict[SliceKey, Sums]:
         """alpha-hat's sums since the start, per slice and rollup the proxy saw."""
@@ -275,24 +279,7 @@ class Analyzer:
 
     def evidence(self, key: SliceKey) -> Evidence | None:
         """The evidence the latest evaluation judged `key` on (None: none, or not judged)."""
-        judged = self._judged.get(key)
-        return None if judged is None else judged[1]
-
-    def _verdict_intervals(
-        self, key: SliceKey, counts: Counts, source: str
-    ) -> tuple[Interval | None, Interval | None]:
-        """The interval zones judge (alpha or rate) and tau's, for the gain: computed again
-        only when the slice's window changed."""
-        version = self._window.version(key) if source == C.SliceSource.PROXY else None
-        cached = self._verdict_cache.get(key)
-        if version is not None and cached is not None and cached[0] == version:
-            return cached[1], cached[2]
-        confidence = self._cfg.zones.confidence
-        judge = alpha_interval if self._cfg.zones.metric == "alpha" else rate_interval
-        interval, tau = judge(counts, confidence), tau_interval(counts, confidence)
-        if version is not None:
-            self._verdict_cache[key] = (version, interval, tau)
-        return interval, tau
+        return self._judging.latest(key)
 
     def red_models(self) -> set[str]:
         """Models whose overall (`all`) zone is red now."""
@@ -393,6 +380,7 @@ class Analyzer:
             load_window=self._load.k_tables(now),
             load_cells=load_cells(self._load.since_start),
             extremes={model: self._causes.extremes(model) for model in self._causes.models},
+            per_request_data=self._causes.per_request_data(),
         )
 
     def _unchanged_since(self, changes: int) -> None:

@@ -32,33 +32,29 @@ benchmarks/causes.py (docs/causes.md has the figures and the runbook has each ca
 - `engine_disagreement`: vLLM's per-request `mean_acceptance_length` differs from 1 + accepted
   / steps of its own arrays by more than 0.01 (rounding) in at least 5 requests and 5% of
   those that report it, since the start (vLLM#56101 over-counts at EOS in some versions).
+- `position_cliff`, `first_position_deficit`: by draft position, each rule in
+  analysis/positions.py (with draft_context_limit's positions); `not_drafting`,
+  `collapse_after_pause`: from what a request drafts step by step, in analysis/drafting.py.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
-from operator import add
 from typing import Any
 
 from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
+from specwatch.analysis.drafting import DraftingTally
+from specwatch.analysis.positions import ContextPositions, FirstPositions, position_cliff
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.windows import SlidingWindow
 from specwatch.model import SliceKey, SpecConfig, SpecDecodeBlock
 from specwatch.settings import Settings
 
 Kind = C.CauseKind
 
-# draft_context_limit
-POSITION_BIN = 64
-POSITION_BINS = 1024  # 64k tokens; later positions count in the last bin
-CLIFF_MIN_DRAFTED = 200
-CLIFF_MIN_REQUESTS = 3
-CLIFF_AFTER_MAX = 0.01
-CLIFF_BEFORE_MIN = 0.10
 # no_acceptance
 NO_ACCEPTANCE_UPPER = 0.02
 # extremes and repetition_suspected
@@ -98,65 +94,6 @@ def extreme_kind(accepted: int, trials: int, drafted: int) -> str | None:
     return None
 
 
-class _Positions:
-    """One model's drafted and accepted tokens by the absolute position of their step."""
-
-    __slots__ = ("_cliff", "accepted", "drafted", "reach", "version")
-
-    def __init__(self) -> None:
-        self.drafted = [0] * POSITION_BINS
-        self.accepted = [0] * POSITION_BINS
-        self.reach = [0] * POSITION_BINS  # requests whose last step is in the bin
-        self.version = 0
-        self._cliff: tuple[int, int | None] = (-1, None)
-
-    def add(self, prompt: int, spec: SpecDecodeBlock) -> None:
-        """The request's steps into the bins of their positions: each step's position from
-        one C-level running sum, each bin's share by bisection, summed in C (a Python loop per
-        step cost ~10% of the analysis' throughput)."""
-        drafted, accepted = spec.drafted, spec.accepted
-        n, last = len(accepted), POSITION_BINS - 1
-        positions = list(accumulate(map(add, accepted, repeat(1)), initial=prompt + 1))
-        lo = 0
-        for b in range(min(positions[0] // POSITION_BIN, last), last + 1):
-            if lo >= n:
-                break
-            hi = n if b == last else bisect_left(positions, (b + 1) * POSITION_BIN, lo, n)
-            if hi > lo:
-                self.drafted[b] += sum(drafted[lo:hi])
-                self.accepted[b] += sum(accepted[lo:hi])
-            lo = hi
-        self.reach[min((positions[n] - 1) // POSITION_BIN, last)] += 1
-        self.version += 1
-
-    def cliff(self) -> int | None:
-        """The position from which on acceptance is ~0 (the rule above); None when none."""
-        if self._cliff[0] == self.version:
-            return self._cliff[1]
-        total_d, total_a = sum(self.drafted), sum(self.accepted)
-        before_d = before_a = 0
-        after_r = sum(self.reach)
-        found = None
-        for i in range(1, POSITION_BINS):
-            before_d += self.drafted[i - 1]
-            before_a += self.accepted[i - 1]
-            after_r -= self.reach[i - 1]
-            after_d, after_a = total_d - before_d, total_a - before_a
-            if after_d < CLIFF_MIN_DRAFTED or after_r < CLIFF_MIN_REQUESTS:
-                break  # later cut points only have less after them
-            if (
-                before_d >= CLIFF_MIN_DRAFTED
-                and before_a >= CLIFF_BEFORE_MIN * before_d
-                and after_a <= CLIFF_AFTER_MAX * after_d
-                # and the fall is here: the first bin after it accepts (almost) nothing too
-                and self.accepted[i] <= max(1.0, CLIFF_AFTER_MAX * self.drafted[i])
-            ):
-                found = i * POSITION_BIN
-                break
-        self._cliff = (self.version, found)
-        return found
-
-
 class _Extremes:
     """A slice's extreme requests in the window: (ts, kind, accepted, trials)."""
 
@@ -194,13 +131,20 @@ class _ModelTally:
 class CauseTracker:
     """What the detectors need, kept as requests arrive; `causes` reads a slice's at a moment."""
 
-    def __init__(self, buckets: CtxBuckets, settings: Settings) -> None:
+    def __init__(
+        self, buckets: CtxBuckets, settings: Settings, since_start: SlidingWindow[SliceKey]
+    ) -> None:
         zones = settings.zones
+        self._since_start = since_start  # each slice's counts since the start: their positions
+        self._drafting = DraftingTally()
+        # per slice: the version of its counts, its position cliff and first-position deficit
+        self._cliffs: dict[SliceKey, tuple[int, int | None]] = {}  # version, position
+        self._firsts = FirstPositions()
         self._thresholds = (zones.green, zones.red)  # a lift over one is a changed verdict
         self._buckets = buckets
         self._window = settings.window.length_seconds
         self._config: SpecConfig | None = None
-        self._positions: dict[str, _Positions] = {}
+        self._positions: dict[str, ContextPositions] = {}
         self._extremes: dict[SliceKey, _Extremes] = {}
         self._models: dict[str, _ModelTally] = {}
 
@@ -219,6 +163,38 @@ class CauseTracker:
     @property
     def models(self) -> list[str]:
         return sorted(self._models)
+
+    def drafting(self, model: str, prompt: int | None, spec: SpecDecodeBlock, tokens: int) -> None:
+        """A request with speculation configured, whether or not it drafted (not_drafting)."""
+        label = C.UNKNOWN_CTX if prompt is None else self._buckets.label(prompt)
+        self._drafting.drafting(model, label, sum(spec.drafted), tokens)
+
+    def served(self, model: str, with_data: bool) -> None:
+        """A request served to `model` (an answer of vLLM's, not an error)."""
+        self._drafting.served(model, with_data)
+
+    def no_data(self, model: str) -> Cause | None:
+        """`no_per_request_data` for a model vLLM counts steps of (the caller knows)."""
+        requests = self._drafting.without_data(model)
+        if not requests:
+            return None
+        version = None if self._config is None else self._config.vllm_version
+        flags = list(C.per_request_flags(version))
+        detail = {"requests": requests, "vllm_version": version, "flags": flags}
+        return Cause(Kind.NO_PER_REQUEST_DATA, detail)
+
+    def per_request_data(self) -> dict[str, tuple[int, int]]:
+        """Per model, requests served with vLLM's per-request block and without it."""
+        return {model: (counts[0], counts[1]) for model, counts in self._drafting.data.items()}
+
+    def idle_causes(self, model: str) -> tuple[Cause, ...]:
+        """A model's causes that need no slice: what a model that never drafted still has."""
+        idle = self._drafting.not_drafting(model)
+        return () if idle is None else (Cause(Kind.NOT_DRAFTING, idle),)
+
+    @property
+    def drafting_models(self) -> list[str]:
+        return self._drafting.models
 
     def extremes(self, model: str) -> dict[str, int]:
         tally = self._models.get(model)
@@ -242,7 +218,7 @@ class CauseTracker:
         if prompt is not None:
             positions = self._positions.get(model)
             if positions is None:
-                positions = self._positions[model] = _Positions()
+                positions = self._positions[model] = ContextPositions()
             positions.add(prompt, spec)
         kind = extreme_kind(whole.accepted, whole.trials, whole.drafted)
         if kind is not None:
@@ -260,6 +236,8 @@ class CauseTracker:
                 tally.reported_sum += spec.reported_tau
                 tally.recomputed_sum += recomputed
         self._schedule(tally, spec, in_flight)
+        self._drafting.steps(model, spec.drafted, spec.accepted)
+        self._firsts.add(model, whole)
 
     def _schedule(self, tally: _ModelTally, spec: SpecDecodeBlock, in_flight: int | None) -> None:
         config = self._config
@@ -299,10 +277,55 @@ class CauseTracker:
         repetition = self._repetition(key, window, now, gates)
         if repetition is not None:
             out.append(repetition)
+        out.extend(self._step_causes(key, rollup))
         tally = self._models.get(key.model)
         if tally is not None:
             out.extend(self._model_causes(tally, rollup))
         return tuple(out)
+
+    def _cliff(self, key: SliceKey) -> int | None:
+        """The slice's position cliff since the start, computed again only when its counts
+        changed (none for a key the proxy never counted)."""
+        version = self._since_start.version(key)
+        if version < 0:
+            return None
+        cached = self._cliffs.get(key)
+        if cached is None or cached[0] != version:
+            counts = self._since_start.since_start(key)
+            cached = self._cliffs[key] = (version, position_cliff(counts))
+        return cached[1]
+
+    def _step_causes(self, key: SliceKey, rollup: bool) -> list[Cause]:
+        out = []
+        if rollup:
+            place = {label: i for i, label in enumerate(self._buckets.labels)}
+            keys = self._since_start.keys()
+            found = sorted(
+                (place.get(k.ctx_bucket, len(place)), k.ctx_bucket, cliff)
+                for k in keys
+                if k.model == key.model and k.ctx_bucket != C.ALL
+                for cliff in (self._cliff(k),)
+                if cliff is not None
+            )
+            if found:
+                _, bucket, position = found[0]
+                out.append(Cause(Kind.POSITION_CLIFF, {"position": position, "ctx_bucket": bucket}))
+        else:
+            cliff = self._cliff(key)
+            if cliff is not None:
+                detail = {"position": cliff, "ctx_bucket": key.ctx_bucket}
+                out.append(Cause(Kind.POSITION_CLIFF, detail))
+        deficit = self._firsts.deficit(key.model)
+        positions = self._positions.get(key.model)
+        if deficit is not None and (positions is None or positions.cliff() is None):
+            out.append(Cause(Kind.FIRST_POSITION_DEFICIT, deficit))
+        idle = self._drafting.not_drafting(key.model)
+        if idle is not None and (rollup or key.ctx_bucket in idle["ctx_buckets"]):
+            out.append(Cause(Kind.NOT_DRAFTING, idle))
+        paused = self._drafting.collapse_after_pause(key.model)
+        if paused is not None:
+            out.append(Cause(Kind.COLLAPSE_AFTER_PAUSE, paused))
+        return out
 
     def _reaches(self, label: str, position: int) -> bool:
         """Whether the ctx bucket `label` holds positions at or past `position`."""

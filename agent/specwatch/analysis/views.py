@@ -60,11 +60,18 @@ class Snapshot:
     load_window: tuple[KTable, ...] = ()  # the same over `load.window_seconds`: gains, alerts
     load_cells: tuple[LoadCell, ...] = ()  # since the start: the per-bucket counters
     extremes: dict[str, dict[str, int]] | None = None  # model -> extreme kind -> requests
+    # model -> requests served with vLLM's per-request speculative block, and without it
+    per_request_data: dict[str, tuple[int, int]] | None = None
 
 
 def with_causes(
     view: SliceView, causes: CauseTracker, gates: tuple[int, int], now: float
 ) -> SliceView:
-    """`view` with its causes at `now` (the same view when they did not change)."""
+    """`view` with its causes at `now` (the same view when they did not change). A model judged
+    on vLLM's own counters (vLLM counts its speculative steps) may lack per-request data."""
     found = causes.causes(view.key, view.window, view.stats, gates, now)
+    if view.source == C.SliceSource.VLLM_METRICS:
+        missing = causes.no_data(view.key.model)
+        if missing is not None:
+            found = (*found, missing)
     return view if found == view.causes else replace(view, causes=found)

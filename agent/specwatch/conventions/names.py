@@ -131,6 +131,11 @@ class CauseKind(StrEnum):
     LOSSY_VERIFIER = "lossy_verifier"
     SCHEDULE_NOT_APPLIED = "schedule_not_applied"
     ENGINE_DISAGREEMENT = "engine_disagreement"
+    POSITION_CLIFF = "position_cliff"
+    FIRST_POSITION_DEFICIT = "first_position_deficit"
+    NOT_DRAFTING = "not_drafting"
+    COLLAPSE_AFTER_PAUSE = "collapse_after_pause"
+    NO_PER_REQUEST_DATA = "no_per_request_data"
 
 
 class Extreme(StrEnum):
@@ -211,6 +216,7 @@ class AlertName(StrEnum):
     SIDECAR_DOWN = "SpecDecodeSidecarDown"
     VLLM_DOWN = "SpecDecodeVllmDown"
     COVERAGE_LOW = "SpecDecodeCoverageLow"
+    NO_PER_REQUEST_DATA = "SpecDecodeNoPerRequestData"
     PARSE_ERRORS = "SpecDecodeParseErrors"
     SIDECAR_ERRORS = "SpecDecodeSidecarErrors"
     ROLLED_BACK = "SpecDecodeRolledBack"

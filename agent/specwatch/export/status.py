@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from specwatch import conventions as C
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.changes import ChangeView
+from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.speedup import Gain
 from specwatch.export.fields import by_drafted_length, interval_fields
 from specwatch.health import HealthSnapshot
@@ -58,9 +60,39 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "gain": _gain(view.gain),
         "drift": None if view.drift is None else asdict(view.drift),
         "advice": None if view.advice is None else asdict(view.advice),
-        "evidence": None if view.evidence is None else asdict(view.evidence),
+        "evidence": None if view.evidence is None else evidence_status(view.evidence),
         "causes": [cause.as_dict() for cause in view.causes],
         "since_start": view.since_start.as_dict(),
+    }
+
+
+def _data_source(with_data: int) -> str:
+    """Where a model's acceptance comes from: vLLM's per-request blocks through the proxy, or
+    (none seen) vLLM's own counters alone."""
+    return C.SliceSource.PROXY if with_data else C.SliceSource.VLLM_METRICS
+
+
+def evidence_status(evidence: Evidence) -> dict[str, Any]:
+    """The zone windows' evidence, and which window decides entering and keeping a verdict."""
+    enter, keep = evidence.deciding(full=True), evidence.deciding(full=False)
+    return {
+        "windows": [
+            {
+                "seconds": w.seconds,
+                "full": w.full,
+                "green": w.green,
+                "red": w.red,
+                "requests": w.sums.requests,
+                "trials": w.sums.y,
+                "estimate": w.sums.x / w.sums.y,
+                "changes": [[longer, ratio] for longer, ratio in w.changes],
+            }
+            for w in evidence.windows
+        ],
+        "deciding": {
+            "enter": None if enter is None else enter.seconds,
+            "keep": None if keep is None else keep.seconds,
+        },
     }
 
 
@@ -95,6 +127,10 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "models": [slice_status(view) for view in snapshot.rollups],
         "requests_by_outcome": dict(sorted(requests.items())),
         "requests_by_variant": dict(sorted(variants.items())),
+        "per_request_data": {
+            model: {"with": with_data, "without": without, "source": _data_source(with_data)}
+            for model, (with_data, without) in sorted((snapshot.per_request_data or {}).items())
+        },
         "extreme_requests": {
             model: dict(sorted(kinds.items())) for model, kinds in (snapshot.extremes or {}).items()
         },

@@ -99,4 +99,69 @@ CAUSES: tuple[CauseText, ...] = (
             "the fix when comparing with vLLM's own figure.",
         ),
     ),
+    CauseText(
+        Kind.POSITION_CLIFF,
+        "From draft position `position` on nothing is accepted, while the position before it "
+        "accepts as usual, from the ctx bucket `ctx_bucket` on: the drafter's later positions "
+        "read no usable context there. Reported with DFlash drafters whose sliding-window "
+        "layers run as full attention (vLLM#40898: 0.000 past position 4-5 beyond ~2k "
+        "tokens). Every draft token past that position is wasted compute.",
+        (
+            "Lower K to `position` - 1 for the affected contexts (`num_speculative_tokens`, "
+            "or a schedule), which costs nothing: those positions accept nothing anyway.",
+            "Check the drafter's attention config against the engine's (sliding-window "
+            "layers, `max_window_layers`), and upgrade past the fix.",
+        ),
+    ),
+    CauseText(
+        Kind.FIRST_POSITION_DEFICIT,
+        "Position 1 accepts far less (`first`) than positions 2..K do given their "
+        "predecessors (`later`): the draft predicts the token after next better than the "
+        "next one. The mark of a hidden-state tap off by one (onnxruntime-genai#2538, "
+        "sglang#38589): the drafter reads the target's hidden state of the wrong position, "
+        "which lowers acceptance without zeroing it.",
+        (
+            "Check the drafter's hidden-state layer / offset against the target's (EAGLE "
+            "`eagle_aux_hidden_state_layer_ids`, MTP layer index) and the engine version.",
+            "Compare with the same drafter on another engine or version: a fix restores "
+            "position 1 to the level of the others.",
+        ),
+    ),
+    CauseText(
+        Kind.NOT_DRAFTING,
+        "Speculation is configured and the engine reports its block, but the drafter "
+        "proposes almost nothing (`drafted` of `output_tokens` over `requests`) for prompts "
+        "in `ctx_buckets`: an ngram drafter that never finds a match (reported at 76k "
+        "context), a draft model that failed to load, or a drafter disabled by the engine. "
+        "The speculative slices look fine only because nothing is speculated.",
+        (
+            "For ngram: check `prompt_lookup_min` / `prompt_lookup_max` against the prompts; "
+            "long contexts may need a draft model instead.",
+            "Check the engine's startup log for the drafter, and `vllm:spec_decode_num_drafts`"
+            " against the requests served.",
+        ),
+    ),
+    CauseText(
+        Kind.COLLAPSE_AFTER_PAUSE,
+        "Requests accept far less after a stretch of steps that drafted nothing (K = 0 "
+        "phases of a batch-size schedule) than before it (`alpha_before`, `alpha_after`, "
+        "`requests`): the drafter's state is not carried over the pause (TensorRT-LLM#16888).",
+        (
+            "Avoid K = 0 rows in the schedule (keep K >= 1 at high batch), or disable "
+            "speculation for the whole request instead of pausing it.",
+            "Upgrade past the fix of the drafter's state after a pause.",
+        ),
+    ),
+    CauseText(
+        Kind.NO_PER_REQUEST_DATA,
+        "vLLM counts speculative steps of the model, but its answers carry no per-request "
+        "speculative block (`requests` without it, none with it): it runs without the flags "
+        "that attach it, or is older than 0.32 (`vllm_version`). specwatch judges only the "
+        "model's `all` slice, from vLLM's own counters; `flags` names what its version needs.",
+        (
+            "Start vLLM with the `flags` named (`--per-request-spec-decode-metrics detailed`, "
+            "`--enable-per-request-metrics`; `specwatch serve` adds them itself).",
+            "On a vLLM older than 0.32, upgrade first: older builds have no per-request data.",
+        ),
+    ),
 )

@@ -56,6 +56,17 @@ class AcceptanceModel:
     context_limit: int | None = None
     loop_share: float = 0.0  # requests caught in a repetition loop: every draft accepted
     accept_nothing: bool = False  # a broken draft: nothing accepted anywhere
+    # draft positions from this one on accept nothing once the context reaches cliff_context
+    # (vLLM#40898: a drafter's sliding-window layers run as full attention)
+    cliff_position: int | None = None
+    cliff_context: int = 0
+    first_position_factor: float = 1.0  # position 1 alone accepts this much less (a tap off by one)
+    idle_from: int | None = None  # prompts from this long on: the drafter never drafts
+    # after this many output tokens, `pause_steps` steps that draft nothing (K = 0 phases of a
+    # schedule, listed), after which acceptance is multiplied by `after_pause_factor`
+    pause_at: int | None = None
+    pause_steps: int = 8
+    after_pause_factor: float = 1.0
 
     def request_offset(self, rng: random.Random, mean: float) -> float:
         """This request's acceptance minus its slice's mean: a Beta draw around it."""
@@ -97,11 +108,13 @@ class CostModel:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One engine step after prefill: `drafted` 0 means a plain (unlisted) decode step."""
+    """One engine step after prefill: `drafted` 0 means a plain (unlisted) decode step, but
+    for a `listed` one (a K = 0 phase that the engine lists)."""
 
     drafted: int
     accepted: int
     emitted: int
+    listed: bool = False
 
 
 def plan_steps(
@@ -119,21 +132,34 @@ def plan_steps(
     offset = model.request_offset(rng, model.alpha(task, prompt_tokens + 1, elapsed))
     looping = bool(model.loop_share) and rng.random() < model.loop_share
     limit = model.context_limit
+    idle = model.idle_from is not None and prompt_tokens >= model.idle_from
+    paused, factor = False, 1.0
     while emitted < max_tokens:
-        if model.no_draft_prob and rng.random() < model.no_draft_prob:
+        if idle or (model.no_draft_prob and rng.random() < model.no_draft_prob):
             steps.append(Step(drafted=0, accepted=0, emitted=1))
             emitted += 1
             continue
+        if model.pause_at is not None and not paused and emitted >= model.pause_at:
+            paused, factor = True, model.after_pause_factor
+            for _ in range(min(model.pause_steps, max_tokens - emitted)):
+                steps.append(Step(drafted=0, accepted=0, emitted=1, listed=True))
+                emitted += 1
+            continue
         alpha = min(0.99, max(0.01, model.alpha(task, prompt_tokens + emitted, elapsed) + offset))
         accepted = 0
-        p = alpha
+        p = alpha * factor * model.first_position_factor
         if looping:
             accepted = k
         elif model.accept_nothing or (limit is not None and prompt_tokens + emitted > limit):
             p = 0.0
+        cliff = model.cliff_position
+        if cliff is not None and prompt_tokens + emitted < model.cliff_context:
+            cliff = None
         while accepted < k and rng.random() < p:
             accepted += 1
-            p *= model.position_decay
+            p = alpha * factor * model.position_decay**accepted
+            if cliff is not None and accepted + 1 >= cliff:
+                p = 0.0
         # The last step may run past max_tokens: vLLM truncates the output, not the count.
         out = min(accepted + 1, max_tokens - emitted)
         steps.append(Step(drafted=k, accepted=accepted, emitted=out))

@@ -14,6 +14,9 @@ Kind = C.CauseKind
 
 # position past which the simulated drafter sees nothing (the demo's prompts reach 2k and more)
 CONTEXT_LIMIT = 1024
+# draft positions from 3 on accept nothing from 2k of context (position_cliff)
+CLIFF_POSITION, CLIFF_CONTEXT = 3, 2048
+IDLE_FROM = 4096  # prompts from this long on draft nothing (not_drafting)
 
 SIMULATED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # (acceptance model fields, simulator fields)
@@ -21,6 +24,12 @@ SIMULATED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     Kind.NO_ACCEPTANCE: ({"accept_nothing": True}, {}),
     Kind.REPETITION_SUSPECTED: ({"loop_share": 0.2}, {}),
     Kind.ENGINE_DISAGREEMENT: ({}, {"tau_overcount": 0.5}),
+    Kind.POSITION_CLIFF: ({"cliff_position": CLIFF_POSITION, "cliff_context": CLIFF_CONTEXT}, {}),
+    Kind.FIRST_POSITION_DEFICIT: ({"first_position_factor": 0.3}, {}),
+    Kind.NOT_DRAFTING: ({"idle_from": IDLE_FROM}, {}),
+    Kind.COLLAPSE_AFTER_PAUSE: ({"pause_at": 24, "after_pause_factor": 0.25}, {}),
+    # a vLLM started without --per-request-spec-decode-metrics: answers without the block
+    Kind.NO_PER_REQUEST_DATA: ({}, {"spec_metrics": "none"}),
 }
 
 CONFIGURED: dict[str, dict[str, Any]] = {

@@ -74,8 +74,8 @@ class Generation:
         return "".join(" " + WORDS[i] for i in ids)
 
     def listed(self) -> list[Step]:
-        """The steps vLLM lists: those that drafted something."""
-        return [step for step in self.steps if step.drafted]
+        """The steps vLLM lists: those that drafted something (and K = 0 steps listed as such)."""
+        return [step for step in self.steps if step.drafted or step.listed]
 
 
 def event(obj: dict[str, Any]) -> bytes:
@@ -95,23 +95,25 @@ def metrics_block(
         "tokens_per_second": completion / max(1e-9, ttft + generation),
     }
     listed = gen.listed()
-    if spec_metrics == "none" or not listed:
+    if spec_metrics == "none" or not k:
         return block
+    # A request that drafted nothing still gets the block, zeros and no per-step arrays, as
+    # vLLM 0.32's RequestSpecDecodeMetrics.to_dict gives it.
     drafted = [s.drafted for s in listed]
     accepted = [s.accepted for s in listed]
     histogram = [0] * (k + 1)
     for a in accepted:
         histogram[a] += 1
     spec: dict[str, Any] = {
-        "mean_acceptance_length": 1.0 + sum(accepted) / len(listed),
-        "draft_acceptance_rate": sum(accepted) / sum(drafted),
+        "mean_acceptance_length": 1.0 + sum(accepted) / len(listed) if listed else 1.0,
+        "draft_acceptance_rate": sum(accepted) / sum(drafted) if sum(drafted) else 0.0,
         "acceptance_histogram": histogram,
         "num_spec_steps": len(listed),
         "num_accepted_draft_tokens": sum(accepted),
         "num_draft_tokens": sum(drafted),
         "num_spec_tokens": k,
     }
-    if spec_metrics == "detailed":
+    if spec_metrics == "detailed" and listed:
         spec["per_step_accepted"] = accepted
         spec["per_step_drafted"] = drafted
     block["speculative_decoding"] = spec

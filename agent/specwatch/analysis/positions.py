@@ -1,0 +1,180 @@
+"""Causes read by position (analysis/causes.py assembles them): a step's absolute position in
+the context, and the position inside a draft.
+
+Each rule states its minimum evidence here and in docs/causes.md; benchmarks/causes.py
+measures its false rate on overdispersed healthy traffic and its detection on traffic that has
+the cause.
+
+- `draft_context_limit` (`ContextPositions`): vLLM zero-pads drafts past the drafter's context
+  limit and still counts them (vllm-project/vllm#34734). By absolute position (prompt + tokens
+  before the step, 64-token bins), the first position from which on acceptance is at most 1%
+  over at least 200 drafted tokens of at least 3 requests (in its first bin too), while before
+  it acceptance is at least 10% over at least 200 drafted tokens. Since the start, per model.
+- `position_cliff`: acceptance at draft position j and later is ~0 while the positions before
+  it hold (a drafter whose later positions read no context: DFlash's sliding-window layers run
+  as full attention, vLLM#40898). Per slice, since the start: the first position j >= 2 that
+  at least `MIN_TRIED` steps reached (the steps that accepted j - 1 and drafted j) and that
+  accepted at most `CLIFF_MAX` of them, while position j - 1 accepted at least `HOLD_MIN` of
+  the steps that reached it. The slice's ctx bucket says the context it appears in; the
+  model's rollup names the shortest such bucket.
+- `first_position_deficit`: position 1 accepts far less than positions 2..K do given their
+  predecessors (a hidden-state tap off by one lowers acceptance without zeroing it:
+  onnxruntime-genai#2538, sglang#38589). Per model, since the start, request by request: a
+  later position is reached more often by the better requests, so pooled over requests the
+  later positions accept more even when every request's positions are alike (and a slice
+  that mixes steps the draft can serve with steps it cannot, such as those past a context
+  limit, shows the same): each request is compared with itself. Of at least
+  `DEFICIT_MIN_REQUESTS` requests with `PAIR_MIN_TRIED` steps trying position 1 and as many
+  reaching later ones, the mean of their acceptance at position 1 is at most `DEFICIT_RATIO`
+  of the mean of their later positions' and at least `DEFICIT_GAP` below it. Not named where
+  a context limit is found. On the model rollup and its slices.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from itertools import accumulate, repeat
+from operator import add
+
+from specwatch.analysis.counts import Counts
+from specwatch.model import SpecDecodeBlock
+
+# draft_context_limit
+POSITION_BIN = 64
+POSITION_BINS = 1024  # 64k tokens; later positions count in the last bin
+CLIFF_MIN_DRAFTED = 200
+CLIFF_MIN_REQUESTS = 3
+CLIFF_AFTER_MAX = 0.01
+CLIFF_BEFORE_MIN = 0.10
+# position_cliff and first_position_deficit
+MIN_TRIED = 200
+CLIFF_MAX = 0.01
+HOLD_MIN = 0.10
+DEFICIT_RATIO = 0.5
+DEFICIT_GAP = 0.25
+DEFICIT_MIN_REQUESTS = 10
+PAIR_MIN_TRIED = 8  # a request's own steps at position 1, and reaching later ones
+
+
+class ContextPositions:
+    """One model's drafted and accepted tokens by the absolute position of their step."""
+
+    __slots__ = ("_cliff", "accepted", "drafted", "reach", "version")
+
+    def __init__(self) -> None:
+        self.drafted = [0] * POSITION_BINS
+        self.accepted = [0] * POSITION_BINS
+        self.reach = [0] * POSITION_BINS  # requests whose last step is in the bin
+        self.version = 0
+        self._cliff: tuple[int, int | None] = (-1, None)
+
+    def add(self, prompt: int, spec: SpecDecodeBlock) -> None:
+        """The request's steps into the bins of their positions: each step's position from
+        one C-level running sum, each bin's share by bisection, summed in C (a Python loop per
+        step cost ~10% of the analysis' throughput)."""
+        drafted, accepted = spec.drafted, spec.accepted
+        n, last = len(accepted), POSITION_BINS - 1
+        positions = list(accumulate(map(add, accepted, repeat(1)), initial=prompt + 1))
+        lo = 0
+        for b in range(min(positions[0] // POSITION_BIN, last), last + 1):
+            if lo >= n:
+                break
+            hi = n if b == last else bisect_left(positions, (b + 1) * POSITION_BIN, lo, n)
+            if hi > lo:
+                self.drafted[b] += sum(drafted[lo:hi])
+                self.accepted[b] += sum(accepted[lo:hi])
+            lo = hi
+        self.reach[min((positions[n] - 1) // POSITION_BIN, last)] += 1
+        self.version += 1
+
+    def cliff(self) -> int | None:
+        """The position from which on acceptance is ~0 (the rule above); None when none."""
+        if self._cliff[0] == self.version:
+            return self._cliff[1]
+        total_d, total_a = sum(self.drafted), sum(self.accepted)
+        before_d = before_a = 0
+        after_r = sum(self.reach)
+        found = None
+        for i in range(1, POSITION_BINS):
+            before_d += self.drafted[i - 1]
+            before_a += self.accepted[i - 1]
+            after_r -= self.reach[i - 1]
+            after_d, after_a = total_d - before_d, total_a - before_a
+            if after_d < CLIFF_MIN_DRAFTED or after_r < CLIFF_MIN_REQUESTS:
+                break  # later cut points only have less after them
+            if (
+                before_d >= CLIFF_MIN_DRAFTED
+                and before_a >= CLIFF_BEFORE_MIN * before_d
+                and after_a <= CLIFF_AFTER_MAX * after_d
+                # and the fall is here: the first bin after it accepts (almost) nothing too
+                and self.accepted[i] <= max(1.0, CLIFF_AFTER_MAX * self.drafted[i])
+            ):
+                found = i * POSITION_BIN
+                break
+        self._cliff = (self.version, found)
+        return found
+
+
+def _tried_and_accepted(counts: Counts) -> list[tuple[int, int]]:
+    """Per draft position j = 1.., the steps that reached it and the steps that accepted it.
+    Reaching position j takes accepting j - 1 and drafting j: at one K exactly the steps that
+    accepted j - 1; with variable K at most that and at most the steps that drafted j."""
+    drafted, accepted = counts.drafted_by_position, counts.by_position
+    out = []
+    for j in range(min(counts.max_drafted, len(accepted))):
+        tried = drafted[0] if j == 0 else min(accepted[j - 1], drafted[j])
+        out.append((tried, accepted[j]))
+    return out
+
+
+def position_cliff(counts: Counts) -> int | None:
+    """The draft position (1-based) from which on acceptance is ~0 while the one before holds
+    (module docstring); None when there is none."""
+    positions = _tried_and_accepted(counts)
+    for j in range(1, len(positions)):
+        tried, accepted = positions[j]
+        tried_before, accepted_before = positions[j - 1]
+        if (
+            tried >= MIN_TRIED
+            and accepted <= CLIFF_MAX * tried
+            and tried_before >= MIN_TRIED
+            and accepted_before >= HOLD_MIN * tried_before
+        ):
+            return j + 1
+    return None
+
+
+class FirstPositions:
+    """Per model, since the start: each request's acceptance at position 1 and at positions
+    2..K (each given its predecessor), paired within the request (first_position_deficit)."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, list[float]] = {}  # requests, sum of firsts, sum of laters
+
+    def add(self, model: str, request: Counts) -> None:
+        """One request's counts (its whole steps)."""
+        positions = _tried_and_accepted(request)
+        if len(positions) < 2:
+            return
+        tried_first, accepted_first = positions[0]
+        tried_rest = sum(tried for tried, _ in positions[1:])
+        if tried_first < PAIR_MIN_TRIED or tried_rest < PAIR_MIN_TRIED:
+            return
+        accepted_rest = sum(accepted for _, accepted in positions[1:])
+        sums = self._sums.get(model)
+        if sums is None:
+            sums = self._sums[model] = [0.0, 0.0, 0.0]
+        sums[0] += 1
+        sums[1] += accepted_first / tried_first
+        sums[2] += accepted_rest / tried_rest
+
+    def deficit(self, model: str) -> dict[str, float] | None:
+        """The mean acceptance of position 1 and of the later ones over the model's requests,
+        when the first is far below (module docstring); None otherwise."""
+        sums = self._sums.get(model)
+        if sums is None or sums[0] < DEFICIT_MIN_REQUESTS:
+            return None
+        first, later = sums[1] / sums[0], sums[2] / sums[0]
+        if first <= DEFICIT_RATIO * later and later - first >= DEFICIT_GAP:
+            return {"first": first, "later": later, "requests": int(sums[0])}
+        return None
