@@ -97,3 +97,21 @@ def test_vllms_version_answer_is_read_and_anything_else_is_none() -> None:
     assert read_version(b"<html>") is None
     assert read_version(b'{"version": 32}') is None
     assert read_version(b"[]") is None
+
+
+def test_serve_followed_by_a_flag_names_no_model_and_a_longer_flag_is_not_the_model() -> None:
+    """`vllm serve --config c.yaml` has no positional model; `--model-impl=transformers`
+    after the model is another flag, not `--model=`."""
+    assert target_of(["vllm", "serve", "--config", "c.yaml"]) is None
+    assert "M" == target_of(["vllm", "serve", "M", "--model-impl=transformers"])
+    assert "M" == target_of(["python", "-m", "x", "--model", "M", "--model-impl", "vllm"])
+
+
+def test_a_flag_without_its_value_is_one_line_not_a_crash() -> None:
+    argv = ["vllm", "serve", "M", "--speculative-config"]
+    with structlog.testing.capture_logs() as logs:
+        assert flag_value(argv, ("--speculative-config",)) is None
+    assert [("flag_without_value", "--speculative-config")] == [
+        (e["event"], e["flag"]) for e in logs
+    ]
+    assert spec_config(read_speculative(flag_value(argv, ("--speculative-config",))), None, "s")

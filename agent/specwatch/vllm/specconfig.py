@@ -41,12 +41,15 @@ _NAMED_METHODS = (
 
 
 def flag_value(argv: Sequence[str], flags: Sequence[str]) -> str | None:
-    """The value of the last of `flags` in argv (`--f v` or `--f=v`), or None."""
+    """The value of the last of `flags` in argv (`--f v` or `--f=v`), or None. A flag last on
+    the line, without its value, is said in one line (vLLM refuses it too) and read as none."""
     found = None
     for i, arg in enumerate(argv):
         for flag in flags:
             if arg == flag and i + 1 < len(argv):
                 found = argv[i + 1]
+            elif arg == flag:
+                log.warning("flag_without_value", flag=flag, reason="last on the command line")
             elif arg.startswith(flag + "="):
                 found = arg.split("=", 1)[1]
     return found
