@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from specwatch.settings import Settings, load_settings
 
 
@@ -87,8 +89,13 @@ ANALYSIS_FLAGS = (
 def setting_defaults() -> Settings:
     """The settings the help shows as defaults: built once per command line (a build reads
     the environment and validates every part, milliseconds each; the parser has a dozen
-    commands); `arguments.parser()` clears it, so each parser sees the environment of now."""
-    return Settings()
+    commands); `arguments.parser()` clears it, so each parser sees the environment of now.
+    Help never needs valid settings: with a bad SPECWATCH_* value it shows the built-in
+    defaults, and the command itself says what is wrong (settings.load_settings)."""
+    try:
+        return Settings()
+    except (ValidationError, ValueError):
+        return Settings.model_construct()
 
 
 def _default(defaults: Settings, path: tuple[str, ...]) -> Any:

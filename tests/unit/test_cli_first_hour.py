@@ -223,3 +223,40 @@ def test_without_the_bench_extra_bench_and_snapshot_say_what_to_install(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"specwatch: {command[0]} needs ")
     assert line.endswith("matplotlib: pip install 'specwatch[bench]'")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "argv", "said"),
+    [
+        ("SPECWATCH_PORT", "abc", ["check-config"], "environment: SPECWATCH_PORT: Input should"),
+        ("SPECWATCH_ZONES__GREN", "0.7", ["check-config"], "did you mean SPECWATCH_ZONES__GREEN?"),
+        ("SPECWATCH_ZONES__GREEN", "x", ["replay", "none.jsonl"], "SPECWATCH_ZONES__GREEN: "),
+        ("SPECWATCH_UPSTREAM", "http://127.0.0.1:8001/v1", ["proxy"], "SPECWATCH_UPSTREAM: must"),
+        ("SPECWATCH_PORT", "abc", ["sim"], "environment: SPECWATCH_PORT"),
+    ],
+)
+def test_a_bad_environment_value_is_one_line_naming_the_variable_and_exit_code_2(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    value: str,
+    argv: list[str],
+    said: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    assert 2 == main(argv)
+    err = capsys.readouterr().err
+    assert 1 == len(err.splitlines()), err
+    assert said in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["proxy", "--help"], ["check-config", "--help"]])
+def test_help_prints_whatever_the_environment_holds(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    monkeypatch.setenv("SPECWATCH_PORT", "abc")
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert 0 == done.value.code
+    assert "usage: specwatch" in capsys.readouterr().out

@@ -61,7 +61,8 @@ def test_unknown_settings_in_yaml_are_named(tmp_path: Path) -> None:
     config.write_text("zones:\n  gren: 0.8\n")
     with pytest.raises(ConfigError) as error:
         load_settings(config)
-    assert ["zones.gren: unknown setting; did you mean zones.green? (got 0.8)"] == error.value.lines
+    line = f"{config}: zones.gren: unknown setting; did you mean zones.green? (got 0.8)"
+    assert [line] == error.value.lines  # the file named: that is where the value came from
 
 
 @pytest.mark.parametrize(
@@ -80,7 +81,7 @@ def test_an_unknown_key_is_named_with_the_setting_it_was_likely_meant_as(
     config.write_text(yaml_text)
     with pytest.raises(ConfigError) as error:
         load_settings(config)
-    assert [line] == [got[: len(line)] for got in error.value.lines]
+    assert [f"{config}: {line}"] == [got[: len(f"{config}: {line}")] for got in error.value.lines]
 
 
 def test_an_unknown_specwatch_variable_is_refused_with_the_one_meant(

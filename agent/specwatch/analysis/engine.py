@@ -67,7 +67,8 @@ class EngineView:
     since_start: Counts
     window: Counts
     stats: SliceStats
-    # draft tokens the proxy saw / vLLM counted, between the same scrapes, over the window
+    # draft tokens the proxy saw / vLLM counted, between the same scrapes, over the window (or
+    # since the start, when vLLM drafted nothing in the window); None: vLLM drafted nothing
     coverage: float | None
     running: float | None = None  # vLLM's num_requests_running at the latest scrape
 
@@ -93,6 +94,7 @@ class EngineCounters:
         self._window: SlidingWindow[str] = SlidingWindow(length, bucket, max_position)
         self._seen: SlidingWindow[str] = SlidingWindow(length, bucket, max_position)
         self._seen_at_last: dict[str, int] = {}
+        self._seen_first: dict[str, int] = {}  # what the proxy had seen at the first sample
         self.resets = 0
 
     def observe(self, sample: EngineSample, seen: int = 0) -> None:
@@ -102,6 +104,7 @@ class EngineCounters:
         self._last[sample.model] = sample
         seen_before = self._seen_at_last.get(sample.model, 0)
         self._seen_at_last[sample.model] = seen
+        self._seen_first.setdefault(sample.model, 0 if self._fresh_start else seen)
         if previous is None and not self._fresh_start:
             return
         between = Counts(self._max_position)
@@ -138,13 +141,19 @@ class EngineCounters:
         for model, since_start in sorted(self.since_start().items()):
             counts = window.get(model) or Counts(self._max_position)
             drafted = seen[model].drafted if model in seen else 0
+            coverage = drafted / counts.drafted if counts.drafted else None
+            if coverage is None and since_start.drafted:
+                # vLLM drafted nothing in the window, but since the start it did: the share
+                # the proxy saw since the start (0, never None, when it saw none of it)
+                seen_since = self._seen_at_last[model] - self._seen_first[model]
+                coverage = seen_since / since_start.drafted
             out.append(
                 EngineView(
                     model=model,
                     since_start=since_start,
                     window=counts,
                     stats=SliceStats.of(counts, confidence),
-                    coverage=drafted / counts.drafted if counts.drafted else None,
+                    coverage=coverage,
                     running=self.running(model),
                 )
             )

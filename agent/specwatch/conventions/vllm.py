@@ -17,3 +17,23 @@ VLLM_REQUESTS_RUNNING: Final = "vllm:num_requests_running"
 
 # Paths of vLLM's OpenAI API whose responses carry per-request speculative metrics.
 OBSERVED_PATHS: Final = ("/v1/completions", "/v1/chat/completions")
+
+# The flags that make vLLM attach its per-request speculative data (from 0.32 on)
+PER_REQUEST_FLAGS: Final = (
+    "--per-request-spec-decode-metrics detailed",
+    "--enable-per-request-metrics",
+)
+FIRST_PER_REQUEST_VERSION: Final = (0, 32)
+
+
+def per_request_flags(version: str | None) -> tuple[str, ...]:
+    """What a vLLM of `version` needs to attach per-request speculative data: its flags, or
+    an upgrade first (older builds have no such data)."""
+    parts = (version or "").split(".")
+    try:
+        release = (int(parts[0]), int(parts[1]))
+    except (ValueError, IndexError):
+        return tuple(f"{flag} (vLLM 0.32 or later)" for flag in PER_REQUEST_FLAGS)
+    if release < FIRST_PER_REQUEST_VERSION:
+        return (f"an upgrade to vLLM 0.32 or later (this is {version}), then", *PER_REQUEST_FLAGS)
+    return PER_REQUEST_FLAGS

@@ -53,6 +53,38 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             actions=("Route all traffic through the proxy port.",),
         ),
         Alert(
+            name=C.AlertName.NO_PER_REQUEST_DATA,
+            severity="warning",
+            expr=(
+                f'max by (instance, model, config, track) ({C.CAUSE}{{{C.Label.KIND}="'
+                f'{C.CauseKind.NO_PER_REQUEST_DATA}"}}) > 0'
+            ),
+            for_seconds=300,
+            summary="vLLM sends no per-request speculative data on {{ $labels.instance }}",
+            description=(
+                "Model {{ $labels.model }}: vLLM counts speculative steps, but its answers "
+                "carry no per-request block: specwatch judges only the model's `all` slice, "
+                "from vLLM's own counters."
+            ),
+            meaning=(
+                "vLLM runs without the flags that attach each request's draft and accept "
+                "counts to its answer (or is older than 0.32, which has none): no slices by "
+                "context length or task, no request-level intervals, no causes, no canary "
+                "comparison by slice. The sidecar's log line `per_request_data_missing` and "
+                "`/status.models[].causes` name the flags for the vLLM version it saw."
+            ),
+            confirm=(
+                "`/status` `per_request_data` (requests with and without the block) and the "
+                "model's cause `no_per_request_data` (its `flags`)",
+                f"`{C.COVERAGE_RATIO}`: 0 while vLLM counts draft tokens",
+            ),
+            actions=(
+                "Start vLLM with `--per-request-spec-decode-metrics detailed` and "
+                "`--enable-per-request-metrics` (vLLM 0.32 or later; `specwatch serve` adds "
+                "them itself).",
+            ),
+        ),
+        Alert(
             name=C.AlertName.PARSE_ERRORS,
             severity="info",
             expr=(

@@ -180,22 +180,10 @@ class Exchange:
         return None
 
     def on_complete(self) -> None:
-        rewriter = self._rewriter
-        if rewriter is not None:
-            rest = rewriter.finish()
+        if self._rewriter is not None:
+            rest = self._stream_ended()
             if rest:
                 self._client.write(rest)
-            self.parse_failure = rewriter.parse_failure
-            if rewriter.errored:
-                self.outcome = Outcome.UPSTREAM_ERROR
-            elif (
-                rewriter.usage is None
-                and rewriter.choice_stats is None
-                and rewriter.parse_failure is not None
-            ):
-                self.outcome = Outcome.PARSE_ERROR
-            self.payload = rewriter.usage
-            self.choice_stats = rewriter.choice_stats
         elif self._observed and self.outcome is None:
             if self._unread is not None:
                 self.outcome = Outcome.PARSE_ERROR
@@ -205,6 +193,25 @@ class Exchange:
                 self._parts = []
         self._client.end()
         self._finish()
+
+    def _stream_ended(self) -> bytes:
+        """The stream is over: its outcome from what the rewriter saw, and what is still to
+        send (a held last chunk)."""
+        rewriter = self._rewriter
+        assert rewriter is not None
+        rest = rewriter.finish()
+        self.parse_failure = rewriter.parse_failure
+        if rewriter.errored:
+            self.outcome = Outcome.UPSTREAM_ERROR
+        elif (
+            rewriter.usage is None
+            and rewriter.choice_stats is None
+            and rewriter.parse_failure is not None
+        ):
+            self.outcome = Outcome.PARSE_ERROR
+        self.payload = rewriter.usage
+        self.choice_stats = rewriter.choice_stats
+        return rest
 
     def on_error(self, error: BaseException, internal: bool = False) -> None:
         """The upstream could not be reached, failed, or fell silent for too long; or
@@ -231,6 +238,15 @@ class Exchange:
 
     def client_gone(self) -> None:
         if self.finished.done():
+            return
+        rewriter = self._rewriter
+        if rewriter is not None and rewriter.done:
+            # [DONE] went out: the client had the whole stream and closed before the
+            # upstream's last bytes (its chunked terminator) arrived. A completed exchange.
+            self._stream_ended()
+            if self.upstream is not None:
+                self.upstream.abort()
+            self._finish()
             return
         if self._observed:
             self.outcome = Outcome.CLIENT_ABORTED

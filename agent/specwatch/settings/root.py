@@ -185,7 +185,20 @@ def _did_you_mean(path: tuple[str, ...]) -> tuple[str, ...] | None:
     return by_leaf[close[0]] if close else None
 
 
-def _describe(error: ValidationError) -> list[str]:
+def _given(overrides: dict[str, Any], loc: tuple[str, ...]) -> bool:
+    node: Any = overrides
+    for part in loc:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _describe(
+    error: ValidationError, overrides: dict[str, Any], config_file: Path | None
+) -> list[str]:
+    """One line per bad field, naming where its value came from: a flag or the code's own
+    presets (the setting's name), the environment (the variable), else the file."""
     lines = []
     for item in error.errors():
         loc = tuple(str(part) for part in item["loc"])
@@ -194,6 +207,11 @@ def _describe(error: ValidationError) -> list[str]:
         if item["type"] == "extra_forbidden":
             meant = _did_you_mean(loc)
             message = "unknown setting" + (f"; did you mean {'.'.join(meant)}?" if meant else "")
+        variable = PREFIX + "__".join(loc).upper()
+        if loc and not _given(overrides, loc) and variable in os.environ:
+            where = f"environment: {variable}"
+        elif loc and not _given(overrides, loc) and config_file is not None:
+            where = f"{config_file}: {where}"
         lines.append(f"{where}: {message} (got {item.get('input')!r})")
     return lines
 
@@ -251,6 +269,6 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     try:
         return cls(**overrides)
     except ValidationError as error:
-        raise ConfigError(_describe(error)) from None
+        raise ConfigError(_describe(error, overrides, config_file)) from None
     except (OSError, ValueError, yaml.YAMLError) as error:  # unreadable or malformed YAML
         raise ConfigError([f"{config_file}: {' '.join(str(error).split())}"]) from None

@@ -54,6 +54,8 @@ def to_line(record: RequestRecord, track: str | None = None) -> bytes:
         extra["prompt_text"] = record.prompt_text
     if record.completion_text is not None:
         extra["completion_text"] = record.completion_text
+    if record.outcome != Outcome.OBSERVED:  # a client that left after vLLM's final metrics
+        extra["outcome"] = record.outcome
     return (
         orjson.dumps(
             {
@@ -154,6 +156,7 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     mean_acceptance_length: float | None = None
     prompt_text: str | None = None
     completion_text: str | None = None
+    outcome: Literal["client_aborted"] | None = None
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -181,7 +184,7 @@ def from_line(line: bytes) -> RequestRecord:
         request_id=fields.request_id,
         model=fields.model,
         task=fields.task,
-        outcome=Outcome.OBSERVED,
+        outcome=fields.outcome or Outcome.OBSERVED,
         prompt_tokens=fields.prompt_tokens,
         completion_tokens=fields.completion_tokens,
         spec=spec,
@@ -196,6 +199,18 @@ def from_line(line: bytes) -> RequestRecord:
         prompt_text=fields.prompt_text,
         completion_text=fields.completion_text,
     )
+
+
+_WRITTEN_OUTCOMES = frozenset({Outcome.OBSERVED, Outcome.CLIENT_ABORTED})
+
+
+def _outcome(obj: dict[str, Any]) -> str:
+    """observed, unless the line says client_aborted (a client that left after vLLM's final
+    metrics: the analysis counted its steps, so the log keeps them)."""
+    value = obj.get("outcome", Outcome.OBSERVED)
+    if value not in _WRITTEN_OUTCOMES:
+        raise BadLine(f"outcome {value!r} is not one a cycle log holds")
+    return str(value)
 
 
 def _checked(line: bytes) -> RequestRecord:
@@ -245,7 +260,7 @@ def _checked(line: bytes) -> RequestRecord:
         request_id=obj["request_id"],
         model=obj["model"],
         task=obj["task"],
-        outcome=Outcome.OBSERVED,
+        outcome=_outcome(obj),
         prompt_tokens=_int(obj, "prompt_tokens"),
         completion_tokens=_int(obj, "completion_tokens"),
         spec=spec,

@@ -82,8 +82,15 @@ class CycleLogWriter:
         )
 
     def write(self, record: RequestRecord) -> None:
+        """Every record the analysis counts steps or a baseline's time of: observed ones, and a
+        client's that left after vLLM's final metrics had passed (their steps ran and were
+        counted live), so that a replay of the log counts what the live sidecar counted."""
         baseline = record.variant == VARIANT_BASELINE
-        if record.outcome != Outcome.OBSERVED or (record.spec is None and not baseline):
+        if record.spec is None and not baseline:
+            return
+        if record.outcome != Outcome.OBSERVED and (
+            baseline or record.outcome != Outcome.CLIENT_ABORTED
+        ):
             return
         line = to_line(record, None if self.config is None else self.config.track)
         handle = self._open()
