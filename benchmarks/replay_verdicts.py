@@ -48,7 +48,16 @@ def record(i: int, model: str, task: str, steps: list[int]) -> RequestRecord:
 
 def replay(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The /status document and the log events of `specwatch replay`."""
-    command = [sys.executable, "-m", "specwatch", "replay", "--json", "--log-format", "json"]
+    command = [
+        sys.executable,
+        "-m",
+        "specwatch",
+        "replay",
+        "--json",
+        "--verbose",
+        "--log-format",
+        "json",
+    ]
     done = subprocess.run([*command, str(path)], capture_output=True, check=True)
     events = []
     for line in done.stderr.decode().splitlines():

@@ -80,7 +80,16 @@ def replay(path: Path, agent: Path | None) -> list[dict[str, Any]]:
     env = dict(os.environ)
     if agent is not None:
         env["PYTHONPATH"] = f"{agent}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    command = [sys.executable, "-m", "specwatch", "replay", "--json", "--log-format", "json"]
+    command = [
+        sys.executable,
+        "-m",
+        "specwatch",
+        "replay",
+        "--json",
+        "--verbose",
+        "--log-format",
+        "json",
+    ]
     done = subprocess.run([*command, str(path)], capture_output=True, env=env)
     if done.returncode:
         raise RuntimeError(f"replay failed: {done.stderr.decode()[-2000:]}")

@@ -99,8 +99,8 @@ MUTATIONS = (
     Mutation(
         "a verdict left at the entry bar, not the exit bar",
         "analysis/zones.py",
-        'left = evidence.decided("green", cfg.exit_bar("green"), False, within) < 0',
-        'left = evidence.decided("green", cfg.bar("green"), False, within) < 0',
+        'value = evidence.decided(f"{threshold}_exit", cfg.exit_bar(threshold), False, within)',
+        'value = evidence.decided(f"{threshold}_exit", cfg.bar(threshold), False, within)',
     ),
     Mutation(
         "red held back by the dwell time",
@@ -490,8 +490,8 @@ MUTATIONS = (
     Mutation(
         "after a change on news, a window that mixes in the time before decides",
         "analysis/evidence.py",
-        "            if (window.full or not full) and (horizon is None or window.seconds <= horizon)",
-        "            if (window.full or not full)",
+        "and (horizon is None or window.seconds <= horizon)",
+        "and (horizon is None or True)",
     ),
     Mutation(
         "a red within the dwell on older evidence than what decided the last change",
@@ -502,8 +502,8 @@ MUTATIONS = (
     Mutation(
         "a red within the dwell whatever the margin below red",
         "analysis/zones.py",
-        "    floor, bar = cfg.red - cfg.collapse_margin, cfg.bar(\"red\")",
-        "    floor, bar = cfg.red, cfg.bar(\"red\")",
+        '    floor, bar = cfg.red - cfg.collapse_margin, cfg.bar("red")',
+        '    floor, bar = cfg.red, cfg.bar("red")',
     ),
     Mutation(
         "a change between windows judged without the older rest's variance",
@@ -640,6 +640,18 @@ MUTATIONS = (
         "        if record.outcome != Outcome.OBSERVED and (\n            baseline or",
         "        if record.outcome != Outcome.OBSERVED or (\n            baseline or",
         ("tests/integration/test_replay_equals_live.py",),
+    ),
+    Mutation(
+        "a verdict left at its threshold, not past the exit margin",
+        "analysis/evidence.py",
+        '            sums, cfg.green - cfg.exit_margin, cfg.indifference, cfg.bar("green")',
+        '            sums, cfg.green, cfg.indifference, cfg.bar("green")',
+    ),
+    Mutation(
+        "red left at its threshold, not past the exit margin",
+        "analysis/evidence.py",
+        'red_exit = log_ratio(sums, cfg.red + cfg.exit_margin, cfg.indifference, cfg.bar("red"))',
+        'red_exit = log_ratio(sums, cfg.red, cfg.indifference, cfg.bar("red"))',
     ),
 )
 

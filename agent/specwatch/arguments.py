@@ -93,6 +93,14 @@ def _live(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_setting_flags(check)
 
 
+def _verbose(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--verbose",
+        action="store_true",
+        help="the analysis' log on stderr too (zone_changed, drift alarms; --log-format)",
+    )
+
+
 def _offline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     replay = _command(
         commands,
@@ -110,6 +118,7 @@ def _offline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="the table over the last verdict window (--window) instead of since the start",
     )
+    _verbose(replay)
     add_setting_flags(replay, only=ANALYSIS_FLAGS)
 
     worst = _command(
@@ -172,10 +181,12 @@ def _offline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     advise.add_argument(
         "--cost-ratio",
         type=float,
+        metavar="C",
         help="c: draft step cost / target step cost (default: from A/B baseline records' "
         "decode times where the log has them, else speedup.default_cost_ratio)",
     )
     advise.add_argument("--json", action="store_true", help="print JSON")
+    _verbose(advise)
     add_setting_flags(advise, only=("--ctx-buckets",))
 
     snap = _command(
@@ -236,7 +247,10 @@ def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--k-table", action="store_true", help="also the K table by batch size (as advise's)"
     )
     analyze.add_argument(
-        "--cost-ratio", type=float, help="c for the K table (default: as advise finds it)"
+        "--cost-ratio",
+        type=float,
+        metavar="C",
+        help="c for the K table (default: as advise finds it)",
     )
     _fleet_flags(analyze)
 
@@ -276,6 +290,13 @@ def _simulated(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--model", "--served-model-name", dest="model", default="sim-llama", help="model name"
     )
     sim.add_argument("--num-spec-tokens", type=int, default=4, help="draft length K")
+    sim.add_argument(
+        "--speculative-config",
+        "--speculative_config",
+        metavar="JSON",
+        help="vLLM's own flag, so `serve -- specwatch sim` reads like a vLLM command line: its "
+        "num_speculative_tokens is K",
+    )
     sim.add_argument("--seed", type=int, default=0, help="random seed")
     sim.add_argument(
         "--per-request-spec-decode-metrics",

@@ -117,13 +117,25 @@ def _serving(
     return run_loop(run_proxy(settings))
 
 
+def _subparser(top: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    return top
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     vllm_argv: list[str] = []
     if "--" in argv:  # everything after `--` is the vLLM command of `serve` (and bench)
         at = argv.index("--")
         argv, vllm_argv = argv[:at], argv[at + 1 :]
-    args = parser().parse_args(argv)
+    top = parser()
+    args, unknown = top.parse_known_args(argv)
+    if unknown:  # said by the command's own parser: its usage, not the top level's
+        command = _subparser(top, args.command)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.argv = [*argv, *(["--", *vllm_argv] if vllm_argv else [])]
     try:
         settings = _settings(args)
@@ -135,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure("info", "console")
     elif args.command in ("bench", "worst", "analyze", "compare"):  # output is the product
         configure("warning", "console")
+    elif args.command in ("replay", "advise"):  # the table or document is the product
+        configure("info" if args.verbose else "warning", settings.log_format)
     elif args.command != "demo":
         configure(settings.log_level, settings.log_format)
     return _dispatch(args, settings, vllm_argv)

@@ -130,6 +130,18 @@ class Help(argparse.RawDescriptionHelpFormatter):
             return text
         return f"{text} (default: {default})"
 
+    def _get_default_metavar_for_optional(self, action: argparse.Action) -> str:
+        """A flag without its own metavar shows what it takes, not its name shouted:
+        SECONDS, N (a count), X (a number), else the last word of its name (TASK)."""
+        dest = action.dest
+        if dest.endswith(("seconds", "timeout", "interval", "after")):
+            return "SECONDS"
+        if action.type is int:
+            return "N"
+        if action.type is float:
+            return "X"
+        return dest.rsplit("_", 1)[-1].upper()
+
 
 def _dest(flag: Flag) -> str:
     return flag.flag.removeprefix("--").replace("-", "_")
@@ -155,6 +167,8 @@ def add_setting_flags(parser: argparse.ArgumentParser, only: tuple[str, ...] = (
 
 
 METAVARS = {
+    "--port": "PORT",
+    "--admin-port": "PORT",
     "--host": "ADDRESS",
     "--admin-host": "ADDRESS",
     "--upstream": "URL",

@@ -140,7 +140,8 @@ def test_the_recorded_canary_difference_is_the_sidecars_comparison(tmp_path: Pat
     degrees of freedom, within 0.2%)."""
     rng = random.Random(11)
     series, checks = [], []
-    finer, model_sides = [], {}
+    finer: list[tuple[tuple[str, ...], Sums, Sums]] = []
+    model_sides: dict[str, Sums] = {}
     cfg = SETTINGS.canary
     slice_counters = (
         C.SLICE_REQUESTS,
@@ -185,7 +186,9 @@ def test_the_recorded_canary_difference_is_the_sidecars_comparison(tmp_path: Pat
         for name, value in zip(model_counters, (n, aa, at, tt), strict=True):
             series.append({"series": f"{name}_total{{{labels}}}", "values": f"0+{value}x40"})
         model_sides[track] = Sums(*(30 * value for value in whole[track]))
-    rollups = [(("m", "all", "all"), model_sides["stable"], model_sides["canary"])]
+    rollups: list[tuple[tuple[str, ...], Sums, Sums]] = [
+        (("m", "all", "all"), model_sides["stable"], model_sides["canary"])
+    ]
     rows, models = compare_models(rollups, finer, cfg.confidence, cfg.margin, 1, 1)
     assert 3 == sum(r.difference is not None for r in rows)
     for level, row in [*(("slice", r) for r in rows), ("model", models[0].rollup)]:
@@ -278,11 +281,11 @@ def test_the_deciding_window_is_the_sidecars_on_slices_that_changed(tmp_path: Pa
                     checks.append(within(query, value, 1e-6, task, f"{at}m"))
         slice_labels = f'model="m",ctx_bucket="0-512",task="{task}"'
         for threshold in ("green", "red"):
-            for record, bar, full in (
-                (Q.EVIDENCE_ENTRY, cfg.bar(threshold), True),
-                (Q.EVIDENCE_EXIT, cfg.exit_bar(threshold), False),
+            for record, judged, bar, full in (
+                (Q.EVIDENCE_ENTRY, threshold, cfg.bar(threshold), True),
+                (Q.EVIDENCE_EXIT, f"{threshold}_exit", cfg.exit_bar(threshold), False),
             ):
-                expected = evidence.decided(threshold, bar, full)
+                expected = evidence.decided(judged, bar, full)
                 query = f'{record}{{task="{task}",threshold="{threshold}"}}'
                 sample = {"labels": f'{{{slice_labels},threshold="{threshold}"}}', "value": 1}
                 tolerance = abs(expected) * 1e-6 + 1e-9

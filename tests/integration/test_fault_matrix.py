@@ -115,7 +115,7 @@ async def test_fault_matrix(upstream: tuple[SimServer, str], fault: str) -> None
         async with aiohttp.ClientSession() as warm:  # connections and tasks of a first request
             await one(warm, proxy, "none", "reads_all", True)
             sent += 1
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(0.4)  # the first request's idle connections close (keep-alive 0.2 s)
         before = resources()
         for stream in (True, False):
             for client in CLIENTS:
@@ -127,8 +127,13 @@ async def test_fault_matrix(upstream: tuple[SimServer, str], fault: str) -> None
                     ok = await one(session, proxy, "none", "reads_all", stream)
                     sent += 1
                     check_client_view("none", "reads_all", stream, *ok)
-        await asyncio.sleep(0.4)  # aborted upstream requests settle; idle connections close
         await car.drained()
+        # aborted upstream requests settle and idle connections close (keep-alive 0.2 s)
+        await eventually(
+            lambda: resources()[0] <= before[0] + 3 and resources()[1] <= before[1] + 2,
+            seconds=60,
+            every=0.1,
+        )
         after = resources()
         metrics: Samples = {}
 
@@ -137,10 +142,10 @@ async def test_fault_matrix(upstream: tuple[SimServer, str], fault: str) -> None
             metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
             return sum(by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME).values()) >= sent
 
-        # on a busy machine an aborted request's record can trail the drain; if one never
-        # comes, the outcome assertions below say which
+        # on a busy machine an aborted request's record can trail the drain: a deadline sized
+        # to a machine busy with other work; if one never comes, the assertions below say which
         with contextlib.suppress(AssertionError):
-            await eventually(all_counted, seconds=5.0, every=0.1)
+            await eventually(all_counted, seconds=120.0, every=0.1)
     finally:
         await car.stop()
     outcomes = by_label(metrics, C.REQUESTS + "_total", C.Label.OUTCOME)

@@ -172,6 +172,11 @@ async def test_an_unreachable_upstream_gives_a_502_in_openais_error_shape() -> N
         error = orjson.loads(data)["error"]
         assert {"message", "type", "param", "code"} == set(error)
         assert 502 == error["code"]
+        # in words, with the address: not a Python repr
+        assert "upstream http://127.0.0.1:9 failed: Connect call failed" in error["message"] or (
+            "upstream http://127.0.0.1:9 failed: Connection refused" in error["message"]
+        ), error["message"]
+        assert "Error(" not in error["message"]
         await car.drained()
         metrics = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
         assert 1 == total(metrics, C.REQUESTS + "_total", outcome=C.Outcome.UPSTREAM_FAILED)

@@ -89,7 +89,7 @@ def serve(tmp_path: Path, *child: str, extra: tuple[str, ...] = ()) -> Iterator[
 
 async def settle(served: Served, requests: int) -> dict[str, list[tuple[dict[str, str], float]]]:
     """/metrics once every request is counted and both a scrape of vLLM's counters and one of
-    its stats lines came after them: polled for, not waited out (20 s: a coverage that never
+    its stats lines came after them: polled for, not waited out (120 s: a coverage that never
     reaches 1, or counts that never agree, fail here)."""
 
     def caught_up(metrics: dict[str, list[tuple[dict[str, str], float]]], status: Any) -> bool:
@@ -104,7 +104,7 @@ async def settle(served: Served, requests: int) -> dict[str, list[tuple[dict[str
             and total(metrics, C.COVERAGE_RATIO) == 1.0
         )
 
-    async with asyncio.timeout(20), aiohttp.ClientSession() as session:
+    async with asyncio.timeout(120), aiohttp.ClientSession() as session:
         while True:
             metrics = await scrape(served.admin + "/metrics")
             async with session.get(served.admin + "/status") as response:
@@ -214,3 +214,20 @@ async def test_a_child_killed_mid_stream_gives_a_clean_error_and_its_exit_code(
             async with session.get(served.admin + "/readyz") as response:
                 assert 503 == response.status
         assert 128 + signal.SIGKILL == served.process.wait(timeout=20)
+
+
+async def test_serve_wraps_the_simulator_given_vllms_speculative_config(tmp_path: Path) -> None:
+    """`serve -- specwatch sim --speculative-config ...` reads like a vLLM command line: the
+    simulator drafts the config's K, and the sidecar names the config."""
+    spec = '{"method": "ngram", "num_speculative_tokens": 3}'
+    with serve(tmp_path, "--speculative-config", spec) as served:
+        await wait_ready(served.admin)
+        async with aiohttp.ClientSession() as session:
+            status, data = await post(
+                session, served.proxy + "/v1/completions", {"prompt": "a b c", "max_tokens": 20}
+            )
+            assert 200 == status, data
+            async with session.get(served.admin + "/status") as response:
+                live = await response.json()
+    assert 3 == live["config"]["num_speculative_tokens"]
+    assert 3 == orjson.loads(data)["metrics"]["speculative_decoding"]["num_spec_tokens"]

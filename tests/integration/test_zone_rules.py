@@ -20,7 +20,16 @@ TASKS = ("chat", "code", "summarization", "translation")
 
 
 def replay(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    command = [sys.executable, "-m", "specwatch", "replay", "--json", "--log-format", "json"]
+    command = [
+        sys.executable,
+        "-m",
+        "specwatch",
+        "replay",
+        "--json",
+        "--verbose",
+        "--log-format",
+        "json",
+    ]
     done = subprocess.run([*command, str(path)], capture_output=True, check=True)
     events = []
     for line in done.stderr.decode().splitlines():

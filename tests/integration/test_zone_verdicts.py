@@ -19,7 +19,16 @@ TASKS = ("chat", "code", "summarization", "translation")  # x 6 ctx buckets x 2 
 
 
 def replay(path: Path) -> dict[str, float]:
-    command = [sys.executable, "-m", "specwatch", "replay", "--json", "--log-format", "json"]
+    command = [
+        sys.executable,
+        "-m",
+        "specwatch",
+        "replay",
+        "--json",
+        "--verbose",
+        "--log-format",
+        "json",
+    ]
     done = subprocess.run([*command, str(path)], capture_output=True, check=True)
     events: list[dict[str, Any]] = []
     for line in done.stderr.decode().splitlines():

@@ -260,3 +260,46 @@ def test_help_prints_whatever_the_environment_holds(
         main(argv)
     assert 0 == done.value.code
     assert "usage: specwatch" in capsys.readouterr().out
+
+
+def test_a_file_that_is_not_a_cycle_log_is_a_few_lines_not_one_per_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README given by mistake: the first bad lines named, the rest counted; a reason is
+    cut at a word, not mid-word."""
+    text = tmp_path / "notes.md"
+    text.write_text("# notes\n" + "some words, not JSON at all\n" * 300)
+    assert 1 == main(["replay", str(text)])
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) <= 8, err
+    assert "... and 296 more bad line(s)" in err[-3]
+    assert "301 bad line(s) skipped" in err[-2]
+    assert all(line.endswith(")") for line in err[:5]), err[:5]  # "(... ...)", no torn word
+
+
+def test_replay_keeps_its_log_to_itself_unless_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The table or document is the product: zone_changed lines only with --verbose."""
+    log = tmp_path / "cycles.jsonl"
+    write_log(log, 60)
+    assert 0 == main(["replay", "--json", str(log)])
+    assert "zone_changed" not in capsys.readouterr().err
+    assert 0 == main(["replay", "--json", "--verbose", str(log)])
+    assert "zone_changed" in capsys.readouterr().err
+
+
+def test_a_wrong_flag_shows_the_commands_own_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["proxy", "--upstream-url", "x"])
+    assert 2 == done.value.code
+    err = capsys.readouterr().err
+    assert err.startswith("usage: specwatch proxy")
+    assert "unrecognized arguments: --upstream-url x" in err
+
+
+def test_generate_check_names_a_missing_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert 2 == main(["generate", "--check", "--out", str(tmp_path / "nowhere")])
+    assert "no such directory" in capsys.readouterr().err

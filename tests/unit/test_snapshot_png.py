@@ -17,3 +17,11 @@ def test_a_prometheus_out_of_reach_is_named_not_its_whole_query(tmp_path: Path) 
     assert str(error.value).startswith("cannot query Prometheus at 'http://127.0.0.1:1': ")
     assert "query_range" not in str(error.value)
     assert len(str(error.value)) < 200
+
+
+def test_legends_name_the_track_and_config_a_series_carries() -> None:
+    from specwatch.commands.snapshot_png import _named
+
+    labels = {"model": "tiny", "track": "canary", "config": "c1"}
+    assert "rate tiny (canary c1)" == _named(labels, "rate tiny")
+    assert "rate tiny" == _named({"model": "tiny"}, "rate tiny")

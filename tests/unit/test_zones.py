@@ -19,7 +19,8 @@ SOME = Sums(40, 2000, 4000, 110_000, 200_000, 400_000)  # what the rules here do
 
 def evidence(green: float = 0.0, red: float = 0.0, full: bool = True) -> Evidence:
     """One window's evidence (positive: above the threshold, negative: below)."""
-    return Evidence((WindowEvidence(300.0, full, green, red, SOME),), CFG.change_evidence)
+    window = WindowEvidence(300.0, full, green, red, SOME, (), green, red)
+    return Evidence((window,), CFG.change_evidence)
 
 
 def windows(*parts: tuple[float, float, float] | tuple[float, float, float, bool]) -> Evidence:
@@ -30,7 +31,7 @@ def windows(*parts: tuple[float, float, float] | tuple[float, float, float, bool
     for i, (seconds, green, red, *changed) in enumerate(ordered):
         value = CFG.change_evidence if changed and changed[0] else 0.0
         changes = tuple((longer[0], value) for longer in ordered[i + 1 :])
-        out.append(WindowEvidence(seconds, True, green, red, SOME, changes))
+        out.append(WindowEvidence(seconds, True, green, red, SOME, changes, green, red))
     return Evidence(tuple(out), CFG.change_evidence)
 
 
@@ -116,9 +117,8 @@ def test_acceptance_surely_below_red_minus_the_margin_is_red_at_once_whatever_th
     near = sums(480, 23_000, 48_000, spread=6.0)  # 0.479: below 0.50, not below 0.45
     for hour, expected in ((low, Zone.RED), (near, Zone.YELLOW)):
         state = ZoneState(zone=Zone.YELLOW, last_verdict_change=0.0, decided_by=300.0)
-        deciding = WindowEvidence(
-            3600.0, True, -4 * H, log_ratio(hour, cfg.red, cfg.indifference, cfg.bar("red")), hour
-        )
+        red = log_ratio(hour, cfg.red, cfg.indifference, cfg.bar("red"))
+        deciding = WindowEvidence(3600.0, True, -4 * H, red, hour, (), -4 * H, red)
         next_zone(state, Evidence((deciding,), cfg.change_evidence), 60.0, cfg)
         assert expected == state.zone
 
@@ -324,3 +324,19 @@ def test_within_a_long_dwell_red_returns_only_on_news_not_on_a_window_the_horizo
     assert Zone.YELLOW == state.zone
     next_zone(state, red_hour, 4000.0, cfg)  # past the dwell
     assert Zone.RED == state.zone
+
+
+def test_a_verdict_is_left_past_its_threshold_moved_by_the_exit_margin() -> None:
+    """Red, then an hour of 4,800 requests at 0.505: surely above 0.50 at the exit bar, not
+    surely above 0.51 (red + exit_margin): red stays. At 0.53 it is left."""
+    cfg = ZoneSettings(min_dwell_seconds=0.0)
+    for accepted, expected in ((24_240, Zone.RED), (25_440, Zone.YELLOW)):
+        hour = sums(4800, accepted, 48_000, spread=2.0)
+        evidence = gathered([(3600.0, hour)], cfg, False)
+        assert evidence is not None
+        (window,) = evidence.windows
+        if expected == Zone.RED:
+            assert window.red >= cfg.exit_bar("red") > window.red_exit  # the margin decides
+        state = ZoneState(zone=Zone.RED, last_verdict_change=0.0, decided_by=3600.0)
+        next_zone(state, evidence, 60.0, cfg)
+        assert expected == state.zone

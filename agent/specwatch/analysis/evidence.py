@@ -160,6 +160,9 @@ class WindowEvidence:
     red: float
     sums: Sums
     changes: tuple[tuple[float, float], ...] = ()  # (longer window's seconds, change ratio)
+    # about the exit thresholds (green - exit_margin, red + exit_margin): what leaves a verdict
+    green_exit: float = 0.0
+    red_exit: float = 0.0
 
     def change_from(self, longer: float) -> float:
         for seconds, value in self.changes:
@@ -201,12 +204,13 @@ class Evidence:
     def decided(
         self, threshold: str, bar: float, full: bool, horizon: float | None = None
     ) -> float:
-        """The deciding window's evidence about `threshold` ("green" or "red") when it is sure
-        at `bar` (|ratio| >= bar), else 0."""
+        """The deciding window's evidence about `threshold` ("green", "red", or their exit
+        thresholds "green_exit", "red_exit") when it is sure at `bar` (|ratio| >= bar), else
+        0."""
         window = self.deciding(full, horizon)
         if window is None:
             return 0.0
-        value = window.green if threshold == "green" else window.red
+        value: float = getattr(window, threshold)
         return value if abs(value) >= bar else 0.0
 
 
@@ -229,11 +233,15 @@ def gathered(
         full = sums.y >= cfg.min_trials and sums.requests >= cfg.min_requests
         green = log_ratio(sums, cfg.green, cfg.indifference, cfg.bar("green"))
         red = log_ratio(sums, cfg.red, cfg.indifference, cfg.bar("red"))
+        green_exit = log_ratio(
+            sums, cfg.green - cfg.exit_margin, cfg.indifference, cfg.bar("green")
+        )
+        red_exit = log_ratio(sums, cfg.red + cfg.exit_margin, cfg.indifference, cfg.bar("red"))
         changes = tuple(
             (longer, change_ratio(sums, rest(other, sums), cfg.change_evidence))
             for longer, other in passing[i + 1 :]
         )
-        kept.append(WindowEvidence(seconds, full, green, red, sums, changes))
+        kept.append(WindowEvidence(seconds, full, green, red, sums, changes, green_exit, red_exit))
     if entering and not any(window.full for window in kept):
         return None
     return Evidence(tuple(kept), cfg.change_evidence)

@@ -9,9 +9,12 @@
   the gates, so one whose traffic hovers at the gate does not flap in and out of it.
 - Entering: red when the deciding evidence at the bar `evidence` says below `red`, else green
   when it says above `green`, else yellow.
-- Leaving: green when the deciding evidence at the bar `exit_evidence` says below `green` (or
-  red's entry holds), red when it says above `red` (or green's entry holds). A verdict stands
-  until the data turns against it; one estimate past a far exit is not that.
+- Leaving: green when the deciding evidence at the bar `exit_evidence` says below `green` -
+  `exit_margin` (or red's entry holds), red when it says above `red` + `exit_margin` (or
+  green's entry holds). A verdict stands until the data turns against it; one estimate past a
+  far exit is not that, nor an estimate that wanders around the threshold itself (the more
+  data, the smaller the wander that crosses a fixed evidence gap: the margin is in
+  acceptance, which data do not shrink).
 - One window decides entering, keeping and leaving alike (`Evidence.deciding`: the longest,
   unless a shorter one's newer data differ from the rest of it), so a verdict left on one
   window's evidence is not re-entered on another's a minute later. After a change decided on
@@ -191,10 +194,10 @@ def _held_or_left(state: ZoneState, evidence: Evidence, now: float, cfg: ZoneSet
     collapsed = _collapsed(evidence, cfg)
     zone, entry = state.zone, Zone.RED if collapsed else _entry_verdict(evidence, cfg, within)
     if zone == Zone.GREEN and entry != Zone.RED:
-        left = evidence.decided("green", cfg.exit_bar("green"), False, within) < 0
+        left = _left(evidence, cfg, "green", within)
         target = Zone.YELLOW if left else zone
     elif zone == Zone.RED and entry != Zone.GREEN:
-        left = evidence.decided("red", cfg.exit_bar("red"), False, within) > 0
+        left = _left(evidence, cfg, "red", within)
         target = Zone.YELLOW if left else zone
     else:
         target = entry
@@ -202,6 +205,14 @@ def _held_or_left(state: ZoneState, evidence: Evidence, now: float, cfg: ZoneSet
         return target
     news = collapsed or _news(state, evidence, within)
     return target if target == Zone.RED and news else zone
+
+
+def _left(evidence: Evidence, cfg: ZoneSettings, threshold: str, within: float | None) -> bool:
+    """Whether the deciding window says the verdict about `threshold` no longer holds: surely
+    past its exit threshold (below green - `exit_margin`, above red + `exit_margin`) at the
+    exit bar."""
+    value = evidence.decided(f"{threshold}_exit", cfg.exit_bar(threshold), False, within)
+    return value < 0 if threshold == "green" else value > 0
 
 
 def _news(state: ZoneState, evidence: Evidence, within: float | None) -> bool:

@@ -34,6 +34,9 @@ def run_generate(args: argparse.Namespace, settings: Settings) -> int:
         print(f"specwatch: generate: {error}", file=sys.stderr)
         return 2
     if args.check:
+        if not args.out.is_dir():
+            print(f"specwatch: generate: --out {args.out}: no such directory", file=sys.stderr)
+            return 2
         outdated = stale(files, args.out)
         for name in outdated:
             print(f"specwatch: generate: {name} is out of date", file=sys.stderr)
@@ -98,9 +101,17 @@ def replayed(
     return analyzer.snapshot(end), errors, analyzer.load_table, len(records)
 
 
+NAMED_BAD_LINES = 5  # each named on stderr; the rest counted (the JSON output names them all)
+
+
 def _report_bad_lines(errors: list[LineError], command: str) -> None:
-    for bad in errors:
+    """The first bad lines, each with its reason, and how many there were: a file that is not
+    a cycle log (a README given by mistake) is a few lines on stderr, not one per line."""
+    for bad in errors[:NAMED_BAD_LINES]:
         print(f"specwatch: {command}: {bad.path}:{bad.line}: {bad.reason}", file=sys.stderr)
+    if len(errors) > NAMED_BAD_LINES:
+        more = len(errors) - NAMED_BAD_LINES
+        print(f"specwatch: {command}: ... and {more} more bad line(s)", file=sys.stderr)
     if errors:
         print(f"specwatch: {command}: {len(errors)} bad line(s) skipped", file=sys.stderr)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 
 from specwatch.commands.loop import until_signal
 from specwatch.listening import serve_app
@@ -16,6 +17,21 @@ def _print_line(line: str) -> None:
     print(line, flush=True)
 
 
+def _draft_length(args: argparse.Namespace) -> int:
+    """K: --num-spec-tokens, or the num_speculative_tokens of a --speculative-config."""
+    if args.speculative_config is None:
+        return int(args.num_spec_tokens)
+    try:
+        value = json.loads(args.speculative_config)["num_speculative_tokens"]
+    except (ValueError, KeyError, TypeError):
+        raise SystemExit(
+            "specwatch sim: --speculative-config must be JSON with num_speculative_tokens"
+        ) from None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SystemExit("specwatch sim: num_speculative_tokens must be a positive integer")
+    return value
+
+
 async def run_sim(args: argparse.Namespace) -> int:
     drops = (
         ()
@@ -25,7 +41,7 @@ async def run_sim(args: argparse.Namespace) -> int:
     request_icc = REQUEST_ICC if args.request_icc is None else args.request_icc
     config = SimConfig(
         model=args.model,
-        num_spec_tokens=args.num_spec_tokens,
+        num_spec_tokens=_draft_length(args),
         seed=args.seed,
         spec_metrics=args.spec_metrics,
         acceptance=AcceptanceModel(drops=drops, request_icc=request_icc),

@@ -123,7 +123,9 @@ def render_snapshot(
     ax.axhspan(zones_cfg.red, zones_cfg.green, color=ZONE_COLOURS[2], alpha=0.08)
     ax.axhspan(zones_cfg.green, 1, color=ZONE_COLOURS[1], alpha=0.08)
     for series in alpha:
-        label = f"{series.labels.get('ctx_bucket')} {series.labels.get('task')}"
+        label = _named(
+            series.labels, f"{series.labels.get('ctx_bucket')} {series.labels.get('task')}"
+        )
         ax.plot(_minutes(series.times, end), series.values, linewidth=1, label=label)
     ax.set_ylim(0, 1)
     ax.set_xlabel("minutes")
@@ -133,7 +135,8 @@ def render_snapshot(
     ax = axes[1][0]
     ax.set_title("vLLM's rate and mean acceptance length per model (5m)")
     for series in rate:
-        ax.plot(_minutes(series.times, end), series.values, label=f"rate {series.labels['model']}")
+        label = _named(series.labels, f"rate {series.labels['model']}")
+        ax.plot(_minutes(series.times, end), series.values, label=label)
     ax.set_ylim(0, 1)
     twin = ax.twinx()
     for series in tau:
@@ -141,7 +144,7 @@ def render_snapshot(
             _minutes(series.times, end),
             series.values,
             linestyle="--",
-            label=f"tau {series.labels['model']}",
+            label=_named(series.labels, f"tau {series.labels['model']}"),
         )
     ax.set_xlabel("minutes")
     ax.legend(loc="upper left", fontsize=8)
@@ -164,6 +167,13 @@ def render_snapshot(
     figure.savefig(out, dpi=100)
     plt.close(figure)
     return out
+
+
+def _named(labels: dict[str, str], name: str) -> str:
+    """A legend entry, with the series' track and config where it has them: a stable and a
+    canary scraped together are two lines, two names."""
+    run = " ".join(labels[key] for key in ("track", "config") if labels.get(key))
+    return f"{name} ({run})" if run else name
 
 
 def _minutes(times: list[float], end: float) -> list[float]:

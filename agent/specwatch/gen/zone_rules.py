@@ -34,7 +34,7 @@ def evidence_rules(level: str, w: str, settings: Settings) -> list[dict[str, Any
     rules: list[dict[str, Any]] = [
         {"record": gate, "expr": f"{passes(1)} * 0 + 1\nor {passes(0.5)} * 0 + 0.5"},
     ]
-    for name, c in (("green", cfg.green), ("red", cfg.red)):
+    for name in ("green", "red"):
         bar = cfg.bar(name)
         rules.append(
             {
@@ -43,13 +43,20 @@ def evidence_rules(level: str, w: str, settings: Settings) -> list[dict[str, Any
                 "expr": f"(\n{Q.t_expr(df, tail_confidence(bar))}\n) ^ 2 / {2 * bar:g}",
             }
         )
+    thresholds = [("green", "green", cfg.green), ("red", "red", cfg.red)]
+    if level == "slice":  # the exit thresholds, which SpecDecodeSliceRed / Yellow leave on
+        thresholds += [
+            ("green_exit", "green", cfg.green - cfg.exit_margin),
+            ("red_exit", "red", cfg.red + cfg.exit_margin),
+        ]
+    for label, of, c in thresholds:
         low, high, spread = c - cfg.indifference, c + cfg.indifference, c * (1 - c)
-        widened = f'{widening}{{{C.Label.THRESHOLD}="{name}"}}'
+        widened = f'{widening}{{{C.Label.THRESHOLD}="{of}"}}'
         variance = f"{Q.design_effect(level, w)} * {on} {widened} * {spread:.10g} / {trials}"
         rules.append(
             {
                 "record": Q.evidence(level, w),
-                "labels": {C.Label.THRESHOLD: name},
+                "labels": {C.Label.THRESHOLD: label},
                 "expr": (
                     f"(clamp_min({p} - {low:.10g}, 0) ^ 2 - clamp_min({high:.10g} - {p}, 0) ^ 2)\n"
                     f"/ (2 * {variance})\nand {on} {gate}"
@@ -186,10 +193,12 @@ def deciding_rules(zone: tuple[str, ...], settings: Settings) -> list[dict[str, 
         for longer in zone[i + 1 :]:
             rules += _change_rules(shorter, longer, settings)
     for threshold in ("green", "red"):
-        for record, bar, entry in (
-            (Q.EVIDENCE_ENTRY, cfg.bar(threshold), True),
-            (Q.EVIDENCE_EXIT, cfg.exit_bar(threshold), False),
+        for record, series, bar, entry in (
+            (Q.EVIDENCE_ENTRY, threshold, cfg.bar(threshold), True),
+            (Q.EVIDENCE_EXIT, f"{threshold}_exit", cfg.exit_bar(threshold), False),
         ):
-            expr = _decided(zone, threshold, bar, entry, cfg.change_evidence)
+            # (an exit threshold's evidence is stored under its threshold's name: the rule's
+            # labels overwrite the series' own)
+            expr = _decided(zone, series, bar, entry, cfg.change_evidence)
             rules.append({"record": record, "labels": {C.Label.THRESHOLD: threshold}, "expr": expr})
     return rules

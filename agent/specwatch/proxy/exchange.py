@@ -34,6 +34,17 @@ log = structlog.get_logger("specwatch.proxy")
 _EVENT_STREAM = b"text/event-stream"
 
 
+def failure(error: BaseException) -> str:
+    """An error in words: an OS error's reason (`Connection refused`), else its kind and
+    message."""
+    if isinstance(error, TimeoutError):
+        return "no answer in time"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 class Exchange:
     __slots__ = (
         "_budget",
@@ -213,20 +224,26 @@ class Exchange:
         self.choice_stats = rewriter.choice_stats
         return rest
 
-    def on_error(self, error: BaseException, internal: bool = False) -> None:
-        """The upstream could not be reached, failed, or fell silent for too long; or
-        (`internal`) the proxy's own code failed, which its caller logged: answered alike."""
+    def on_error(
+        self, error: BaseException, internal: bool = False, target: str | None = None
+    ) -> None:
+        """The upstream could not be reached (`target`: its address), failed, or fell silent
+        for too long; or (`internal`) the proxy's own code failed, which its caller logged:
+        answered alike, in words a client's log can show."""
         if self.finished.done():
             return
         if self._observed:
             self.outcome = Outcome.UPSTREAM_FAILED
         if not internal:
-            log.warning("upstream_failed", error=repr(error), head_sent=self._head_sent)
+            log.warning(
+                "upstream_failed", error=repr(error), upstream=target, head_sent=self._head_sent
+            )
         if not self._head_sent:
             if not self._observed:
                 self._health.passthrough["5xx"] += 1
-            what = "internal error" if internal else "upstream failed"
-            headers, body = openai_error(502, f"specwatch: {what}: {error!r}")
+            where = f"upstream {target}" if target else "upstream"
+            what = "internal error" if internal else f"{where} failed"
+            headers, body = openai_error(502, f"specwatch: {what}: {failure(error)}")
             self._client.respond(502, headers, body)
         else:
             if self._rewriter is not None:

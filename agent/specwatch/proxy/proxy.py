@@ -261,7 +261,7 @@ class Proxy:
         try:
             upstream = await pool.acquire()
         except (OSError, TimeoutError) as error:
-            exchange.on_error(error)
+            exchange.on_error(error, target=base or self.router.spec_upstream)
         else:
             if connection.closed:  # the client left while we connected
                 pool.release(upstream)

@@ -63,6 +63,9 @@ class ZoneSettings(Part):
     # red is entered within min_dwell_seconds of the last change only on evidence at least as
     # new as what decided that change, or when acceptance is surely below red - this margin
     collapse_margin: float = Field(default=0.05, ge=0, lt=1)
+    # a verdict is left when the evidence says so about its threshold moved this far the other
+    # way (below green, above red): at a threshold the verdict held is kept
+    exit_margin: float = Field(default=0.01, ge=0, lt=0.5)
     # windows ending now, besides the verdict window, whose evidence counts: evidence of a
     # small difference accumulates over an hour that 5 minutes cannot show
     evidence_windows_seconds: tuple[float, ...] = (1800.0, 3600.0)
@@ -96,6 +99,10 @@ class ZoneSettings(Part):
                 f"indifference, got {self.red} + {self.indifference} > {self.green} - "
                 f"{self.indifference}"
             )
+        if self.red + self.exit_margin + self.indifference >= (
+            self.green - self.exit_margin - self.indifference
+        ):
+            raise ValueError("exit_margin must leave the two exit thresholds' zones apart")
         if self.red - self.collapse_margin - self.indifference <= 0:
             raise ValueError(
                 "red - collapse_margin - indifference must be above 0, got "

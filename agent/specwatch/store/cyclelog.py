@@ -213,13 +213,21 @@ def _outcome(obj: dict[str, Any]) -> str:
     return str(value)
 
 
+def _clause(text: str, most: int = 60) -> str:
+    """`text` cut to at most `most` characters at a word's end, marked when cut."""
+    if len(text) <= most:
+        return text
+    return text[:most].rsplit(" ", 1)[0].rstrip(":,;") + " ..."
+
+
 def _checked(line: bytes) -> RequestRecord:
     """The line read field by field, each check with its own reason: every line the fast
     decoder does not take, so what it accepts and what it reports is decided here."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as error:
-        raise BadLine(f"not JSON ({str(error)[:60]})") from None
+        # orjson's position (`: line 1 column 7 (char 6)`) says nothing of a one-line record
+        raise BadLine(f"not JSON ({_clause(str(error).split(': line ')[0])})") from None
     if not isinstance(obj, dict):
         raise BadLine("not an object")
     if obj.get("v") != SCHEMA_VERSION:
