@@ -267,7 +267,7 @@ def test_a_file_that_is_not_a_cycle_log_is_a_few_lines_not_one_per_line(
 ) -> None:
     """The README given by mistake: the first bad lines named, the rest counted; a reason is
     cut at a word, not mid-word."""
-    text = tmp_path / "notes.md"
+    text = tmp_path / "notes.txt"  # (any file that is not a cycle log)
     text.write_text("# notes\n" + "some words, not JSON at all\n" * 300)
     assert 1 == main(["replay", str(text)])
     err = capsys.readouterr().err.splitlines()
