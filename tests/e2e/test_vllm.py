@@ -200,21 +200,22 @@ async def test_noisy_draft_is_red_and_a_killed_vllm_fails_cleanly(
             for _ in range(3):
                 response = await session.post(served.proxy + "/v1/completions", json=body)
                 assert 200 == response.status
-                first = await response.content.readany()
-                assert first.startswith(b"data: ")
-                if b"data: [DONE]" not in first:
+                received = await response.content.readany()
+                assert received.startswith(b"data: ")
+                # Freeze vLLM's API server once the stream has begun. What it wrote before the
+                # freeze still arrives; if that is the whole stream (the tiny model outran a
+                # busy test process), resume it and try again: a stream is cut only when its
+                # end was never written.
+                api.suspend()
+                received += await _until_quiet(response, b"data: [DONE]")
+                if b"data: [DONE]" not in received:
                     break
-                # the whole stream was there before this test read it (a slow moment of the
-                # machine): nothing would be cut, so again
+                api.resume()
                 await response.read()
                 response.release()
             else:
                 pytest.fail("vLLM finished every stream before it could be cut")
-            # Freeze vLLM once the stream has begun, then kill it: the stream is cut mid-way
-            # for sure, however fast the tiny model would have finished it.
-            api.suspend()
             api.kill()
-            received = first
             try:
                 async for chunk in response.content.iter_any():
                     received += chunk
@@ -228,6 +229,21 @@ async def test_noisy_draft_is_red_and_a_killed_vllm_fails_cleanly(
         code = served.process.wait(timeout=60)
         assert 128 + signal.SIGKILL == code
         assert [] == [p for p in served.descendants() if p.is_running()]
+
+
+async def _until_quiet(response: aiohttp.ClientResponse, end: bytes) -> bytes:
+    """What arrives until `end` does, or until nothing has for 3 s (the writer is frozen: what
+    it wrote before is through the proxy well within that on a busy machine)."""
+    out = b""
+    while end not in out:
+        try:
+            chunk = await asyncio.wait_for(response.content.readany(), timeout=3.0)
+        except TimeoutError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
 
 
 async def _upstream_up(served: Served) -> float:
