@@ -49,15 +49,27 @@ def resources() -> tuple[int, int]:
 
 
 async def one(
-    session: aiohttp.ClientSession, proxy: str, fault: str, client: str, stream: bool
+    session: aiohttp.ClientSession,
+    proxy: str,
+    fault: str,
+    client: str,
+    stream: bool,
+    server: SimServer | None = None,
 ) -> tuple[int | None, bytes]:
     """One request as `client` behaves; (status or None if it left before headers, body)."""
     body = {"prompt": "w " * 10, "max_tokens": 40, "stream": stream}
     headers = {} if fault == "none" else {"X-Sim-Fail": fault}
     if client == "leaves_before_headers":
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(0.01):
-                await session.post(proxy, json=body, headers=headers)
+        assert server is not None
+        arrived = server.received
+        posted = asyncio.ensure_future(session.post(proxy, json=body, headers=headers))
+        # leave once the request has reached the upstream (40 ms of prefill: no header yet),
+        # not after a fixed time: on a busy machine it may not have left this client by then,
+        # and the sidecar would never have seen the request this test counts as sent
+        await eventually(lambda: server.received > arrived or posted.done(), seconds=60)
+        posted.cancel()
+        with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
+            (await posted).release()
         return None, b""
     async with session.post(proxy, json=body, headers=headers) as response:
         data = b""
@@ -120,7 +132,7 @@ async def test_fault_matrix(upstream: tuple[SimServer, str], fault: str) -> None
         for stream in (True, False):
             for client in CLIENTS:
                 async with aiohttp.ClientSession() as session:
-                    status, data = await one(session, proxy, fault, client, stream)
+                    status, data = await one(session, proxy, fault, client, stream, server)
                     sent += 1
                     check_client_view(fault, client, stream, status, data)
                     # the sidecar still serves, whatever just happened

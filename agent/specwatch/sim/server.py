@@ -71,6 +71,7 @@ class SimServer:
         self.reported_steps = 0  # steps of responses whose metrics reached the client
         self.corrupted = 0  # requests whose output a simulated bug changed (corrupt_share)
         self.in_flight = 0  # the batch a step runs in (CostModel.batch_compute)
+        self.received = 0  # generation requests that reached it (tests wait for one to arrive)
 
     def restart_clock(self) -> None:
         """Scheduled drops count from now: from the load's start, not the server's, so a slow
@@ -177,6 +178,7 @@ class SimServer:
         )
 
     async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        self.received += 1
         try:
             body = orjson.loads(await request.read())
         except orjson.JSONDecodeError as error:
