@@ -261,8 +261,10 @@ def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "Per slice the difference B - A of alpha with its interval (independent samples of\n"
         "requests), a verdict better / worse / same / insufficient guarded family-wise across\n"
         "the slices compared, and per model the overall change at B's traffic mix and the\n"
-        "mix shift: the live canary comparison's statistics. A and B are two paths (files,\n"
-        "directories, globs), or one set split by --split config|track.",
+        "mix shift: the live canary comparison's statistics; and per slice and model the\n"
+        "ratio B / A of the decode time per output token (TPOT), compared within load buckets\n"
+        "at B's mix, verdict faster / slower / same / insufficient. A and B are two paths\n"
+        "(files, directories, globs), or one set split by --split config|track.",
     )
     compare.add_argument("paths", nargs="+", metavar="PATH", help="A and B, or the set to split")
     compare.add_argument(
@@ -271,6 +273,11 @@ def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     compare.add_argument("--split", choices=("config", "track"), help="one set, split by this")
     compare.add_argument("--a", metavar="VALUE", help="with --split: side A's value")
     compare.add_argument("--b", metavar="VALUE", help="with --split: side B's value")
+    compare.add_argument(
+        "--metric",
+        choices=("tpot", "alpha"),
+        help="compare only this: goodput (TPOT) or acceptance (alpha); both by default",
+    )
     compare.add_argument("--json", action="store_true", help="one JSON document on stdout")
     _fleet_flags(compare)
 

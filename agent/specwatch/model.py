@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -60,6 +62,9 @@ class Latency:
     ttft: float | None = None
     tpot: float | None = None
     e2e: float | None = None
+    # where tpot came from: vLLM's per-request metrics, or the stream's own timing (None:
+    # vLLM's, or unknown)
+    tpot_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +140,24 @@ class SpecConfig:
     # "lossless" (standard, block), "synthetic" (acceptance faked for testing) or "lossy"
     # (a relaxed acceptance rule): the latter two get no zone (analysis/causes.py)
     verifier: str = "lossless"
+
+    @property
+    def speculation(self) -> str:
+        """A short hash of how it speculates (method, draft, K or schedule, verifier), vLLM's
+        version left out: equal on two configs whose acceptance should be equal, so that an
+        acceptance gap between them is the whole story (gen/canary.py)."""
+        canonical = json.dumps(
+            [
+                self.method,
+                self.draft,
+                self.num_speculative_tokens,
+                [list(row) for row in self.schedule],
+                self.rejection_sample_method,
+                self.verifier,
+            ],
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()[:10]
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -6,6 +6,7 @@ logs with variable K, steps that draft nothing and requests that cross ctx bucke
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import json
 import random
@@ -21,8 +22,10 @@ from specwatch import conventions as C
 from specwatch.analysis.compare import compare_models
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.evidence import Sums
+from specwatch.analysis.goodput_compare import compare_tpot
 from specwatch.analysis.replay import replay
 from specwatch.analysis.stats import Interval, SliceStats
+from specwatch.analysis.windows import RatioSums
 from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings, load_settings
 from specwatch.store.cyclelog import to_line
@@ -428,3 +431,75 @@ def test_compare_keeps_one_family_per_model_however_many_models_it_compares(
     assert alone["slices"] == mine
     assert [m for m in fleet["models"] if m["model"] == "a"] == alone["models"]
     assert {row["model"] for row in fleet["slices"]} == {"a", "b"}
+
+
+def test_compare_tpot_is_the_live_goodput_comparison_over_the_same_logs(tmp_path: Path) -> None:
+    """B decodes 20% slower per output token in model a only: a's slices and a are `slower`,
+    b's never `faster` or `slower`; the ratios equal compare_tpot over the sums the live
+    analysis keeps (replay's since-start goodput cells); `--metric alpha` leaves goodput out,
+    `--metric tpot` acceptance."""
+    settings = load_settings(ctx_buckets=BUCKETS)
+
+    def slower(records: list[RequestRecord]) -> list[RequestRecord]:
+        return [
+            dataclasses.replace(r, latency=Latency(tpot=(r.latency.tpot or 0) * 1.2))
+            if r.model == "a"
+            else r
+            for r in records
+        ]
+
+    a, b = simulated_records(8, 4000), slower(simulated_records(9, 4000))
+    side_a, side_b = write(tmp_path / "a.jsonl", a), write(tmp_path / "b.jsonl", b)
+    by = ("--by", "model,task")
+    document = json.loads(run("compare", "--json", "--quiet", *by, str(side_a), str(side_b)).stdout)
+    assert document["metrics"] == ["alpha", "tpot"]
+    tpot = document["tpot"]
+    verdicts = {(r["model"], r.get("task")): r["verdict"] for r in tpot["slices"] + tpot["models"]}
+    assert [verdicts.pop(key) for key in (("a", "chat"), ("a", "code"), ("a", None))] == [
+        "slower"
+    ] * 3
+    assert set(verdicts.values()) <= {"same", "insufficient"}  # b unchanged
+    tpot_verdicts = {row["model"]: row["tpot_verdict"] for row in document["models"]}
+    assert tpot_verdicts == {row["model"]: row["verdict"] for row in tpot["models"]}
+
+    def cells(records: list[RequestRecord]) -> dict[tuple[str, ...], RatioSums]:
+        analyzer, _ = replay(records, settings)
+        out: dict[tuple[str, ...], RatioSums] = {}
+        for (model, _ctx, task, load), sums in analyzer.since_start_timed().items():
+            out.setdefault((model, task, load), RatioSums()).merge(sums)
+        return out
+
+    cfg = settings.canary
+    slices, models = compare_tpot(
+        cells(a), cells(b), cfg.confidence, cfg.tpot_margin, cfg.tpot_min_cell_requests, 30
+    )
+    for row, mine in zip([*slices, *models], [*tpot["slices"], *tpot["models"]], strict=True):
+        assert row.ratio is not None
+        assert mine["ratio"]["lower"] == pytest.approx(row.ratio.lower, rel=1e-9)
+        assert mine["ratio"]["upper"] == pytest.approx(row.ratio.upper, rel=1e-9)
+        assert mine["a"]["requests"] == row.before.n
+    only_alpha = json.loads(
+        run(
+            "compare", "--json", "--quiet", "--metric", "alpha", *by, str(side_a), str(side_b)
+        ).stdout
+    )
+    assert "tpot" not in only_alpha
+    assert only_alpha["slices"] == [{**row, "tpot_verdict": None} for row in document["slices"]]
+    only_tpot = json.loads(
+        run(
+            "compare", "--json", "--quiet", "--metric", "tpot", *by, str(side_a), str(side_b)
+        ).stdout
+    )
+    assert "slices" not in only_tpot
+    assert only_tpot["tpot"] == tpot
+    both = tmp_path / "both.jsonl"
+    both.write_bytes(write(tmp_path / "sa", a, "stable").read_bytes()
+                     + write(tmp_path / "sb", b, "canary").read_bytes())  # fmt: skip
+    split = json.loads(
+        run("compare", "--json", "--quiet", *by, str(both), "--split", "track",
+            "--a", "stable", "--b", "canary").stdout
+    )  # fmt: skip
+    for mine, theirs in zip(split["tpot"]["slices"] + split["tpot"]["models"],
+                            tpot["slices"] + tpot["models"], strict=True):  # fmt: skip
+        assert mine["verdict"] == theirs["verdict"]
+        assert mine["ratio"] == pytest.approx(theirs["ratio"], rel=1e-9)  # summed in another order

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from specwatch.analysis.changes import ConfigHistory
 from specwatch.analysis.evidence import Sums
+from specwatch.analysis.windows import RatioSums
 from specwatch.model import SliceKey
 from specwatch.settings import load_settings
 from specwatch.vllm.specconfig import spec_config
@@ -121,3 +122,52 @@ def test_a_side_below_the_gates_is_insufficient_whichever_side_it_is() -> None:
         (row,) = compare_slices([(("m", "0-512", "chat"), before, after)], 0.95, 0.02, 1000, 30)
         assert INSUFFICIENT == row.verdict
         assert row.difference is None
+
+
+def _timed(tpot: float, requests: int, tokens: float = 50.0) -> RatioSums:
+    """`requests` alike requests of `tokens` decode tokens whose TPOT spreads +-10%."""
+    out = RatioSums()
+    for i in range(requests):
+        out.add(tpot * tokens * (0.9 + 0.2 * (i % 5) / 4), tokens)
+    return out
+
+
+def test_a_change_compares_goodput_within_load_buckets_and_carries_it_across_restarts() -> None:
+    """K 3 -> 5 made every load bucket 20% slower per output token: the model and its slice
+    are `slower`; the goodput sums survive a restart with the new config, and a load that moved
+    between the periods is said."""
+    chat = ("m", "0-512", "chat")
+    old = spec_config(NGRAM, "0.32.0", "stable")
+    before_timed = {(*chat, "1"): _timed(0.010, 60), (*chat, "2-4"): _timed(0.020, 60)}
+    first = ConfigHistory(old, load_settings())
+    saved = first.state({}, before_timed)
+    history = ConfigHistory(spec_config({**NGRAM, "num_speculative_tokens": 5}, "0.32.0",
+                                        "stable"), load_settings())  # fmt: skip
+    history.restore(saved, 9.0)
+    after_timed = {(*chat, "1"): _timed(0.012, 100), (*chat, "2-4"): _timed(0.024, 20)}
+    view = history.view({}, after_timed)
+    assert view is not None
+    assert view.tpot is not None
+    model = view.tpot["models"]["m"]
+    assert model["verdict"] == "slower"
+    assert model["ratio"]["estimate"] == pytest.approx(1.2, rel=1e-9)
+    assert [row["verdict"] for row in view.tpot["slices"]] == ["slower"]
+    assert model["load_psi"] > 0.1
+    assert "the load moved" in model["caveat"]
+    again = ConfigHistory(history.config, load_settings())
+    again.restore(history.state({}, after_timed), 11.0)  # restarted with the new config
+    repeated = again.view({}, {})  # nothing new since the restart
+    assert repeated is not None
+    assert repeated.tpot == view.tpot
+
+
+def test_a_state_without_goodput_still_restores() -> None:
+    """A state saved before goodput was kept: no goodput, no error."""
+    config = spec_config(NGRAM, "0.32.0", "stable")
+    saved = ConfigHistory(config, load_settings()).state({})
+    del saved["goodput"]
+    history = ConfigHistory(config, load_settings())
+    history.restore(saved, 1.0)
+    assert history.carried_timed == {}
+    with pytest.raises(ValueError, match="not a request count"):
+        history.restore({**saved, "goodput": [["m", "c", "t", "1", -1, 0, 0, 0, 0, 0]]}, 1.0)

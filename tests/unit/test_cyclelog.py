@@ -7,6 +7,7 @@ gives the same record, or the same BadLine reason, either way.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -49,9 +50,28 @@ def test_a_written_record_reads_back_by_the_fast_path() -> None:
     assert record == from_line(to_line(record)) == _checked(to_line(record))
 
 
+def test_a_tpot_from_the_streams_own_timing_says_so_and_reads_back() -> None:
+    """Replay, analyze and compare must know a TPOT that vLLM did not give."""
+    record = RequestRecord(
+        ts=12.5, request_id="r", model="m", task="chat", outcome="observed",
+        prompt_tokens=10, completion_tokens=4, spec=SpecDecodeBlock(2, (2, 2), (1, 2)),
+        latency=Latency(tpot=0.0125, tpot_source="stream"), in_flight=3,
+    )  # fmt: skip
+    line = to_line(record)
+    assert json.loads(line)["tpot_source"] == "stream"
+    assert record == from_line(line) == _checked(line)
+    vllms = dataclasses.replace(record, latency=Latency(tpot=0.0125))
+    assert "tpot_source" not in json.loads(to_line(vllms))  # vLLM's own: the default
+    with pytest.raises(BadLine, match="tpot_source"):
+        _checked(json.dumps({**GOOD, "tpot_source": "guess"}).encode())
+
+
 @settings(max_examples=600, deadline=None)
 @given(
-    changes=st.dictionaries(st.sampled_from([*sorted(GOOD), "variant", "in_flight"]), ODD),
+    changes=st.dictionaries(
+        st.sampled_from([*sorted(GOOD), "variant", "in_flight", "tpot_source"]),
+        st.one_of(ODD, st.sampled_from(["vllm", "stream"])),
+    ),
     dropped=st.sets(st.sampled_from(sorted(GOOD))),
     baseline=st.booleans(),
 )

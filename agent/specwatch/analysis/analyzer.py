@@ -17,6 +17,7 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, EngineView, LogTotals
 from specwatch.analysis.evidence import Evidence, Sums
+from specwatch.analysis.goodput import Cell, GoodputTracker
 from specwatch.analysis.judging import Judging
 from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
 from specwatch.analysis.mix import TrafficMix
@@ -29,7 +30,7 @@ from specwatch.analysis.stats import (
 )
 from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot, with_causes
-from specwatch.analysis.windows import SlidingWindow
+from specwatch.analysis.windows import RatioSums, SlidingWindow
 from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone, not_judged
 from specwatch.model import (
     EngineLogRecord,
@@ -86,6 +87,7 @@ class Analyzer:
         self._default_cost = Cost(settings.speedup.default_cost_ratio, ASSUMED)
         self._load = LoadTracker(settings)
         self._causes = CauseTracker(self._buckets, settings, self._window)
+        self._goodput = GoodputTracker(settings, self._buckets)
         self._said_missing: set[str] = set()
 
     def set_config(self, config: SpecConfig | None) -> None:
@@ -120,6 +122,7 @@ class Analyzer:
         spec = record.spec
         if not baseline and record.outcome in _SERVED:
             self._causes.served(model, spec is not None)
+        self._goodput.add(record, model)
         if spec is not None and not baseline:
             self._causes.drafting(model, prompt, spec, record.completion_tokens or 0)
         if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
@@ -277,6 +280,10 @@ class Analyzer:
         keys = list(self._window.keys())
         return {key: Sums.of(self._window.since_start(key), "alpha") for key in keys}
 
+    def since_start_timed(self) -> dict[Cell, RatioSums]:
+        """The goodput's decode-time sums since the start, per (model, ctx, task, load)."""
+        return self._goodput.since_start()
+
     def evidence(self, key: SliceKey) -> Evidence | None:
         """The evidence the latest evaluation judged `key` on (None: none, or not judged)."""
         return self._judging.latest(key)
@@ -381,6 +388,9 @@ class Analyzer:
             load_cells=load_cells(self._load.since_start),
             extremes={model: self._causes.extremes(model) for model in self._causes.models},
             per_request_data=self._causes.per_request_data(),
+            goodput=self._goodput.views(now),
+            goodput_cells=self._goodput.cells(now),
+            tpot_sources={model: dict(by) for model, by in self._goodput.sources.items()},
         )
 
     def _unchanged_since(self, changes: int) -> None:

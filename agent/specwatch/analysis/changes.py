@@ -23,6 +23,10 @@ import structlog
 from specwatch.analysis.compare import Pairs, SliceComparison, compare_models
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.evidence import Sums
+from specwatch.analysis.goodput import Cell
+from specwatch.analysis.goodput_compare import MIX_MOVED_LOAD, TpotComparison, compare_tpot
+from specwatch.analysis.mix import psi, shares
+from specwatch.analysis.windows import RatioSums
 from specwatch.model import SliceKey, SpecConfig
 from specwatch.settings import Settings
 
@@ -60,6 +64,61 @@ def _decode(rows: Any) -> dict[SliceKey, Sums]:
     return out
 
 
+Timed = dict[Cell, RatioSums]  # per (model, ctx, task, load): decode-time sums
+
+
+def _encode_timed(cells: Timed) -> list[list[Any]]:
+    return [[*key, s.n, s.x, s.y, s.xx, s.xy, s.yy] for key, s in sorted(cells.items())]
+
+
+def _decode_timed(rows: Any) -> Timed:
+    """Raises ValueError on anything but the rows `_encode_timed` writes; a state saved
+    before goodput was kept has none."""
+    if rows is None:
+        return {}
+    if not isinstance(rows, list):
+        raise ValueError("goodput must be a list")
+    out: Timed = {}
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 10:
+            raise ValueError(f"not a goodput row: {row!r}")
+        model, ctx, task, load, n, *values = row
+        if not all(isinstance(v, str) for v in (model, ctx, task, load)):
+            raise ValueError(f"not a goodput key: {row[:4]!r}")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"not a request count: {n!r}")
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            raise ValueError(f"not sums: {values!r}")
+        sums = RatioSums()
+        sums.n = n
+        sums.x, sums.y, sums.xx, sums.xy, sums.yy = (float(v) for v in values)
+        out[model, ctx, task, load] = sums
+    return out
+
+
+def _merged(carried: Timed, live: Timed) -> Timed:
+    out = {key: sums.copy() for key, sums in carried.items()}
+    for key, sums in live.items():
+        out.setdefault(key, RatioSums()).merge(sums)
+    return out
+
+
+def _load_psi(before: Timed, after: Timed, model: str) -> float | None:
+    """How far a model's load mix (its decode tokens' shares by load bucket) moved."""
+    mixes = []
+    for cells in (before, after):
+        by_load: dict[str, float] = defaultdict(float)
+        for key, sums in cells.items():
+            if key[0] == model:
+                by_load[key[3]] += sums.y
+        mixes.append(shares(dict(by_load)))
+    return psi(mixes[0], mixes[1]) if mixes[0] and mixes[1] else None
+
+
+def _tpot_row(row: TpotComparison) -> dict[str, Any]:
+    return row.as_dict(("model", "ctx_bucket", "task"), ("before", "after"))
+
+
 @dataclass(frozen=True, slots=True)
 class ChangeView:
     """The change at one moment, for /status `change`."""
@@ -69,6 +128,8 @@ class ChangeView:
     at: float
     slices: tuple[SliceComparison, ...]  # finer slices, family-wise over those compared
     models: dict[str, dict[str, Any]]  # per model: rollup comparison, overall change, PSI
+    # goodput: the ratio after / before of TPOT per slice and model (analysis/goodput_compare)
+    tpot: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +138,7 @@ class ChangeView:
             "at": self.at,
             "slices": [_row(row) for row in self.slices],
             "models": self.models,
+            "tpot": self.tpot,
         }
 
 
@@ -114,6 +176,8 @@ class ConfigHistory:
         self._settings = settings
         self.carried: dict[SliceKey, Sums] = {}
         self.before: dict[SliceKey, Sums] = {}
+        self.carried_timed: Timed = {}
+        self.before_timed: Timed = {}
         self.changed: tuple[dict[str, Any], dict[str, Any], float] | None = None
         self.changes = 0  # recorded by this process: 0, or 1 at a start with another config
 
@@ -122,16 +186,19 @@ class ConfigHistory:
         if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
             raise ValueError("no config in the saved state")
         stored, slices = data["config"], _decode(data.get("slices"))
+        timed = _decode_timed(data.get("goodput"))
         if stored.get("id") == self.config.id:
-            self.carried = slices
+            self.carried, self.carried_timed = slices, timed
             change = data.get("change")
             if change is not None:
                 if not isinstance(change, dict) or not isinstance(change.get("at"), int | float):
                     raise ValueError("not a change record")
                 self.before = _decode(change.get("before"))
+                self.before_timed = _decode_timed(change.get("before_goodput"))
                 self.changed = (change["from"], change["to"], float(change["at"]))
             return
         self.before, self.changed = slices, (stored, self.config.as_dict(), now)
+        self.before_timed = timed
         self.changes += 1
         log.warning(
             "config_changed",
@@ -149,19 +216,51 @@ class ConfigHistory:
             out[key] = _add(out.get(key, _ZERO), sums)
         return out
 
-    def state(self, live: dict[SliceKey, Sums]) -> dict[str, Any]:
+    def state(self, live: dict[SliceKey, Sums], timed: Timed | None = None) -> dict[str, Any]:
         state: dict[str, Any] = {
             "config": self.config.as_dict(),
             "slices": _encode(self.after(live)),
+            "goodput": _encode_timed(_merged(self.carried_timed, timed or {})),
             "change": None,
         }
         if self.changed is not None:
             previous, current, at = self.changed
-            before = _encode(self.before)
-            state["change"] = {"from": previous, "to": current, "at": at, "before": before}
+            state["change"] = {
+                "from": previous,
+                "to": current,
+                "at": at,
+                "before": _encode(self.before),
+                "before_goodput": _encode_timed(self.before_timed),
+            }
         return state
 
-    def view(self, live: dict[SliceKey, Sums]) -> ChangeView | None:
+    def _tpot(self, timed: Timed) -> dict[str, Any]:
+        """after / before of TPOT within load buckets; per model a caveat where the load
+        itself moved between the periods."""
+        cfg, zones = self._settings.canary, self._settings.zones
+        after = _merged(self.carried_timed, timed)
+        slices, models = compare_tpot(
+            self.before_timed,
+            after,
+            cfg.confidence,
+            cfg.tpot_margin,
+            cfg.tpot_min_cell_requests,
+            zones.min_requests,
+        )
+        by_model = {}
+        for model in models:
+            row = _tpot_row(model)
+            moved = _load_psi(self.before_timed, after, model.key[0])
+            row["load_psi"] = moved
+            if moved is not None and moved >= MIX_MOVED_LOAD:
+                said = f"the load moved between the periods (PSI {moved:.2f}): compared within "
+                said += "load buckets, at the after period's mix"
+                row["caveat"] = f"{row['caveat']}; {said}" if row["caveat"] else said
+            by_model[model.key[0]] = row
+        rows = [_tpot_row(row) for row in slices]
+        return {"margin": cfg.tpot_margin, "slices": rows, "models": by_model}
+
+    def view(self, live: dict[SliceKey, Sums], timed: Timed | None = None) -> ChangeView | None:
         """The change as it stands, or None when none was recorded."""
         if self.changed is None:
             return None
@@ -196,4 +295,5 @@ class ConfigHistory:
             for model in compared
         }
         previous, current, at = self.changed
-        return ChangeView(previous, current, at, tuple(finer), models)
+        tpot = self._tpot(timed or {})
+        return ChangeView(previous, current, at, tuple(finer), models, tpot)

@@ -4,7 +4,7 @@ successive snapshots share those of a slice or histogram that did not change in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from specwatch import conventions as C
 from specwatch.analysis.advisor import Advice
@@ -13,11 +13,12 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftView
 from specwatch.analysis.engine import EngineView, LogTotals
 from specwatch.analysis.evidence import Evidence
+from specwatch.analysis.goodput import Cell, GoodputView
 from specwatch.analysis.load import KTable, LoadCell
 from specwatch.analysis.mix import MixView
 from specwatch.analysis.speedup import Gain
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import Histogram
+from specwatch.analysis.windows import Histogram, RatioSums
 from specwatch.model import RequestKey, SliceKey
 
 
@@ -62,6 +63,11 @@ class Snapshot:
     extremes: dict[str, dict[str, int]] | None = None  # model -> extreme kind -> requests
     # model -> requests served with vLLM's per-request speculative block, and without it
     per_request_data: dict[str, tuple[int, int]] | None = None
+    # decode time per output token: per slice, model rollup and (model, "load", bucket); per
+    # cell the window's and since-start sums (the counters); per model the TPOT sources
+    goodput: dict[tuple[str, ...], GoodputView] = field(default_factory=dict)
+    goodput_cells: dict[Cell, tuple[RatioSums, RatioSums]] = field(default_factory=dict)
+    tpot_sources: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def with_causes(

@@ -223,6 +223,11 @@ class RatioSums:
         self.xy += x * y
         self.yy += y * y
 
+    def copy(self) -> RatioSums:
+        out = RatioSums()
+        out.merge(self)
+        return out
+
     def merge(self, other: RatioSums) -> None:
         self.n += other.n
         self.x += other.x

@@ -15,9 +15,11 @@ from typing import Any
 
 from specwatch.analysis.compare import ModelComparison, SliceComparison, compare_models
 from specwatch.analysis.evidence import Sums
+from specwatch.analysis.goodput_compare import TpotComparison, compare_tpot
+from specwatch.analysis.windows import RatioSums
 from specwatch.commands.analyze import UsageError, engine, grouped, report_lines
 from specwatch.commands.analyze import request_of as request_from
-from specwatch.fleet.groups import Group, Tally
+from specwatch.fleet.groups import Group, Tally, decode_cells
 from specwatch.fleet.source import SourceError
 from specwatch.settings import Settings
 
@@ -77,6 +79,42 @@ def _sides(
     return (names[0], names[1]), sides, by, split[False][1]
 
 
+Cells = dict[tuple[str, ...], RatioSums]
+
+
+def _tpot_sides(
+    fleet: Any, args: argparse.Namespace, settings: Settings, names: tuple[str, str]
+) -> tuple[Cells, Cells]:
+    """Each side's decode-time sums per slice and load bucket (the load last in the key)."""
+    from specwatch.analysis.load import LoadBuckets
+    from specwatch.analysis.slicing import CtxBuckets
+
+    ctx, load = CtxBuckets(settings.ctx_buckets), LoadBuckets(settings.load.batch_edges)
+
+    def cells(paths: list[str], dims: tuple[str, ...]) -> Cells:
+        request = request_from(_with(args, paths), args.by)
+        rows = fleet.aggregate(
+            request.files,
+            dims,
+            settings.ctx_buckets,
+            settings.load.batch_edges,
+            request.since,
+            request.until,
+            with_load=True,
+        )
+        return decode_cells(rows, dims, ctx, load)
+
+    by = _by_model_first(request_from(_with(args, list(args.paths)), args.by).by)
+    if args.split is None:
+        by = tuple(name for name in by if name != "load")
+        return cells([args.paths[0]], (*by, "load")), cells([args.paths[1]], (*by, "load"))
+    by = tuple(name for name in by if name not in ("load", args.split))
+    both = cells(list(args.paths), (*by, "load", args.split))
+    a = {key[:-1]: sums for key, sums in both.items() if key[-1] == names[0]}
+    b = {key[:-1]: sums for key, sums in both.items() if key[-1] == names[1]}
+    return a, b
+
+
 def _with(args: argparse.Namespace, paths: list[str]) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(args), "paths": paths})
 
@@ -108,18 +146,45 @@ def run_compare(args: argparse.Namespace, settings: Settings) -> int:
         zones.min_trials,
         zones.min_requests,
     )
-    if not models:
+    tpot_slices: list[TpotComparison] = []
+    tpot_models: list[TpotComparison] = []
+    if args.metric != "alpha":
+        try:
+            before, after = _tpot_sides(fleet, args, settings, names)
+        except SourceError as error:
+            print(f"specwatch: compare: {error}", file=sys.stderr)
+            return 1
+        tpot_slices, tpot_models = compare_tpot(
+            before,
+            after,
+            cfg.confidence,
+            cfg.tpot_margin,
+            cfg.tpot_min_cell_requests,
+            zones.min_requests,
+        )
+    if not models and not tpot_models:
         print("specwatch: compare: no speculative request on either side", file=sys.stderr)
         return 1
-    document = {
+    tpot_of = {row.key: row.verdict for row in [*tpot_slices, *tpot_models]}
+    document: dict[str, Any] = {
         "a": names[0],
         "b": names[1],
         "by": list(by),
+        "metrics": ["alpha", "tpot"] if args.metric is None else [args.metric],
         "confidence": cfg.confidence,
-        "margin": cfg.margin,
-        "slices": [_row(row, by) for row in slices],
-        "models": [_model(model) for model in models],
     }
+    if args.metric != "tpot":
+        document |= {
+            "margin": cfg.margin,
+            "slices": [_row(row, by, tpot_of) for row in slices],
+            "models": [_model(model, tpot_of) for model in models],
+        }
+    if args.metric != "alpha":
+        document["tpot"] = {
+            "margin": cfg.tpot_margin,
+            "slices": [_tpot_row(row, by) for row in tpot_slices],
+            "models": [_tpot_row(row, ("model",)) for row in tpot_models],
+        }
     if args.json:
         sys.stdout.write(json.dumps(document) + "\n")
     else:
@@ -136,7 +201,9 @@ def _side(sums: Sums) -> dict[str, Any]:
     }
 
 
-def _row(row: SliceComparison, by: tuple[str, ...]) -> dict[str, Any]:
+def _row(
+    row: SliceComparison, by: tuple[str, ...], tpot_of: dict[tuple[str, ...], str]
+) -> dict[str, Any]:
     d = row.difference
     return {
         **dict(zip(by, row.key, strict=True)),
@@ -146,13 +213,18 @@ def _row(row: SliceComparison, by: tuple[str, ...]) -> dict[str, Any]:
         if d is None
         else {"estimate": d.estimate, "lower": d.lower, "upper": d.upper},
         "verdict": row.verdict,
+        "tpot_verdict": tpot_of.get(row.key),
     }
 
 
-def _model(model: ModelComparison) -> dict[str, Any]:
+def _tpot_row(row: TpotComparison, by: tuple[str, ...]) -> dict[str, Any]:
+    return row.as_dict(by, ("a", "b"))
+
+
+def _model(model: ModelComparison, tpot_of: dict[tuple[str, ...], str]) -> dict[str, Any]:
     overall = model.overall
     return {
-        **_row(model.rollup, ("model",)),
+        **_row(model.rollup, ("model",), tpot_of),
         "overall": None
         if overall is None
         else {"rate": overall.rate, "mix": overall.mix, "total": overall.total},
@@ -162,14 +234,60 @@ def _model(model: ModelComparison) -> dict[str, Any]:
 
 
 def _print(document: dict[str, Any], by: tuple[str, ...]) -> None:
-    from rich.table import Table
-
-    from specwatch.commands.table import console, show
+    from specwatch.commands.table import console
 
     out = console()
+    if "tpot" in document:  # what users feel first
+        _print_tpot(out, document, by)
+    if "slices" in document:
+        _print_alpha(out, document, by)
+
+
+def _title(document: dict[str, Any], by: tuple[str, ...], what: str) -> str:
+    return f"{what}: B ({document['b']}) against A ({document['a']}), by {', '.join(by)}"
+
+
+def _print_tpot(out: Any, document: dict[str, Any], by: tuple[str, ...]) -> None:
+    from rich.table import Table
+
+    from specwatch.commands.table import show
+
     level = f"{document['confidence']:.0%}"
     table = Table(
-        title=f"B ({document['b']}) against A ({document['a']}), by {', '.join(by)}",
+        title=_title(document, by, "Decode time per output token"),
+        title_justify="left",
+        pad_edge=False,
+    )
+    for name in by:
+        table.add_column(name)
+    for name in ("A TPOT ms (reqs)", "B TPOT ms (reqs)", f"B / A [{level} family-wise]"):
+        table.add_column(name, justify="right")
+    table.add_column("verdict", justify="right")
+
+    def side(values: dict[str, Any]) -> str:
+        tpot = values["tpot_seconds"]
+        return "-" if tpot is None else f"{tpot * 1000:.2f} ({values['requests']})"
+
+    tpot = document["tpot"]
+    for row in [*tpot["models"], *tpot["slices"]]:
+        r = row["ratio"]
+        shown = "-" if r is None else f"{r['estimate']:.3f} [{r['lower']:.3f}, {r['upper']:.3f}]"
+        keys = [str(row.get(name, "all")) for name in by]
+        table.add_row(*keys, side(row["a"]), side(row["b"]), shown, row["verdict"])
+    show(out, table)
+    for row in tpot["models"]:
+        if row["caveat"]:
+            out.print(f"{row['model']}: {row['caveat']}", highlight=False)
+
+
+def _print_alpha(out: Any, document: dict[str, Any], by: tuple[str, ...]) -> None:
+    from rich.table import Table
+
+    from specwatch.commands.table import show
+
+    level = f"{document['confidence']:.0%}"
+    table = Table(
+        title=_title(document, by, "Acceptance"),
         title_justify="left",
         pad_edge=False,
     )

@@ -95,3 +95,45 @@ MODEL_REQUEST_TRIALS_SQUARED: Final = _metric(
     "Sum over requests of (the request's trials)^2, per model.",
     _MODEL,
 )
+
+# Goodput (analysis/goodput.py): per cell (slice x load bucket), over speculative requests with
+# a time per output token, the sums of decode seconds s_i and decode tokens y_i (output tokens
+# - 1) and their second moments: TPOT = sum(s) / sum(y) and its request-level variance, summed
+# across pods; what the canary's goodput comparison (gen/goodput_rules.py) reads.
+_CELL = (*_SLICE, Label.LOAD)
+GOODPUT_REQUESTS: Final = _metric(
+    "specwatch_goodput_requests",
+    _C,
+    "Speculative requests with a time per output token, per slice and load bucket.",
+    _CELL,
+)
+GOODPUT_DECODE_SECONDS: Final = _metric(
+    "specwatch_goodput_decode_seconds",
+    _C,
+    "Decode seconds (the generation time after the first token) of those requests.",
+    _CELL,
+)
+GOODPUT_DECODE_TOKENS: Final = _metric(
+    "specwatch_goodput_decode_tokens",
+    _C,
+    "Decode tokens (output tokens - 1) of those requests: TPOT's denominator.",
+    _CELL,
+)
+GOODPUT_SECONDS_SQUARED: Final = _metric(
+    "specwatch_goodput_decode_seconds_squared",
+    _C,
+    "Sum over requests of (the request's decode seconds)^2.",
+    _CELL,
+)
+GOODPUT_SECONDS_X_TOKENS: Final = _metric(
+    "specwatch_goodput_decode_seconds_x_tokens",
+    _C,
+    "Sum over requests of the request's decode seconds x its decode tokens.",
+    _CELL,
+)
+GOODPUT_TOKENS_SQUARED: Final = _metric(
+    "specwatch_goodput_decode_tokens_squared",
+    _C,
+    "Sum over requests of (the request's decode tokens)^2.",
+    _CELL,
+)

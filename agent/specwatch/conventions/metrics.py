@@ -90,6 +90,13 @@ ESTIMATED_GAIN_RATIO: Final = _metric(
     "slower.",
     (*_SLICE, Label.METHOD, Label.BOUND),
 )
+TPOT_WINDOW_SECONDS: Final = _metric(
+    "specwatch_tpot_window_seconds",
+    _G,
+    "Decode time per output token of the slice's speculative requests over the window (the "
+    "ratio of their sums), with its request-level bounds (log scale).",
+    (*_SLICE, Label.BOUND),
+)
 DRIFT_STATISTIC: Final = _metric(
     "specwatch_drift_statistic",
     _G,
@@ -261,6 +268,7 @@ SPEC_CONFIG_INFO: Final = _metric(
         Label.DRAFT,
         Label.NUM_SPECULATIVE_TOKENS,
         Label.VLLM_VERSION,
+        Label.SPECULATION,
     ),
 )
 CAUSE: Final = _metric(

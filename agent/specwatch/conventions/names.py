@@ -36,6 +36,10 @@ class Label(StrEnum):
     DRAFT = "draft"  # of the config info: the draft model, empty for ngram
     NUM_SPECULATIVE_TOKENS = "num_speculative_tokens"
     VLLM_VERSION = "vllm_version"
+    # of the config info: a hash of the speculative config alone (method, draft, K or schedule,
+    # verifier; not vLLM's version): equal on two configs that speculate alike
+    SPECULATION = "speculation"
+    SIDE = "side"  # of a canary comparison's requests: canary or stable
     KIND = "kind"  # of a cause (CauseKind), of an extreme request (Extreme)
 
 
@@ -119,6 +123,13 @@ class Zone(StrEnum):
     INSUFFICIENT = "insufficient"
     # a synthetic or lossy verifier: acceptance is not the target's (analysis/causes.py)
     NOT_APPLICABLE = "not_applicable"
+
+
+class TpotSource(StrEnum):
+    """Where a request's time per output token came from."""
+
+    VLLM = "vllm"  # its per-request metrics (generation_time_ms, mean_itl_ms)
+    STREAM = "stream"  # the stream's own timing: first byte to the end
 
 
 class CauseKind(StrEnum):
@@ -223,3 +234,4 @@ class AlertName(StrEnum):
     OUTPUT_DIVERGENCE = "SpecDecodeOutputDivergence"
     OUTPUT_DIVERGENCE_HIGH = "SpecDecodeOutputDivergenceHigh"
     CANARY_WORSE = "SpecDecodeCanaryWorse"
+    CANARY_SLOWER = "SpecDecodeCanarySlower"

@@ -131,7 +131,8 @@ def _config_info(config: SpecConfig) -> Family:
     info = Family(C.SPEC_CONFIG_INFO)
     k = config.num_speculative_tokens
     optional = (config.method, config.draft, None if k is None else str(k), config.vllm_version)
-    info.add((config.id, config.track, *(value or "" for value in optional)), 1.0)
+    labels = (config.id, config.track, *(value or "" for value in optional), config.speculation)
+    info.add(labels, 1.0)
     return info
 
 
@@ -220,6 +221,7 @@ class SpecwatchCollector(Collector):
         yield
         out += model_families.advice_and_mix(snapshot, run)
         out += model_families.by_load(snapshot, run)
+        out += model_families.goodput(snapshot, run)
         out += model_families.vllm(snapshot, run)
         if reading.health is not None:
             out += ops_families.health(snapshot, reading.health, run)

@@ -85,3 +85,28 @@ def vllm(snapshot: Snapshot, run: Run) -> Iterator[Family]:
             target = Family(name)
             target.add((), value)
             yield target
+
+
+def goodput(snapshot: Snapshot, run: Run) -> Iterator[Family]:
+    """Per cell the goodput counters (since the start; analysis/goodput.py), and per slice
+    and model its TPOT over the window with its bounds."""
+    names = (
+        C.GOODPUT_REQUESTS,
+        C.GOODPUT_DECODE_SECONDS,
+        C.GOODPUT_DECODE_TOKENS,
+        C.GOODPUT_SECONDS_SQUARED,
+        C.GOODPUT_SECONDS_X_TOKENS,
+        C.GOODPUT_TOKENS_SQUARED,
+    )
+    families = [Family(name) for name in names]
+    for (model, ctx, task, load), (_, since) in snapshot.goodput_cells.items():
+        labels = (model, ctx, task, *run, load)
+        values = (since.n, since.x, since.y, since.xx, since.xy, since.yy)
+        for family, value in zip(families, values, strict=True):
+            family.add(labels, value)
+    yield from families
+    tpot = Family(C.TPOT_WINDOW_SECONDS)
+    for key, view in snapshot.goodput.items():
+        if key[1] != "load" and view.tpot is not None:
+            bounds(tpot, (key[0], key[1], key[2], *run), view.tpot)
+    yield tpot

@@ -9,6 +9,7 @@ from specwatch import conventions as C
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.changes import ChangeView
 from specwatch.analysis.evidence import Evidence
+from specwatch.analysis.goodput import GoodputView
 from specwatch.analysis.speedup import Gain
 from specwatch.export.fields import by_drafted_length, interval_fields
 from specwatch.health import HealthSnapshot
@@ -66,6 +67,38 @@ def slice_status(view: SliceView) -> dict[str, Any]:
     }
 
 
+def goodput_status(view: GoodputView | None) -> dict[str, Any] | None:
+    """Decode time per output token over the window (its log-scale interval) and since the
+    start, and the engine step time; None without a speculative request timed."""
+    if view is None:
+        return None
+    return {
+        "tpot_seconds": None if view.tpot is None else view.tpot.estimate,
+        "tpot_interval": interval_fields(view.tpot),
+        "requests": view.requests,
+        "step_seconds": view.step_seconds,
+        "since_start": {
+            "tpot_seconds": None
+            if view.tpot_since_start is None
+            else view.tpot_since_start.estimate,
+            "tpot_interval": interval_fields(view.tpot_since_start),
+            "requests": view.requests_since_start,
+        },
+    }
+
+
+def _goodput_models(snapshot: Snapshot) -> dict[str, Any]:
+    """Per model: where its times per output token came from, and its goodput per load
+    bucket (the requests in flight at the upstream when each started)."""
+    out: dict[str, Any] = {}
+    for model, sources in sorted(snapshot.tpot_sources.items()):
+        out[model] = {"tpot_sources": dict(sorted(sources.items())), "by_load": {}}
+    for key, view in snapshot.goodput.items():
+        if key[1] == "load" and key[0] in out:
+            out[key[0]]["by_load"][key[2]] = goodput_status(view)
+    return out
+
+
 def _data_source(with_data: int) -> str:
     """Where a model's acceptance comes from: vLLM's per-request blocks through the proxy, or
     (none seen) vLLM's own counters alone."""
@@ -108,6 +141,12 @@ def engine_status(view: EngineView) -> dict[str, Any]:
     }
 
 
+def _timed(fields: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
+    key = (fields["model"], fields["ctx_bucket"], fields["task"])
+    fields["goodput"] = goodput_status(snapshot.goodput.get(key))
+    return fields
+
+
 def status_document(reading: Reading) -> dict[str, Any]:
     snapshot, health = reading.snapshot, reading.health
     recent = {table.model: table.ranges for table in snapshot.load_window}
@@ -123,8 +162,9 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "change": None if reading.change is None else reading.change.as_dict(),
         "counts": "slice fields count the window; since_start counts since specwatch started",
         "window_seconds": snapshot.window_seconds,
-        "slices": [slice_status(view) for view in snapshot.slices],
-        "models": [slice_status(view) for view in snapshot.rollups],
+        "slices": [_timed(slice_status(view), snapshot) for view in snapshot.slices],
+        "models": [_timed(slice_status(view), snapshot) for view in snapshot.rollups],
+        "goodput": _goodput_models(snapshot),
         "requests_by_outcome": dict(sorted(requests.items())),
         "requests_by_variant": dict(sorted(variants.items())),
         "per_request_data": {

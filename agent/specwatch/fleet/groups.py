@@ -149,13 +149,7 @@ def load_table(rows: Iterable[Sequence[Any]], load: LoadBuckets, max_position: i
             for i, name in enumerate(("aa", "at", "tt", "ad", "dd", "as_", "ss"), start=1):
                 got[i] += int(sums[at[name]] or 0)
         if sums[at["dec_n"]]:
-            ratio = decode[model, int(index), status == "baseline"]
-            ratio.n += int(sums[at["dec_n"]])
-            ratio.x += sums[at["dec_x"]]
-            ratio.y += sums[at["dec_y"]]
-            ratio.xx += sums[at["dec_xx"]]
-            ratio.xy += sums[at["dec_xy"]]
-            ratio.yy += sums[at["dec_yy"]]
+            _add_decode(decode[model, int(index), status == "baseline"], sums, at)
     cells = {*steps, *((m, i) for m, i, _ in decode)}
     for model, index in sorted(cells):
         got = requests.get((model, index), [0] * 8)
@@ -171,3 +165,35 @@ def load_table(rows: Iterable[Sequence[Any]], load: LoadBuckets, max_position: i
     for model, most in largest.items():
         table.set_largest(model, most)
     return table
+
+
+def decode_cells(
+    rows: Iterable[Sequence[Any]],
+    dimensions: Sequence[str],
+    ctx: CtxBuckets,
+    load: LoadBuckets,
+) -> dict[tuple[str, ...], RatioSums]:
+    """Per group (labelled as read_rows labels them; ctx_bucket the request's first step's),
+    the decode-time sums of speculative requests (`spec` and `empty` lines: what the
+    goodput comparison reads, as the sidecar's analysis/goodput.py sums them)."""
+    width = len([d for d in dimensions if d != "ctx_bucket"]) or 1
+    at = {name: i for i, name in enumerate(SUMS)}
+    out: dict[tuple[str, ...], RatioSums] = defaultdict(RatioSums)
+    for row in rows:
+        values, sums = row[:width], row[width:]
+        if sums[at["status"]] not in ("spec", "empty") or not sums[at["dec_n"]]:
+            continue
+        named = dict(zip([d for d in dimensions if d != "ctx_bucket"], values, strict=False))
+        named["ctx_bucket"] = sums[at["b"]]
+        key = tuple(label(name, named[name], ctx, load) for name in dimensions)
+        _add_decode(out[key], sums, at)
+    return dict(out)
+
+
+def _add_decode(ratio: RatioSums, sums: Sequence[Any], at: dict[str, int]) -> None:
+    ratio.n += int(sums[at["dec_n"]])
+    ratio.x += sums[at["dec_x"]]
+    ratio.y += sums[at["dec_y"]]
+    ratio.xx += sums[at["dec_xx"]]
+    ratio.xy += sums[at["dec_xy"]]
+    ratio.yy += sums[at["dec_yy"]]

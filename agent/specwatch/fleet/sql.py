@@ -146,7 +146,8 @@ def query(
 ) -> str:
     """The aggregation over `source` (a FROM item with COLUMNS), grouped by `dimensions`;
     `ctx_bucket` among them is each step's own (column `b`), the others the line's.
-    `with_load`: also the largest in_flight and the decode-time sums the K table needs."""
+    `with_load`: also the largest in_flight and the decode-time sums (a request's once, in
+    the ctx bucket of its first step) that the K table and the goodput comparison need."""
     split = "ctx_bucket" in dimensions
     named = [name for name in dimensions if name != "ctx_bucket"]
     dims = [f"{dimension_sql(name, load_bounds)} AS g_{name}" for name in named]
@@ -189,17 +190,17 @@ def query(
         "status IN ('spec', 'empty', 'baseline') AND tpot_ms IS NOT NULL "
         "AND isfinite(tpot_ms) AND completion_tokens >= 2"
     )
-    # the largest load and the decode-time sums: only the K table reads them
+    # the largest load and the decode-time sums: the K table and the goodput comparison
     load_sums = (
         ", ".join(
             (
                 "max(CASE WHEN one = 1 THEN in_flight END) AS max_load",
-                "sum(CASE WHEN one = 1 AND dec_y IS NOT NULL THEN 1 ELSE 0 END) AS dec_n",
-                "sum(one * dec_x) AS dec_x",
-                "sum(one * dec_y) AS dec_y",
-                "sum(one * dec_x * dec_x) AS dec_xx",
-                "sum(one * dec_x * dec_y) AS dec_xy",
-                "sum(one * dec_y * dec_y) AS dec_yy",
+                "sum(CASE WHEN lead AND one = 1 AND dec_y IS NOT NULL THEN 1 ELSE 0 END) AS dec_n",
+                "sum(first * dec_x) AS dec_x",
+                "sum(first * dec_y) AS dec_y",
+                "sum(first * dec_x * dec_x) AS dec_xx",
+                "sum(first * dec_x * dec_y) AS dec_xy",
+                "sum(first * dec_y * dec_y) AS dec_yy",
             )
         )
         if with_load
@@ -280,6 +281,8 @@ sums AS (
     -- request's part on the entry of its first step (0 on its other entries)
     CASE WHEN cut THEN (e.key % {BUCKET_BASE} = p_first[b + 1])::BIGINT ELSE 1 END AS one,
     CASE WHEN cut THEN b = b0 ELSE true END AS lead,
+    -- a request's decode time once, in the part of its first step (the goodput's ctx bucket)
+    CASE WHEN (CASE WHEN cut THEN b = b0 ELSE true END) THEN one ELSE 0 END AS first,
     one * CASE WHEN cut THEN p_sa[b + 1] ELSE sa END AS sa_,
     one * CASE WHEN cut THEN p_sd[b + 1] ELSE sd END AS sd_,
     -- trials: accepted + 1 per step, but K on a step that accepted all K

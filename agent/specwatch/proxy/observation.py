@@ -13,6 +13,7 @@ from specwatch.conventions import (
     Outcome,
     ParseReason,
     ParseSource,
+    TpotSource,
 )
 from specwatch.health import Health
 from specwatch.model import Latency, RequestRecord
@@ -100,6 +101,13 @@ def to_record(
                 health.parse_error(source, reason)
     model = (parsed.model if parsed else None) or obs.features.model or OTHER
     latency = parsed.latency if parsed else Latency()
+    tpot, tpot_source = latency.tpot, latency.tpot_source
+    tokens = parsed.completion_tokens if parsed else None
+    first, e2e = obs.first_byte, obs.e2e
+    if tpot is None and obs.stream and first is not None and e2e is not None and (tokens or 0) > 1:
+        # vLLM gave no timing (run without --enable-per-request-metrics): the stream's own,
+        # from the first byte to the end, over the tokens after the first
+        tpot, tpot_source = max(0.0, e2e - first) / ((tokens or 2) - 1), TpotSource.STREAM
     return RequestRecord(
         ts=obs.ts,
         request_id=(parsed.response_id if parsed else None) or obs.request_id,
@@ -115,8 +123,9 @@ def to_record(
             else obs.first_byte
             if obs.stream
             else None,
-            tpot=latency.tpot,
+            tpot=tpot,
             e2e=obs.e2e,
+            tpot_source=tpot_source,
         ),
         variant=obs.variant,
         in_flight=obs.in_flight,

@@ -135,9 +135,15 @@ class ShadowSettings(Part):
 class CanarySettings(Part):
     """Canary against stable (analysis/compare.py; the rules of gen/canary.py): per slice the
     difference of alpha-hat over `window_seconds`, family-wise at `confidence` over the slices
-    compared; SpecDecodeCanaryWorse when its upper bound stays below -margin for `for_seconds`."""
+    compared; SpecDecodeCanaryWorse when its upper bound stays below -margin for `for_seconds`.
+    Goodput (analysis/goodput_compare.py): per slice the ratio canary / stable of the decode
+    time per output token within load buckets; SpecDecodeCanarySlower when its lower bound
+    stays above 1 + tpot_margin; a load bucket is compared where each side timed
+    `tpot_min_cell_requests` requests in it."""
 
     margin: float = Field(default=0.02, gt=0, lt=0.5)
+    tpot_margin: float = Field(default=0.03, gt=0, lt=1)
+    tpot_min_cell_requests: int = Field(default=5, ge=2)
     for_seconds: float = Field(default=900.0, gt=0)
     window_seconds: float = Field(default=1800.0, gt=0)
     confidence: float = Field(default=0.95, gt=0.5, lt=1)

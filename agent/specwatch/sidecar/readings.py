@@ -68,6 +68,7 @@ class Readings:
         if history is not None and history.changed is not None:
             views = (*snapshot.slices, *snapshot.rollups)
             live = {v.key: sums_of(v.since_start) for v in views if v.source == SliceSource.PROXY}
-            change = history.view(live)
+            timed = {key: since for key, (_, since) in snapshot.goodput_cells.items()}
+            change = history.view(live, timed)
         changes = 0 if history is None else history.changes
         return Reading(snapshot, health, ab, self._config.config, change, changes)

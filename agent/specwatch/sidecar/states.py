@@ -76,6 +76,7 @@ class States:
             self._drift.save(self._analyzer.drift_state(), self._clock())
             if self._config is not None and self.history is not None:
                 live = self._analyzer.since_start_sums()
-                self._config.save(self.history.state(live), self._clock())
+                timed = self._analyzer.since_start_timed()
+                self._config.save(self.history.state(live, timed), self._clock())
         except OSError as error:  # a full disk costs the saved baseline, not the sidecar
             log.warning("state_save_failed", path=str(self._drift.path), error=repr(error))

@@ -8,8 +8,9 @@
 More optional fields may follow (`variant`; `in_flight`: the observed requests in flight at its
 upstream when it started, itself included; `config`: the id of the speculative config it ran
 under, and `track`, the pod's; `mean_acceptance_length`: vLLM's own figure, as reported;
-`prompt_text` / `completion_text`: only with `cycle_log.capture_text`); readers ignore what
-they do not know.
+`tpot_source`: "stream" when the time per output token is the stream's own timing, vLLM
+having given none; `prompt_text` / `completion_text`: only with `cycle_log.capture_text`);
+readers ignore what they do not know.
 Each file a sidecar opens starts with its config, `{"v": 1, "config": {...}}` (`/status`'s
 `config`): what replay and `worst` know of the verifier and the schedule. A/B baseline
 requests (`"variant": "baseline"`, no speculation) are logged too, with `num_spec_tokens` 0 and
@@ -54,6 +55,8 @@ def to_line(record: RequestRecord, track: str | None = None) -> bytes:
         extra["prompt_text"] = record.prompt_text
     if record.completion_text is not None:
         extra["completion_text"] = record.completion_text
+    if record.latency.tpot_source is not None:
+        extra["tpot_source"] = record.latency.tpot_source
     if record.outcome != Outcome.OBSERVED:  # a client that left after vLLM's final metrics
         extra["outcome"] = record.outcome
     return (
@@ -157,6 +160,7 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     prompt_text: str | None = None
     completion_text: str | None = None
     outcome: Literal["client_aborted"] | None = None
+    tpot_source: Literal["vllm", "stream"] | None = None
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -192,6 +196,7 @@ def from_line(line: bytes) -> RequestRecord:
             ttft=None if ttft is None else ttft / 1000.0,
             tpot=None if tpot is None else tpot / 1000.0,
             e2e=None if e2e is None else e2e / 1000.0,
+            tpot_source=fields.tpot_source,
         ),
         variant=variant,
         in_flight=fields.in_flight,
@@ -276,6 +281,7 @@ def _checked(line: bytes) -> RequestRecord:
             ttft=_seconds(obj, "ttft_ms"),
             tpot=_seconds(obj, "tpot_ms"),
             e2e=_seconds(obj, "e2e_ms"),
+            tpot_source=_tpot_source(obj),
         ),
         variant=variant,
         in_flight=_optional_count(obj, "in_flight"),
@@ -283,6 +289,13 @@ def _checked(line: bytes) -> RequestRecord:
         prompt_text=_optional_text(obj, "prompt_text"),
         completion_text=_optional_text(obj, "completion_text"),
     )
+
+
+def _tpot_source(obj: dict[str, Any]) -> str | None:
+    value = obj.get("tpot_source")
+    if value is None or value in ("vllm", "stream"):
+        return value
+    raise BadLine(f"tpot_source must be 'vllm' or 'stream', not {value!r}")
 
 
 def _optional_text(obj: dict[str, Any], key: str) -> str | None:
