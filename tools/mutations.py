@@ -587,9 +587,51 @@ MUTATIONS = (
     # the seven of issue 46: each a behaviour a user would see, none guarded before
     Mutation(
         "the rollouts analysis fails on one minute's dip, not on a held drop",
-        "gen/canary.py",
+        "gen/rollout.py",
         'held = f"max_over_time({selected}[{Q.duration(cfg.for_seconds)}])"',
         'held = f"min_over_time({selected}[{Q.duration(cfg.for_seconds)}])"',
+    ),
+    Mutation(
+        "goodput: the rollout fails on one minute past the line, not on a held slowdown",
+        "gen/goodput_rules.py",
+        'held = f"min_over_time({selected}[{Q.duration(cfg.for_seconds)}])"',
+        'held = f"max_over_time({selected}[{Q.duration(cfg.for_seconds)}])"',
+    ),
+    Mutation(
+        "goodput: SpecDecodeCanarySlower on any sure slowdown, not past the margin",
+        "gen/goodput_rules.py",
+        "    above = 1.0 + cfg.tpot_margin\n",
+        "    above = 1.0\n",
+    ),
+    Mutation(
+        "goodput: CanaryWorse pages where the configs speculate differently",
+        "gen/canary.py",
+        "{'and' if same else 'unless'} on(",
+        "{'and' if same else 'and'} on(",
+    ),
+    Mutation(
+        "goodput: load buckets weighed alike, not at the after side's mix",
+        "analysis/goodput_compare.py",
+        "        w = after.y / total\n",
+        "        w = 1.0 / len(rows)\n",
+    ),
+    Mutation(
+        "goodput: slower on the estimate, not on the whole interval",
+        "analysis/goodput_compare.py",
+        "    if ratio.lower > 1.0:\n",
+        "    if ratio.estimate > 1.0:\n",
+    ),
+    Mutation(
+        "goodput: TPOT's interval on requests, not requests - 1, degrees of freedom",
+        "analysis/goodput.py",
+        "t_quantile(confidence, sums.n - 1)",
+        "t_quantile(confidence, sums.n)",
+    ),
+    Mutation(
+        "goodput: a request in its prompt's ctx bucket, not its first step's",
+        "analysis/goodput.py",
+        "self._buckets.label(prompt + 1)",
+        "self._buckets.label(prompt)",
     ),
     Mutation(
         "compare: only the after side must pass the gates",

@@ -158,7 +158,7 @@ def test_every_alert_has_severity_summary_description_and_its_runbook() -> None:
                 for kind in C.CauseKind:
                     assert f'<a id="cause-{kind}"></a>\n## {kind}\n' in runbooks
             section = runbooks[runbooks.index(f"## {rule['alert']}\n") :]
-            steps = section[section.index("**What to do.**") :].split("**The rule.**")[0]
+            steps = section[section.index("**What to do.**") :].split("**The rule")[0]
             assert annotations["runbook"] == steps.removeprefix("**What to do.**").strip()
 
 

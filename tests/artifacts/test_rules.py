@@ -13,13 +13,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from specwatch import conventions as C
 from specwatch.analysis.compare import compare_models
 from specwatch.analysis.evidence import Sums, gathered, log_ratio
 from specwatch.analysis.stats import proportion_interval, t_quantile, tail_confidence
 from specwatch.gen import promql as Q
-from specwatch.gen.canary import difference_bound
+from specwatch.gen.canary import difference_bound, ratio_bound
 from specwatch.gen.writer import RECORDING_RULES
 from specwatch.settings import load_settings
 
@@ -299,19 +300,32 @@ def test_the_deciding_window_is_the_sidecars_on_slices_that_changed(tmp_path: Pa
     run_promtool(tmp_path, series, checks)
 
 
+@pytest.mark.parametrize("metric", ["goodput", "acceptance"])
 def test_the_rollouts_analysis_fails_on_a_held_drop_and_not_on_a_one_minute_dip(
-    tmp_path: Path,
+    tmp_path: Path, metric: str
 ) -> None:
-    """The generated AnalysisTemplate's query (its model argument `.*`) on the canary's recorded
-    upper bound: one slice dips below -margin for one minute of the 15 (noise), another stays
-    below for all of them (a worse canary): only the second counts."""
+    """Each query of the generated AnalysisTemplate (its model argument `.*`) on the canary's
+    recorded bound: one slice crosses the line for one minute of the 15 (noise), another stays
+    past it for all of them (a slower, or worse, canary): only the second counts. Goodput fails
+    the rollout; acceptance is a dry-run metric beside it."""
     path = ROOT / "deploy/kubernetes/components/argo-rollouts/analysistemplate.yaml"
     template = yaml.safe_load(path.read_text())
-    query = template["spec"]["metrics"][0]["provider"]["prometheus"]["query"]
+    metrics = {m["name"]: m for m in template["spec"]["metrics"]}
+    names = {
+        "goodput": "canary-not-slower-than-stable",
+        "acceptance": "canary-acceptance-not-worse-than-stable",
+    }
+    query = metrics[names[metric]]["provider"]["prometheus"]["query"]
     query = query.replace("{{args.model}}", ".*")
-    upper = difference_bound("slice", "upper", SETTINGS)
-    margin = SETTINGS.canary.margin
-    above, below = -margin / 2, -3 * margin
+    assert [{"metricName": names["acceptance"]}] == template["spec"]["dryRun"]
+    if metric == "goodput":
+        upper = ratio_bound("slice", "lower", SETTINGS)
+        line = 1 + SETTINGS.canary.tpot_margin
+        above, below = line - SETTINGS.canary.tpot_margin / 2, line + 0.1  # below: past it
+    else:
+        upper = difference_bound("slice", "upper", SETTINGS)
+        margin = SETTINGS.canary.margin
+        above, below = -margin / 2, -3 * margin
 
     def series(task: str, values: list[float]) -> dict[str, str]:
         labels = f'model="m",ctx_bucket="0-512",task="{task}",config="c1",track="canary"'

@@ -35,6 +35,24 @@ RECORDED_CANARY_DF: Final = "specwatch_canary_degrees_of_freedom"
 RECORDED_CANARY_T: Final = "specwatch_canary_t_quantile"
 RECORDED_CANARY_Z: Final = "specwatch_canary_family_z"
 RECORDED_CANARY_GAIN: Final = "specwatch_canary_gain"
+# canary against stable on goodput (gen/goodput_rules.py): per cell (slice x load bucket) the
+# goodput counters' increases, TPOT and the variance of its log, the stable config compared
+# with, the cells both sides timed, their log-ratio and its variance; per slice and model the
+# log-ratio at the canary's mix, its bounds as a ratio, and what the family-wise guard needs
+RECORDED_GOODPUT_TPOT: Final = "specwatch_goodput_tpot"
+RECORDED_GOODPUT_LOG_VARIANCE: Final = "specwatch_goodput_log_variance"
+RECORDED_CANARY_TPOT_BASELINE: Final = "specwatch_canary_tpot_baseline_requests"
+RECORDED_CANARY_TPOT_PAIRED: Final = "specwatch_canary_tpot_paired"
+RECORDED_CANARY_TPOT_LOG_RATIO: Final = "specwatch_canary_tpot_log_ratio"
+RECORDED_CANARY_TPOT_VARIANCE: Final = "specwatch_canary_tpot_log_ratio_variance"
+RECORDED_CANARY_TPOT_DF_PART: Final = "specwatch_canary_tpot_df_part"
+RECORDED_CANARY_TPOT_TOKENS: Final = "specwatch_canary_tpot_canary_tokens"
+RECORDED_CANARY_TPOT_REQUESTS: Final = "specwatch_canary_tpot_requests"
+RECORDED_CANARY_TPOT_COMPARED: Final = "specwatch_canary_tpot_compared"
+RECORDED_CANARY_TPOT_DF: Final = "specwatch_canary_tpot_degrees_of_freedom"
+RECORDED_CANARY_TPOT_Z: Final = "specwatch_canary_tpot_family_z"
+RECORDED_CANARY_TPOT_T: Final = "specwatch_canary_tpot_t_quantile"
+RECORDED_CANARY_TPOT_RATIO: Final = "specwatch_canary_tpot_ratio"
 
 
 def bound_metric(bound: str) -> str:

@@ -24,6 +24,17 @@ class GenerateError(ValueError):
 
 
 @dataclass(frozen=True)
+class Variant:
+    """The same alert at another severity, on a condition of its own: one runbook section,
+    one rule per variant (`when` says in the runbook which applies)."""
+
+    severity: str
+    expr: str
+    description: str
+    when: str
+
+
+@dataclass(frozen=True)
 class Alert:
     name: str
     severity: str
@@ -36,6 +47,13 @@ class Alert:
     actions: tuple[str, ...]
     extra_labels: dict[str, str] = field(default_factory=dict)
     extra_annotations: dict[str, str] = field(default_factory=dict)
+    when: str = ""  # with variants: when this severity applies
+    variants: tuple[Variant, ...] = ()
+
+    def rules(self) -> tuple[tuple[str, str, str], ...]:
+        """(severity, expr, description) of each rule written under this alert's name."""
+        first = (self.severity, self.expr, self.description)
+        return (first, *((v.severity, v.expr, v.description) for v in self.variants))
 
     @property
     def anchor(self) -> str:

@@ -14,6 +14,7 @@ from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.alert import BURN_RATES, ON_SLICE, SLICE_TEXT, Alert, GenerateError, slice_value
 from specwatch.gen.canary import canary_alert
+from specwatch.gen.goodput_rules import slower_alert
 from specwatch.gen.ops_alerts import divergence_alerts, health_alerts
 from specwatch.settings import Settings
 
@@ -350,6 +351,7 @@ def alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         _drift_alert(settings, windows),
         *health_alerts(settings, windows),
         *divergence_alerts(settings, windows),
+        slower_alert(settings),
         canary_alert(settings),
     ]
 
@@ -358,19 +360,20 @@ def alert_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
     base = settings.alerts.runbook_base_url
     rules = []
     for alert in alerts(settings, windows):
-        rule: dict[str, Any] = {
-            "alert": alert.name,
-            "expr": alert.expr,
-            "labels": {"severity": alert.severity, **alert.extra_labels},
-            "annotations": {
-                "summary": alert.summary,
-                "description": alert.description,
-                "runbook": "\n".join(f"- {step}" for step in alert.actions),
-                **alert.extra_annotations,
-                **({"runbook_url": f"{base}#{alert.anchor}"} if base else {}),
-            },
-        }
-        if alert.for_seconds:
-            rule["for"] = windows(alert.for_seconds)
-        rules.append(rule)
+        for severity, expr, description in alert.rules():
+            rule: dict[str, Any] = {
+                "alert": alert.name,
+                "expr": expr,
+                "labels": {"severity": severity, **alert.extra_labels},
+                "annotations": {
+                    "summary": alert.summary,
+                    "description": description,
+                    "runbook": "\n".join(f"- {step}" for step in alert.actions),
+                    **alert.extra_annotations,
+                    **({"runbook_url": f"{base}#{alert.anchor}"} if base else {}),
+                },
+            }
+            if alert.for_seconds:
+                rule["for"] = windows(alert.for_seconds)
+            rules.append(rule)
     return [{"name": "specwatch.alerts", "rules": rules}]

@@ -21,7 +21,7 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
-from specwatch.gen.alert import Alert
+from specwatch.gen.alert import Alert, Variant
 from specwatch.settings import Settings
 
 # the family sizes the quantile table steps through (a model has 6 x 9 slices by default)
@@ -39,6 +39,13 @@ def _name(level: str, metric: str, settings: Settings, operation: str = "robust"
 
 def difference_bound(level: str, bound: str, settings: Settings) -> str:
     metric = C.RECORDED_CANARY_DIFFERENCE + ("" if bound == "estimate" else f"_{bound}")
+    return _name(level, metric, settings)
+
+
+def ratio_bound(level: str, bound: str, settings: Settings) -> str:
+    """The recorded ratio canary / stable of TPOT (`estimate`) or its `lower` / `upper` bound
+    (gen/goodput_rules.py)."""
+    metric = C.RECORDED_CANARY_TPOT_RATIO + ("" if bound == "estimate" else f"_{bound}")
     return _name(level, metric, settings)
 
 
@@ -186,22 +193,52 @@ def _gain(settings: Settings, windows: Q.Windows) -> dict[str, Any]:
     }
 
 
+def _speculation(worse: str, same: bool) -> str:
+    """`worse` where the canary's config speculates as its stable config does (same method,
+    draft, K or schedule, verifier: the `speculation` of the config info), or, `same` False,
+    where it speculates otherwise. A config whose info is missing counts as the same: acceptance
+    then judges, as it did before the info carried `speculation`."""
+    info = f"max by ({C.Label.CONFIG}, {C.Label.SPECULATION}) ({C.SPEC_CONFIG_INFO})"
+    stable = f'label_replace({info}, "{C.Label.BASELINE_CONFIG}", "$1", "{C.Label.CONFIG}", "(.*)")'
+    known = (
+        f"({worse})\n* on({C.Label.CONFIG}) group_left({C.Label.SPECULATION}) {info}\n"
+        f"{'and' if same else 'unless'} on({C.Label.BASELINE_CONFIG}, {C.Label.SPECULATION}) "
+        f"{stable}"
+    )
+    judged = f"max without({C.Label.SPECULATION}) (\n{known}\n)"
+    if not same:
+        return f"{judged}\nand on({C.Label.BASELINE_CONFIG}) {stable}"
+    return (
+        f"{judged}\nor ({worse}) unless on({C.Label.CONFIG}) {info}\n"
+        f"or ({worse}) unless on({C.Label.BASELINE_CONFIG}) {stable}"
+    )
+
+
 def canary_alert(settings: Settings) -> Alert:
     cfg = settings.canary
     upper = difference_bound("slice", "upper", settings)
     estimate = difference_bound("slice", "estimate", settings)
+    worse = f"{estimate}\nand on({Q.by(Q.SLICE)}) {upper} < -{cfg.margin:g}"
     labels = "{{ $labels.model }} / {{ $labels.ctx_bucket }} / {{ $labels.task }}"
+    tpot = ratio_bound("slice", "estimate", settings)
+    goodput = (
+        '{{ with printf "' + tpot + '{model=%q,config=%q,ctx_bucket=%q,task=%q}" '
+        "$labels.model $labels.config $labels.ctx_bucket $labels.task | query }}"
+        '{{ . | first | value | printf "%.3f" }}{{ else }}not compared yet{{ end }}'
+    )
+    said = (
+        "Slice " + labels + ": alpha-hat of config {{ $labels.config }} (canary) minus "
+        '{{ $labels.baseline_config }} (stable) is {{ $value | printf "%.3f" }} over '
+        f"{window(settings)}, the whole interval of the difference below -{cfg.margin:g}."
+    )
     return Alert(
         name=C.AlertName.CANARY_WORSE,
         severity="critical",
-        expr=f"{estimate}\nand on({Q.by(Q.SLICE)}) {upper} < -{cfg.margin:g}",
+        expr=_speculation(worse, same=True),
         for_seconds=cfg.for_seconds,
         summary=f"The canary config is worse than stable for {labels}",
-        description=(
-            "Slice " + labels + ": alpha-hat of config {{ $labels.config }} (canary) minus "
-            '{{ $labels.baseline_config }} (stable) is {{ $value | printf "%.3f" }} over '
-            f"{window(settings)}, the whole interval of the difference below -{cfg.margin:g}."
-        ),
+        description=said + " The two speculate alike (method, draft, K, verifier), or what "
+        "they run is not known: acceptance is the whole story.",
         meaning=(
             "Pods labelled `track=canary` run another speculative config (a new draft, K, "
             "schedule or vLLM version) beside the stable ones. Per slice, the difference of "
@@ -209,49 +246,37 @@ def canary_alert(settings: Settings) -> Alert:
             "cluster-robust variance, Welch's degrees of freedom), guarded across the slices "
             "compared (Bonferroni: equal configs are called different in at most "
             f"{1 - cfg.confidence:.0%} of comparisons of a whole model). Its upper bound below "
-            f"-{cfg.margin:g} for {Q.duration(cfg.for_seconds)}: the canary is worse by more "
-            "than the margin, with both sides past the zone gates."
+            f"-{cfg.margin:g} for {Q.duration(cfg.for_seconds)}: the canary accepts less by more "
+            "than the margin, with both sides past the zone gates. Where the two configs "
+            "speculate alike (a vLLM upgrade, a config mistake) that is the whole story and "
+            "pages; where they differ (a cheaper draft, another K) a config that accepts less "
+            "can be faster for every user, so it is a warning and goodput "
+            f"(`{C.AlertName.CANARY_SLOWER}`) decides."
         ),
         confirm=(
             f"`{estimate}` and its `_lower` / `_upper` bounds by slice",
-            f"`{Q.record('model', C.RECORDED_CANARY_GAIN, 'ratio' + window(settings))}`: "
-            "is the canary also slower per token?",
-            f"`{C.SPEC_CONFIG_INFO}`: what the two configs are (method, draft, K, vLLM)",
+            f"`{tpot}`: the canary's time per output token over stable's (goodput)",
+            f"`{C.SPEC_CONFIG_INFO}`: what the two configs are (method, draft, K, vLLM, "
+            "`speculation`)",
         ),
         actions=(
-            "Abort the rollout (Argo Rollouts: the generated AnalysisTemplate does it).",
-            "If only long contexts are worse, check the new draft's max length / RoPE scaling.",
+            "Same speculation (critical): abort the rollout (Argo Rollouts: the generated "
+            "AnalysisTemplate does it); a vLLM upgrade that accepts less is a regression.",
+            "Other speculation (warning): let goodput decide; if only long contexts are "
+            "worse, check the new draft's max length / RoPE scaling.",
             "Compare the configs offline: `specwatch compare` on both tracks' cycle logs.",
         ),
         extra_labels={"track": CANARY},
+        when="the two configs speculate alike, or what they run is not known",
+        variants=(
+            Variant(
+                severity="warning",
+                expr=_speculation(worse, same=False),
+                description=said + " The two speculate differently (method, draft, K or "
+                "verifier): goodput decides, not acceptance; the canary's time per output "
+                f"token over stable's here: {goodput} ({C.AlertName.CANARY_SLOWER} pages when "
+                f"surely above {1 + cfg.tpot_margin:g}).",
+                when="they speculate differently (goodput decides)",
+            ),
+        ),
     )
-
-
-def analysis_template(settings: Settings, prometheus: str) -> dict[str, Any]:
-    """An Argo Rollouts AnalysisTemplate that fails a rollout on SpecDecodeCanaryWorse's
-    condition: a slice of the canary whose difference's upper bound has stayed below -margin
-    for the alert's `for` (its largest value over that time is below)."""
-    cfg = settings.canary
-    upper = difference_bound("slice", "upper", settings)
-    selected = f'{upper}{{model=~"{{{{args.model}}}}"}}'
-    held = f"max_over_time({selected}[{Q.duration(cfg.for_seconds)}])"
-    query = f"count({held} < -{cfg.margin:g}) or vector(0)"
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "AnalysisTemplate",
-        "metadata": {"name": "specwatch-canary-acceptance"},
-        "spec": {
-            "args": [{"name": "model", "value": ".*"}],
-            "metrics": [
-                {
-                    "name": "canary-not-worse-than-stable",
-                    "interval": "5m",
-                    "count": 6,  # half an hour, a canary step's usual length
-                    "failureLimit": 0,
-                    "successCondition": "result[0] == 0",
-                    "failureCondition": "result[0] > 0",
-                    "provider": {"prometheus": {"address": prometheus, "query": query}},
-                }
-            ],
-        },
-    }

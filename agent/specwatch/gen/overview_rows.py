@@ -8,7 +8,7 @@ from typing import Any
 from grafana_foundation_sdk.builders import bargauge
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
-from specwatch.gen.canary import difference_bound
+from specwatch.gen.canary import difference_bound, ratio_bound
 from specwatch.gen.panels import (
     DATASOURCE,
     M,
@@ -153,14 +153,41 @@ def rollout_panels() -> list[Any]:
 
 
 def canary_panels(settings: Settings) -> list[Any]:
-    """Stable against canary, per slice: each track's alpha-hat, the difference with its
-    family-wise bounds (gen/canary.py) and the canary's gain per token over stable."""
+    """Stable against canary, goodput first (what users feel decides a rollout): per slice and
+    model the TPOT ratio with its family-wise bounds (gen/goodput_rules.py) and the canary's
+    gain per token over stable; then each track's alpha-hat and the difference with its
+    bounds (gen/canary.py)."""
     w = Q.duration(settings.canary.window_seconds)
+    pairs = "{{config}} vs {{baseline_config}}"
+    tpot = [
+        (f"{ratio_bound(level, bound, settings)}{{{M}}}", f"{prefix}{label} {pairs}")
+        for level, label in (("model", "{{model}}"), ("slice", "{{ctx_bucket}} {{task}}"))
+        for bound, prefix in (("estimate", ""), ("lower", "lower "), ("upper", "upper "))
+    ]
     difference = difference_bound("slice", "estimate", settings)
     lower = difference_bound("slice", "lower", settings)
     upper = difference_bound("slice", "upper", settings)
     legend = "{{ctx_bucket}} {{task}} {{config}} vs {{baseline_config}}"
     return [
+        series(
+            f"Canary / stable: time per output token by slice and model ({w}, within load "
+            "buckets, family-wise 95%)",
+            tpot,
+            width=12,
+            description=f"Above 1 + canary.tpot_margin ({1 + settings.canary.tpot_margin:g}) "
+            "for canary.for (the lower bound): SpecDecodeCanarySlower, and the rollout fails. "
+            "Below 1: the canary is faster, whatever its acceptance.",
+        ),
+        series(
+            f"Canary's gain per output token over stable ({w}, all loads pooled)",
+            [
+                (
+                    f"{Q.record('model', C.RECORDED_CANARY_GAIN, 'ratio' + w)}{{{M}}}",
+                    "{{model}} {{config}} vs {{baseline_config}}",
+                )
+            ],
+            width=12,
+        ),
         acceptance(
             f"Stable vs canary: alpha-hat by track and slice ({w})",
             [(f"{Q.alpha('slice', w)}{{{M}}}", "{{track}} {{ctx_bucket}} {{task}}")],
@@ -175,16 +202,7 @@ def canary_panels(settings: Settings) -> list[Any]:
             ],
             width=12,
             description="Below -canary.margin for canary.for (the upper bound): "
-            "SpecDecodeCanaryWorse.",
-        ),
-        series(
-            f"Canary's gain per output token over stable ({w})",
-            [
-                (
-                    f"{Q.record('model', C.RECORDED_CANARY_GAIN, 'ratio' + w)}{{{M}}}",
-                    "{{model}} {{config}} vs {{baseline_config}}",
-                )
-            ],
-            width=12,
+            "SpecDecodeCanaryWorse (critical where the two configs speculate alike, else a "
+            "warning: goodput decides).",
         ),
     ]

@@ -28,6 +28,7 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import canary_rules
+from specwatch.gen.goodput_rules import goodput_rules
 from specwatch.gen.zone_rules import deciding_rules, evidence_rules
 from specwatch.settings import Settings
 
@@ -205,6 +206,7 @@ def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, A
     for level, labels in Q.LEVELS.items():
         rules += _level_rules(level, labels, windows, settings)
     rules += canary_rules(settings, windows)
+    rules += goodput_rules(settings, windows)
     rules.append(_cause_rule())
     return [
         {"name": "specwatch.recording", "rules": rules},

@@ -14,9 +14,9 @@ import yaml
 from specwatch.gen import promql as Q
 from specwatch.gen.alert_rules import Alert, alert_groups, alerts
 from specwatch.gen.alertmanager import TEMPLATE_FILE, TEMPLATES, alertmanager_config
-from specwatch.gen.canary import analysis_template
 from specwatch.gen.causes import CAUSES
 from specwatch.gen.dashboards import render_dashboards
+from specwatch.gen.rollout import analysis_template
 from specwatch.gen.rules import recording_groups
 from specwatch.settings import Settings
 
@@ -56,6 +56,14 @@ def yaml_document(data: Any) -> bytes:
     return f"# {HEADER}\n{body}".encode()
 
 
+def _severity(alert: Alert) -> str:
+    if not alert.variants:
+        return f"Severity: **{alert.severity}**."
+    each = [f"**{alert.severity}** when {alert.when}"]
+    each += [f"**{v.severity}** when {v.when}" for v in alert.variants]
+    return "Severity: " + "; ".join(each) + "."
+
+
 def runbooks(all_alerts: list[Alert], recording: list[dict[str, Any]]) -> bytes:
     lines = [
         f"<!-- {HEADER} -->",
@@ -72,7 +80,7 @@ def runbooks(all_alerts: list[Alert], recording: list[dict[str, Any]]) -> bytes:
             f'<a id="{alert.anchor}"></a>',
             f"## {alert.name}",
             "",
-            f"Severity: **{alert.severity}**.",
+            _severity(alert),
             "",
             f"**What it means.** {alert.meaning}",
             "",
@@ -84,12 +92,19 @@ def runbooks(all_alerts: list[Alert], recording: list[dict[str, Any]]) -> bytes:
             "",
             *(f"- {item}" for item in alert.actions),
             "",
-            "**The rule.**",
+            "**The rule.**" if not alert.variants else "**The rules.**",
             "",
-            "```promql",
-            alert.expr,
-            "```",
-            "",
+            *(
+                line
+                for severity, expr, _ in alert.rules()
+                for line in (
+                    *((f"{severity}:", "") if alert.variants else ()),
+                    "```promql",
+                    expr,
+                    "```",
+                    "",
+                )
+            ),
         ]
     lines += [
         "# Causes",

@@ -1,0 +1,270 @@
+"""What the goodput comparison of two configs covers and how often it is wrong, on the
+simulator's cost model with overdispersed requests and step times
+(analysis/goodput_compare.py: the statistics of `compare --metric tpot`, /status `change`,
+the canary's goodput rules and SpecDecodeCanarySlower).
+
+A request: 20-300 output tokens; its acceptance drawn around its side's truth with a
+per-request sd of `--sd` (0.08); its steps accept min(K, geometric) tokens each and cost the
+simulator's step time at its load (sim/acceptance.CostModel: target step 4 ms, K x draft cost,
+and `batch_compute` per other request in flight per token verified), times a log-normal factor
+of sd 0.15 per request (neighbours, preemptions: step times vary by request too). Its load
+(requests in flight as it started) is drawn per side; load buckets are the sidecar's default.
+A model has 4 slices (2 ctx buckets x 2 tasks, each its own acceptance), compared at once with
+its rollup (one family).
+
+Cases (`--runs` comparisons each, `--requests` a side per slice):
+(a) equal configs at equal load (K 4, draft cost 0.05, loads 1-16; batch_compute 0.005 in
+    every case, so TPOT grows with load): any verdict of a model
+    `slower` or `faster`, and SpecDecodeCanarySlower's condition over an hour of evaluations
+    (the ratio's lower bound above 1.03 for 15 minutes of a 30-minute window every minute);
+(b) a cheaper draft: canary draft cost 0.02 and acceptance 0.05 lower (K 7, stable 0.05,
+    loads 1-4): faster per token; the model's and slices' verdicts, and no slower;
+(c) K 3 -> 7 at the same acceptance at high load (loads 24-48): slower;
+(d) coverage of the ratio's true value (per slice, at 95% and family-wise) in (b) and (c),
+    the truth from 200,000 requests a side per cell;
+(e) equal configs, the canary at half the stable pods' load (loads 1-8 against 1-16): a raw
+    ratio of TPOT would call it faster; within load buckets, how often any verdict is given.
+
+    .venv/bin/python benchmarks/goodput_verdicts.py [--runs 400] [--hours 100] [--seed 1]
+        [--sd 0.08] [--requests 120 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from specwatch.analysis.goodput_compare import FASTER, SLOWER, combined_ratio, compare_tpot
+from specwatch.analysis.load import LoadBuckets
+from specwatch.analysis.windows import RatioSums
+from specwatch.sim.acceptance import CostModel
+
+CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS = 0.95, 0.03, 5, 30
+SLICES = (
+    ("0-512", "chat", 0.72),
+    ("0-512", "code", 0.80),
+    ("2k+", "chat", 0.62),
+    ("2k+", "code", 0.70),
+)
+TIME_SD = 0.15
+# each other request in flight adds this share of a step per token verified: TPOT grows with
+# load, as compute does once the target is no longer memory-bound
+BATCH_COMPUTE = 0.005
+LOADS = LoadBuckets((1, 4, 8, 16, 32, 64))
+
+
+@dataclass(frozen=True)
+class Side:
+    k: int
+    cost: float  # draft cost per drafted token, a share of the target's step
+    alpha_shift: float  # added to every slice's acceptance
+    loads: tuple[int, int]  # in flight, uniform in [lo, hi]
+    batch_compute: float = 0.0
+
+
+def requests(
+    rng: np.random.Generator, side: Side, alpha: float, n: int, sd: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Decode seconds, decode tokens and load bucket index of `n` requests."""
+    mean = min(0.97, max(0.03, alpha + side.alpha_shift))
+    shape = mean * (1 - mean) / sd**2 - 1
+    own = rng.beta(mean * shape, (1 - mean) * shape, n)
+    tokens = rng.integers(20, 301, n)
+    load = rng.integers(side.loads[0], side.loads[1] + 1, n)
+    # steps until the request's decode tokens are out: accepted + 1 each
+    per_step = (1 - own ** (side.k + 1)) / (1 - own)  # the mean emitted per step
+    guess = np.ceil((tokens - 1) / per_step * 1.5 + 10).astype(np.int64)
+    owner = np.repeat(np.arange(n), guess)
+    u = 1.0 - rng.random(owner.size)
+    accepted = np.minimum(side.k, np.floor(np.log(u) / np.log(own[owner])))
+    emitted = accepted + 1
+    start = np.concatenate(([0], np.cumsum(guess)[:-1]))
+    cumulative = np.cumsum(emitted)
+    before = np.concatenate(([0.0], cumulative))[start]
+    within = cumulative - before[owner]
+    done = within - emitted < (tokens - 1)[owner]  # the step is needed
+    steps = np.bincount(owner, done, n)
+    model = CostModel(draft_cost_ratio=side.cost, batch_compute=side.batch_compute)
+    top = side.loads[1] + 1
+    step_seconds = np.array([model.step_seconds(side.k, b) for b in range(top)])[load]
+    seconds = steps * step_seconds * np.exp(rng.normal(0, TIME_SD, n) - TIME_SD**2 / 2)
+    index = np.array([LOADS.index(max(1, b)) for b in range(top)])[load]
+    return seconds, (tokens - 1).astype(float), index
+
+
+def cells(
+    rng: np.random.Generator, side: Side, n: int, sd: float, model: str = "m"
+) -> dict[tuple[str, ...], RatioSums]:
+    out: dict[tuple[str, ...], RatioSums] = {}
+    buckets = len(LOADS.labels)
+    for ctx, task, alpha in SLICES:
+        x, y, index = requests(rng, side, alpha, n, sd)
+        sums = [np.bincount(index, w, buckets) for w in (None, x, y, x * x, x * y, y * y)]
+        for i in np.flatnonzero(sums[0]):
+            cell = out[model, ctx, task, LOADS.labels[i]] = RatioSums()
+            cell.n = int(sums[0][i])
+            cell.x, cell.y, cell.xx, cell.xy, cell.yy = (float(s[i]) for s in sums[1:])
+    return out
+
+
+def verdicts(before: Side, after: Side, runs: int, n: int, sd: float, seed: int) -> Counter[str]:
+    rng = np.random.default_rng(seed)
+    tally: Counter[str] = Counter()
+    for _ in range(runs):
+        slices, models = compare_tpot(
+            cells(rng, before, n, sd), cells(rng, after, n, sd), CONFIDENCE, MARGIN,
+            LEAST_CELL, LEAST_REQUESTS,
+        )  # fmt: skip
+        said = {row.verdict for row in (*slices, *models)}
+        tally["runs"] += 1
+        tally["any slower"] += SLOWER in said
+        tally["any faster"] += FASTER in said
+        tally["any different"] += bool(said & {SLOWER, FASTER})
+        tally["model slower"] += models[0].verdict == SLOWER
+        tally["model faster"] += models[0].verdict == FASTER
+        for row in slices:
+            tally["slices"] += 1
+            tally[f"slice {row.verdict}"] += 1
+    return tally
+
+
+def truth(before: Side, after: Side, sd: float, seed: int) -> dict[tuple[str, ...], float]:
+    """Per slice and the model, the log-ratio the comparison estimates: per cell the ratio
+    of population TPOTs, weighted by the after side's expected decode tokens."""
+    rng = np.random.default_rng(seed)
+    big = 200_000
+    b, a = cells(rng, before, big, sd), cells(rng, after, big, sd)
+    out: dict[tuple[str, ...], float] = {}
+    for key in {k[:-1] for k in a} | {("m",)}:
+        mine = [
+            c for c in a if c[: len(key)] == key and c in b and b[c].n >= 1000 and a[c].n >= 1000
+        ]
+        total = sum(a[c].y for c in mine)
+        out[key] = sum(
+            a[c].y / total * math.log((a[c].x / a[c].y) / (b[c].x / b[c].y)) for c in mine
+        )
+    return out
+
+
+def coverage(
+    before: Side, after: Side, runs: int, n: int, sd: float, seed: int
+) -> tuple[float, float]:
+    """Share of slice intervals (95%, and family-wise) holding the true ratio."""
+    true = truth(before, after, sd, seed + 1000)
+    rng = np.random.default_rng(seed)
+    held = held_family = total = 0
+    for _ in range(runs):
+        b, a = cells(rng, before, n, sd), cells(rng, after, n, sd)
+        slices, _ = compare_tpot(b, a, CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS)
+        for row in slices:
+            pairs = [
+                (b[c], a[c]) for c in sorted(a)
+                if c[:-1] == row.key and c in b and b[c].n >= LEAST_CELL and a[c].n >= LEAST_CELL
+            ]  # fmt: skip
+            plain = combined_ratio(pairs, CONFIDENCE)
+            if plain is None or row.ratio is None:
+                continue
+            target = math.exp(true[row.key])
+            total += 1
+            held += plain.lower <= target <= plain.upper
+            held_family += row.ratio.lower <= target <= row.ratio.upper
+    return held / total, held_family / total
+
+
+def alert_hours(
+    before: Side, after: Side, hours: int, per_hour: int, sd: float, seed: int
+) -> tuple[float, float]:
+    """SpecDecodeCanarySlower's condition over an hour of evaluations: requests arrive every
+    minute (`per_hour` a slice-hour a side), the comparison over the last 30 minutes every
+    minute from minute 30 to 90; fires when a slice's lower bound stays above 1 + margin for
+    15 evaluations. The share of hours it fired, and the median minute it first did."""
+    rng = np.random.default_rng(seed)
+    fired, minutes = 0, []
+    per_minute = max(1, per_hour // 60)
+    for _ in range(hours):
+        minute_cells = [
+            (cells(rng, before, per_minute, sd), cells(rng, after, per_minute, sd))
+            for _ in range(90)
+        ]
+        held: Counter[tuple[str, ...]] = Counter()
+        first = None
+        for now in range(30, 90):
+            window = minute_cells[now - 30 : now]
+            b: dict[tuple[str, ...], RatioSums] = {}
+            a: dict[tuple[str, ...], RatioSums] = {}
+            for side_b, side_a in window:
+                for key, s in side_b.items():
+                    b.setdefault(key, RatioSums()).merge(s)
+                for key, s in side_a.items():
+                    a.setdefault(key, RatioSums()).merge(s)
+            slices, _ = compare_tpot(b, a, CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS)
+            for row in slices:
+                over = row.ratio is not None and row.ratio.lower > 1 + MARGIN
+                held[row.key] = held[row.key] + 1 if over else 0
+                if held[row.key] >= 15 and first is None:
+                    first = now
+        if first is not None:
+            fired += 1
+            minutes.append(first)
+    return fired / hours, float(np.median(minutes)) if minutes else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument("--hours", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sd", type=float, default=0.08)
+    parser.add_argument("--requests", type=int, nargs="+", default=[120])
+    args = parser.parse_args()
+    bc = BATCH_COMPUTE
+    stable = Side(k=4, cost=0.05, alpha_shift=0.0, loads=(1, 16), batch_compute=bc)
+    cheaper_before = Side(k=7, cost=0.05, alpha_shift=0.0, loads=(1, 4), batch_compute=bc)
+    cheaper = Side(k=7, cost=0.02, alpha_shift=-0.05, loads=(1, 4), batch_compute=bc)
+    k3 = Side(k=3, cost=0.05, alpha_shift=0.0, loads=(24, 48), batch_compute=bc)
+    k7 = Side(k=7, cost=0.05, alpha_shift=0.0, loads=(24, 48), batch_compute=bc)
+    lighter = Side(k=4, cost=0.05, alpha_shift=0.0, loads=(1, 8), batch_compute=bc)
+    print(f"per-request acceptance sd {args.sd}, step-time sd {TIME_SD}, {args.runs} runs a case")
+    for n in args.requests:
+        print(f"\n{n} requests a side per slice ({len(SLICES)} slices and the model compared)")
+        for name, before, after in (
+            ("(a) equal configs, equal load", stable, stable),
+            ("(b) cheaper draft, acceptance -0.05", cheaper_before, cheaper),
+            ("(c) K 3 -> 7 at loads 24-48", k3, k7),
+            ("(e) equal configs, canary at half the load", stable, lighter),
+        ):
+            t = verdicts(before, after, args.runs, n, args.sd, args.seed)
+            runs, slices = t["runs"], t["slices"]
+            print(
+                f"  {name}: model slower {t['model slower'] / runs:.1%}, faster "
+                f"{t['model faster'] / runs:.1%}; any verdict slower {t['any slower'] / runs:.1%},"
+                f" faster {t['any faster'] / runs:.1%}, different {t['any different'] / runs:.1%}; "
+                f"slices slower {t['slice slower'] / slices:.1%}, faster "
+                f"{t['slice faster'] / slices:.1%}, same {t['slice same'] / slices:.1%}"
+            )
+        raw = np.random.default_rng(args.seed)
+        b, a = cells(raw, stable, 4000, args.sd), cells(raw, lighter, 4000, args.sd)
+        pooled = (sum(s.x for s in a.values()) / sum(s.y for s in a.values())) / (
+            sum(s.x for s in b.values()) / sum(s.y for s in b.values())
+        )
+        print(f"  (e) the raw TPOT ratio, all loads pooled: {pooled:.3f}")
+        for name, before, after in (("(b)", cheaper_before, cheaper), ("(c)", k3, k7)):
+            plain, family = coverage(before, after, max(50, args.runs // 4), n, args.sd, args.seed)
+            model = math.exp(truth(before, after, args.sd, args.seed + 1000)["m",])
+            print(
+                f"  (d) coverage in {name} (true model ratio {model:.3f}): {plain:.3f} at 95%, "
+                f"{family:.3f} family-wise"
+            )
+    if args.hours:
+        rate, _ = alert_hours(stable, stable, args.hours, 480, args.sd, args.seed)
+        print(f"\n(a) SpecDecodeCanarySlower over an hour, equal configs (480 requests a "
+              f"slice-hour a side): fired in {rate:.1%} of {args.hours} hours")  # fmt: skip
+        rate, minute = alert_hours(k3, k7, max(10, args.hours // 5), 480, args.sd, args.seed)
+        print(f"(c) K 3 -> 7: fired in {rate:.1%} of hours, at minute {minute:.0f} (median)")
+
+
+if __name__ == "__main__":
+    main()
