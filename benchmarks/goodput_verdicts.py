@@ -23,7 +23,9 @@ Cases (`--runs` comparisons each, `--requests` a side per slice):
 (d) coverage of the ratio's true value (per slice, at 95% and family-wise) in (b) and (c),
     the truth from 200,000 requests a side per cell;
 (e) equal configs, the canary at half the stable pods' load (loads 1-8 against 1-16): a raw
-    ratio of TPOT would call it faster; within load buckets, how often any verdict is given.
+    ratio of TPOT would call it faster; within load buckets, how often any verdict is given;
+(f) one slice's TPOT interval at 8, 30 and 120 requests: coverage on the log scale (what the
+    sidecar uses) against the linear one.
 
     .venv/bin/python benchmarks/goodput_verdicts.py [--runs 400] [--hours 100] [--seed 1]
         [--sd 0.08] [--requests 120 ...]
@@ -37,8 +39,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+from specwatch.analysis.goodput import tpot_interval
 from specwatch.analysis.goodput_compare import FASTER, SLOWER, combined_ratio, compare_tpot
 from specwatch.analysis.load import LoadBuckets
+from specwatch.analysis.stats import robust_variance, t_quantile
 from specwatch.analysis.windows import RatioSums
 from specwatch.sim.acceptance import CostModel
 
@@ -174,6 +178,30 @@ def coverage(
     return held / total, held_family / total
 
 
+def tpot_coverage(side: Side, n: int, runs: int, sd: float, seed: int) -> tuple[float, float]:
+    """One slice's TPOT interval (analysis/goodput.tpot_interval: log scale) against the same
+    variance on the linear scale, estimate +- t sqrt(v): the share holding the true TPOT."""
+    rng = np.random.default_rng(seed)
+    alpha = SLICES[0][2]
+    x, y, _ = requests(np.random.default_rng(seed + 7), side, alpha, 200_000, sd)
+    true = x.sum() / y.sum()
+    log_held = linear_held = 0
+    for _ in range(runs):
+        x, y, _ = requests(rng, side, alpha, n, sd)
+        sums = RatioSums()
+        for xi, yi in zip(x, y, strict=True):
+            sums.add(float(xi), float(yi))
+        interval = tpot_interval(sums, CONFIDENCE)
+        assert interval is not None
+        ratio = sums.x / sums.y
+        half = t_quantile(CONFIDENCE, n - 1) * math.sqrt(
+            robust_variance(sums.n, sums.x, sums.y, sums.xx, sums.xy, sums.yy)
+        )
+        log_held += interval.lower <= true <= interval.upper
+        linear_held += ratio - half <= true <= ratio + half
+    return log_held / runs, linear_held / runs
+
+
 def alert_hours(
     before: Side, after: Side, hours: int, per_hour: int, sd: float, seed: int
 ) -> tuple[float, float]:
@@ -218,7 +246,7 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sd", type=float, default=0.08)
-    parser.add_argument("--requests", type=int, nargs="+", default=[120])
+    parser.add_argument("--requests", type=int, nargs="*", default=[120])  # none: hours only
     args = parser.parse_args()
     bc = BATCH_COMPUTE
     stable = Side(k=4, cost=0.05, alpha_shift=0.0, loads=(1, 16), batch_compute=bc)
@@ -258,10 +286,19 @@ def main() -> None:
                 f"  (d) coverage in {name} (true model ratio {model:.3f}): {plain:.3f} at 95%, "
                 f"{family:.3f} family-wise"
             )
+    for n in (8, 30, 120) if args.runs and args.requests else ():
+        log, linear = tpot_coverage(stable, n, args.runs * 5, args.sd, args.seed)
+        print(f"(f) a slice's TPOT interval over {n} requests: covers {log:.3f} on the log "
+              f"scale, {linear:.3f} on the linear one")  # fmt: skip
     if args.hours:
-        rate, _ = alert_hours(stable, stable, args.hours, 480, args.sd, args.seed)
-        print(f"\n(a) SpecDecodeCanarySlower over an hour, equal configs (480 requests a "
-              f"slice-hour a side): fired in {rate:.1%} of {args.hours} hours")  # fmt: skip
+        for name, before, after in (
+            ("(a) equal configs", stable, stable),
+            ("(b) cheaper draft", cheaper_before, cheaper),
+            ("(e) canary at half the load", stable, lighter),
+        ):
+            rate, _ = alert_hours(before, after, args.hours, 480, args.sd, args.seed)
+            print(f"{name}: SpecDecodeCanarySlower fired in {rate:.1%} of {args.hours} hours "
+                  "(480 requests a slice-hour a side)")  # fmt: skip
         rate, minute = alert_hours(k3, k7, max(10, args.hours // 5), 480, args.sd, args.seed)
         print(f"(c) K 3 -> 7: fired in {rate:.1%} of hours, at minute {minute:.0f} (median)")
 

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 from specwatch import conventions as C
+from specwatch.analysis.draft_cost import CostEstimate, DraftCost
 from specwatch.analysis.load import LoadBuckets
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
@@ -90,6 +91,7 @@ class GoodputTracker:
         self._bucket = settings.window.bucket_seconds
         self._confidence = settings.zones.confidence
         self._cells: dict[Cell, _Cell] = {}
+        self._cost = DraftCost(settings.zones.confidence)
         self.sources: dict[str, dict[str, int]] = {}  # model -> tpot source -> requests
 
     def add(self, record: RequestRecord, model: str) -> None:
@@ -112,6 +114,11 @@ class GoodputTracker:
         cell.since_start.add(seconds, tokens)
         if record.spec.steps:
             cell.steps.add(seconds, record.spec.steps)
+            if flight is not None:
+                drafted = sum(record.spec.drafted)
+                self._cost.add(
+                    model, self._loads.index(flight), record.spec.steps, drafted, seconds
+                )
         source = record.latency.tpot_source or C.TpotSource.VLLM
         by_source = self.sources.setdefault(model, {})
         by_source[source] = by_source.get(source, 0) + 1
@@ -123,6 +130,10 @@ class GoodputTracker:
             key: (cell.window.total(now).copy(), cell.since_start.copy())
             for key, cell in self._cells.items()
         }
+
+    def cost(self, model: str) -> CostEstimate | None:
+        """The draft's cost c estimated from step times, where the data identify it."""
+        return self._cost.estimate(model)
 
     def since_start(self) -> dict[Cell, RatioSums]:
         """Per cell its since-start sums, copied."""

@@ -36,14 +36,17 @@ INSUFFICIENT = "insufficient"  # a model with a baseline, too few requests to me
 # where the draft cost c came from
 CONFIGURED = "configured"
 ASSUMED = "assumed"  # speedup.default_cost_ratio: for the K advice, never for a gain
+ESTIMATED = "estimated"  # from step times against drafted tokens (analysis/draft_cost.py)
 
 
 class Cost(NamedTuple):
     """The draft cost ratio c of a model and where it came from (CONFIGURED, MEASURED from
-    A/B decode times, or ASSUMED)."""
+    A/B decode times, ESTIMATED from step times with its interval, or ASSUMED)."""
 
     ratio: float
     source: str
+    lower: float | None = None
+    upper: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,8 @@ class Gain:
     window_seconds: float | None = None
     cost_ratio: float | None = None
     cost_source: str | None = None
+    cost_lower: float | None = None  # an estimated c's interval (analysis/draft_cost.py)
+    cost_upper: float | None = None
 
     @property
     def slower(self) -> bool:
@@ -72,9 +77,16 @@ class Gain:
 
 
 def modelled_gain(tau: Interval, k: int, cost: Cost, window_seconds: float | None = None) -> Gain:
+    """tau / (1 + K c); an estimated c's interval widens the bounds (the slowest tau at the
+    dearest c, the fastest at the cheapest)."""
     scale = 1.0 + k * cost.ratio
-    estimate, lower, upper = tau.estimate / scale, tau.lower / scale, tau.upper / scale
-    return Gain(estimate, MODELLED, lower, upper, window_seconds, cost.ratio, cost.source)
+    dearest = 1.0 + k * (cost.ratio if cost.upper is None else cost.upper)
+    cheapest = 1.0 + k * (cost.ratio if cost.lower is None else cost.lower)
+    estimate, lower, upper = tau.estimate / scale, tau.lower / dearest, tau.upper / cheapest
+    return Gain(
+        estimate, MODELLED, lower, upper, window_seconds, cost.ratio, cost.source, cost.lower,
+        cost.upper,
+    )  # fmt: skip
 
 
 def cost_from_times(spec_tpot: float, base_tpot: float, counts: Counts) -> float | None:

@@ -1,0 +1,132 @@
+"""The draft's cost c estimated from the data, where no A/B baseline runs.
+
+An engine step verifies what was drafted: its time is the target's forward pass plus drafting,
+s = a (1 + c x) with x the tokens drafted a step (analysis/speedup.py's cost model). Within one
+load bucket (requests in flight: the target's step time moves with the batch) the requests'
+mean step times s_i (decode seconds over speculative steps) against their mean drafted tokens a
+step x_i give a weighted least-squares line s = a + b x, weighted by steps, and c = b / a. It
+is identified only where x varies within a bucket: a batch-size schedule, adaptive K, requests
+that stop drafting (K = 0 stretches) or a config change in a log; under one fixed K every
+request drafts alike and nothing tells the draft's time from the target's.
+
+The line's variance is the sandwich (heteroskedasticity-robust, requests the unit) from the
+moment sums, c's by the delta method; the buckets identified are combined by inverse
+variance. The estimate stands where its standard error is below half of it; else c stays
+unknown (the default, ASSUMED: no modelled gain).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from specwatch.analysis.stats import t_quantile
+
+# a bucket's drafted tokens a step must spread this much (weighted sd, tokens) to identify c
+MIN_SPREAD = 0.5
+MIN_REQUESTS = 30
+
+
+@dataclass(slots=True)
+class _Moments:
+    """Sums over requests of w x^q s^p (w: steps) and of w^2 x^q s^p, for the line and its
+    sandwich."""
+
+    n: int = 0
+    w: list[float] = field(default_factory=lambda: [0.0] * 5)  # sum w x^q, q = 0..2; w x s, w s
+    w2: list[list[float]] = field(default_factory=lambda: [[0.0] * 5 for _ in range(3)])
+
+    def add(self, x: float, s: float, w: float) -> None:
+        self.n += 1
+        self.w[0] += w
+        self.w[1] += w * x
+        self.w[2] += w * x * x
+        self.w[3] += w * x * s
+        self.w[4] += w * s
+        for p in range(3):
+            for q in range(5):
+                self.w2[p][q] += w * w * x**q * s**p
+
+
+@dataclass(frozen=True, slots=True)
+class CostEstimate:
+    ratio: float
+    lower: float
+    upper: float
+    requests: int
+
+
+def _bucket(m: _Moments) -> tuple[float, float] | None:
+    """c and its variance from one bucket's moments; None where x does not spread."""
+    total, sx, sxx, sxs, ss = m.w
+    if m.n < MIN_REQUESTS or total <= 0:
+        return None
+    mean_x = sx / total
+    spread = sxx / total - mean_x * mean_x
+    if spread < MIN_SPREAD**2:
+        return None
+    det = total * sxx - sx * sx
+    b = (total * sxs - sx * ss) / det
+    a = (ss - b * sx) / total
+    if a <= 0:
+        return None
+    # meat: sum w^2 r^2 z z' with r = s - a - b x, z = (1, x)
+    m2 = m.w2
+
+    def meat(k: int) -> float:
+        return (
+            m2[2][k]
+            - 2 * a * m2[1][k]
+            - 2 * b * m2[1][k + 1]
+            + a * a * m2[0][k]
+            + 2 * a * b * m2[0][k + 1]
+            + b * b * m2[0][k + 2]
+        )
+
+    m00, m01, m11 = meat(0), meat(1), meat(2)
+    # bread: (sum w z z')^-1
+    i00, i01, i11 = sxx / det, -sx / det, total / det
+    correction = m.n / (m.n - 2)
+    v_aa = correction * (i00 * (i00 * m00 + i01 * m01) + i01 * (i00 * m01 + i01 * m11))
+    v_ab = correction * (i00 * (i01 * m00 + i11 * m01) + i01 * (i01 * m01 + i11 * m11))
+    v_bb = correction * (i01 * (i01 * m00 + i11 * m01) + i11 * (i01 * m01 + i11 * m11))
+    c = b / a
+    g_a, g_b = -b / (a * a), 1.0 / a
+    variance = g_a * g_a * v_aa + 2 * g_a * g_b * v_ab + g_b * g_b * v_bb
+    return (c, variance) if variance > 0 and math.isfinite(variance) else None
+
+
+class DraftCost:
+    """Per model and load bucket the moments of its speculative requests' step times."""
+
+    def __init__(self, confidence: float) -> None:
+        self._confidence = confidence
+        self._moments: dict[tuple[str, int], _Moments] = {}
+
+    def add(self, model: str, load: int, steps: int, drafted: int, seconds: float) -> None:
+        """One request: its speculative steps, the tokens they drafted, their decode seconds."""
+        if steps <= 0 or seconds <= 0 or not math.isfinite(seconds):
+            return
+        moments = self._moments.get((model, load))
+        if moments is None:
+            moments = self._moments[model, load] = _Moments()
+        moments.add(drafted / steps, seconds / steps, float(steps))
+
+    def estimate(self, model: str) -> CostEstimate | None:
+        """c with its interval where the model's buckets identify it, else None."""
+        weight = total = 0.0
+        requests = 0
+        for (name, _), moments in self._moments.items():
+            found = _bucket(moments) if name == model else None
+            if found is not None:
+                c, variance = found
+                weight += 1.0 / variance
+                total += c / variance
+                requests += moments.n
+        if weight <= 0:
+            return None
+        c, se = total / weight, math.sqrt(1.0 / weight)
+        if c <= 0 or se >= c / 2:
+            return None
+        half = t_quantile(self._confidence, max(1, requests - 2)) * se
+        return CostEstimate(c, max(0.0, c - half), c + half, requests)
