@@ -247,6 +247,12 @@ def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--k-table", action="store_true", help="also the K table by batch size (as advise's)"
     )
     analyze.add_argument(
+        "--tpot",
+        action="store_true",
+        help="also each group's decode time per output token with its interval (reads the "
+        "latency column too)",
+    )
+    analyze.add_argument(
         "--cost-ratio",
         type=float,
         metavar="C",

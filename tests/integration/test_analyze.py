@@ -503,3 +503,39 @@ def test_compare_tpot_is_the_live_goodput_comparison_over_the_same_logs(tmp_path
                             tpot["slices"] + tpot["models"], strict=True):  # fmt: skip
         assert mine["verdict"] == theirs["verdict"]
         assert mine["ratio"] == pytest.approx(theirs["ratio"], rel=1e-9)  # summed in another order
+
+
+def test_analyze_tpot_is_the_sidecars_goodput_per_slice(tmp_path: Path) -> None:
+    """`analyze --tpot`: each group's decode time per output token and its interval are the
+    live analysis' since-start goodput of the slice (replay), request for request."""
+    settings = load_settings(ctx_buckets=BUCKETS)
+    records = simulated_records(12, 3000)
+    log = write(tmp_path / "a.jsonl", records)
+    document = analyze("--tpot", "--ctx-buckets", BUCKETS, str(log))
+    analyzer, end = replay(records, settings)
+    views = analyzer.snapshot(end).goodput
+    timed = [g for g in document["groups"] if g["tpot_requests"]]
+    assert len(timed) >= 10
+    for group in document["groups"]:
+        view = views.get((group["model"], group["ctx_bucket"], group["task"]))
+        if view is None:
+            assert group["tpot_requests"] == 0 or group.get("tpot_seconds") is None
+            continue
+        assert group["tpot_requests"] == view.requests_since_start
+        same_interval(group["tpot_interval"], view.tpot_since_start)
+    assert "tpot_seconds" not in analyze(str(log))["groups"][0]  # only when asked for
+    # black box on the real captures: replay --json's goodput is analyze --tpot's
+    captures = write(tmp_path / "captures.jsonl", captured_records())
+    status = json.loads(run("replay", "--json", "--ctx-buckets", BUCKETS, str(captures)).stdout)
+    document = analyze("--tpot", "--ctx-buckets", BUCKETS, str(captures))
+    groups = {(g["model"], g["ctx_bucket"], g["task"]): g for g in document["groups"]}
+    compared = 0
+    for view in status["slices"]:
+        goodput = view["goodput"]
+        if goodput is None:
+            continue
+        got = groups[view["model"], view["ctx_bucket"], view["task"]]
+        assert got["tpot_requests"] == goodput["since_start"]["requests"]
+        assert got["tpot_seconds"] == pytest.approx(goodput["since_start"]["tpot_seconds"])
+        compared += 1
+    assert compared >= 3

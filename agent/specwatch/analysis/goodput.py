@@ -73,11 +73,13 @@ class GoodputView:
     """One slice's (or rollup's, or load bucket's) goodput: TPOT over the window and since
     the start, the engine step time, and the requests each rests on."""
 
-    tpot: Interval | None
+    tpot: Interval | None  # None below two requests: no variance
     requests: int
     tpot_since_start: Interval | None
     requests_since_start: int
     step_seconds: float | None
+    seconds: float | None = None  # TPOT over the window, from one request on
+    seconds_since_start: float | None = None
 
 
 class GoodputTracker:
@@ -164,5 +166,7 @@ class GoodputTracker:
                 tpot_since_start=tpot_interval(since, self._confidence),
                 requests_since_start=since.n,
                 step_seconds=steps.x / steps.y if steps.y > 0 else None,
+                seconds=window.x / window.y if window.y > 0 else None,
+                seconds_since_start=since.x / since.y if since.y > 0 else None,
             )
         return out

@@ -77,8 +77,13 @@ def engine(args: argparse.Namespace) -> Any:
 
 
 def grouped(
-    fleet: Any, request: Request, settings: Settings, by: tuple[str, ...] | None = None
+    fleet: Any,
+    request: Request,
+    settings: Settings,
+    by: tuple[str, ...] | None = None,
+    tpot: bool = False,
 ) -> tuple[list[Group], Tally]:
+    """The groups of `by` (else the request's); `tpot`: with their decode-time sums."""
     dims = by or request.by
     rows = fleet.aggregate(
         request.files,
@@ -87,6 +92,7 @@ def grouped(
         settings.load.batch_edges,
         request.since,
         request.until,
+        with_load=tpot,
     )
     from specwatch.analysis.load import LoadBuckets
     from specwatch.analysis.slicing import CtxBuckets
@@ -118,10 +124,20 @@ def report_lines(tally: Tally, command: str) -> None:
         )
 
 
-def group_fields(group: Group, by: tuple[str, ...]) -> dict[str, Any]:
+def group_fields(group: Group, by: tuple[str, ...], confidence: float) -> dict[str, Any]:
     from specwatch.export.fields import by_drafted_length, interval_fields
 
     stats, counts = group.stats, group.counts
+    tpot: dict[str, Any] = {}
+    if group.decode is not None:  # `--tpot`: the sidecar's goodput over the group
+        from specwatch.analysis.goodput import tpot_interval
+
+        interval = tpot_interval(group.decode, confidence)
+        tpot = {
+            "tpot_seconds": group.decode.x / group.decode.y if group.decode.y > 0 else None,
+            "tpot_interval": interval_fields(interval),
+            "tpot_requests": group.decode.n,
+        }
     return {
         **dict(zip(by, group.key, strict=True)),
         **counts.as_dict(),
@@ -132,6 +148,7 @@ def group_fields(group: Group, by: tuple[str, ...]) -> dict[str, Any]:
         "tau_interval": interval_fields(stats.tau),
         "per_position": list(stats.per_position),
         "by_drafted_length": by_drafted_length(counts),
+        **tpot,
     }
 
 
@@ -145,7 +162,7 @@ def run_analyze(args: argparse.Namespace, settings: Settings) -> int:
                 file=sys.stderr,
             )
             return 2
-        groups, tally = grouped(fleet, request, settings)
+        groups, tally = grouped(fleet, request, settings, tpot=args.tpot)
         tables = k_tables(fleet, request, settings, args.cost_ratio) if args.k_table else []
     except (UsageError, SourceError) as error:
         print(f"specwatch: analyze: {error}", file=sys.stderr)
@@ -158,7 +175,7 @@ def run_analyze(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 1
-    rows = [group_fields(group, request.by) for group in groups]
+    rows = [group_fields(group, request.by, settings.zones.confidence) for group in groups]
     if args.json:
         document = {
             "by": list(request.by),
@@ -228,6 +245,12 @@ def _flat(row: dict[str, Any], by: tuple[str, ...]) -> dict[str, Any]:
             )
     alpha = row["alpha"]
     out["design_effect"] = None if alpha is None else alpha["design_effect"]
+    if "tpot_seconds" in row:
+        interval = row["tpot_interval"]
+        out["tpot_seconds"] = row["tpot_seconds"]
+        out["tpot_lower"] = None if interval is None else interval["lower"]
+        out["tpot_upper"] = None if interval is None else interval["upper"]
+        out["tpot_requests"] = row["tpot_requests"]
     out["per_position"] = row["per_position"]
     return out
 

@@ -73,14 +73,12 @@ def goodput_status(view: GoodputView | None) -> dict[str, Any] | None:
     if view is None:
         return None
     return {
-        "tpot_seconds": None if view.tpot is None else view.tpot.estimate,
+        "tpot_seconds": view.seconds,
         "tpot_interval": interval_fields(view.tpot),
         "requests": view.requests,
         "step_seconds": view.step_seconds,
         "since_start": {
-            "tpot_seconds": None
-            if view.tpot_since_start is None
-            else view.tpot_since_start.estimate,
+            "tpot_seconds": view.seconds_since_start,
             "tpot_interval": interval_fields(view.tpot_since_start),
             "requests": view.requests_since_start,
         },

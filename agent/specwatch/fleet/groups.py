@@ -47,6 +47,9 @@ class Group:
     key: tuple[str, ...]  # the values of the dimensions, in --by's order
     counts: Counts
     stats: SliceStats
+    # decode seconds over decode tokens of its speculative requests (a query `with_load`),
+    # each request in the ctx bucket of its first step, as the sidecar's goodput
+    decode: RatioSums | None = None
 
 
 def label(name: str, value: Any, ctx: CtxBuckets, load: LoadBuckets) -> str:
@@ -75,16 +78,21 @@ def read_rows(
     width = len([d for d in dimensions if d != "ctx_bucket"]) or 1
     at = {name: i for i, name in enumerate(SUMS)}
     groups: dict[tuple[str, ...], _Group] = defaultdict(_Group)
+    decode: dict[tuple[str, ...], RatioSums] = defaultdict(RatioSums)
     tally = Tally()
     for row in rows:
         values, sums = row[:width], row[width:]
         status = sums[at["status"]]
         tally.lines[status] += int(sums[at["lines"]])
-        if status != "spec":
+        if status not in ("spec", "empty"):
             continue
         named = dict(zip([d for d in dimensions if d != "ctx_bucket"], values, strict=False))
         named["ctx_bucket"] = sums[at["b"]]
         key = tuple(label(name, named[name], ctx, load) for name in dimensions)
+        if sums[at["dec_n"]]:
+            _add_decode(decode[key], sums, at)
+        if status != "spec":
+            continue
         group = groups[key]
         _steps(sums, at, group.steps)
         requests = int(sums[at["requests"]])
@@ -97,7 +105,7 @@ def read_rows(
         group = groups[key]
         steps = ((d, a, n) for (d, a), n in sorted(group.steps.items()))
         counts = Counts.of_histogram(steps, group.requests, group.moments, max_position)
-        out.append(Group(key, counts, SliceStats.of(counts, confidence)))
+        out.append(Group(key, counts, SliceStats.of(counts, confidence), decode.get(key)))
     return out, tally
 
 
