@@ -23,7 +23,7 @@ from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
 from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, SliceOrder, split_steps
-from specwatch.analysis.speedup import ASSUMED, ESTIMATED, Cost, Gain, SpeedupTracker
+from specwatch.analysis.speedup import ASSUMED, Cost, Gain, SpeedupTracker
 from specwatch.analysis.stats import (
     Interval,
     SliceStats,
@@ -190,16 +190,13 @@ class Analyzer:
 
     def _costs(self, windows: dict[SliceKey, tuple[Counts, str]], now: float) -> dict[str, Cost]:
         """c per model, from each model's `all` window."""
-        out = {}
-        for key, (counts, _) in windows.items():
-            if key.ctx_bucket != C.ALL:
-                continue
-            cost = self._speedup.cost_ratio(key.model, counts, now)
-            estimate = self._goodput.cost(key.model) if cost.source == ASSUMED else None
-            if estimate is not None:  # no A/B baseline, none configured: the step times'
-                cost = Cost(estimate.ratio, ESTIMATED, estimate.lower, estimate.upper)
-            out[key.model] = cost
-        return out
+        return {
+            key.model: self._goodput.cost(
+                key.model, self._speedup.cost_ratio(key.model, counts, now)
+            )
+            for key, (counts, _) in windows.items()
+            if key.ctx_bucket == C.ALL
+        }
 
     def _gain(
         self, key: SliceKey, counts: Counts, tau: Interval | None, now: float, cost: Cost

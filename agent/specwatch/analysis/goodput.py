@@ -25,9 +25,10 @@ import math
 from dataclasses import dataclass
 
 from specwatch import conventions as C
-from specwatch.analysis.draft_cost import CostEstimate, DraftCost
+from specwatch.analysis.draft_cost import DraftCost
 from specwatch.analysis.load import LoadBuckets
 from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.speedup import ASSUMED, ESTIMATED, Cost
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
 from specwatch.analysis.windows import RatioSums, WindowedRatio
 from specwatch.model import RequestRecord
@@ -133,9 +134,13 @@ class GoodputTracker:
             for key, cell in self._cells.items()
         }
 
-    def cost(self, model: str) -> CostEstimate | None:
-        """The draft's cost c estimated from step times, where the data identify it."""
-        return self._cost.estimate(model)
+    def cost(self, model: str, known: Cost) -> Cost:
+        """`known`, unless it is only the assumed default and the step times identify c:
+        then theirs, with its interval (no A/B baseline, none configured)."""
+        estimate = self._cost.estimate(model) if known.source == ASSUMED else None
+        if estimate is None:
+            return known
+        return Cost(estimate.ratio, ESTIMATED, estimate.lower, estimate.upper)
 
     def since_start(self) -> dict[Cell, RatioSums]:
         """Per cell its since-start sums, copied."""
