@@ -414,3 +414,36 @@ def test_the_rewriters_fast_path_changes_no_byte(
         fast = run()
         with mock.patch.object(rewriting.StreamRewriter, "fast", False):
             assert fast == run()
+
+
+def test_a_stream_without_vllms_timing_is_timed_by_the_stream_and_says_so(captures: Path) -> None:
+    """vLLM run without --enable-per-request-metrics gives no time per output token: the
+    stream's own timing (first byte to the end over the tokens after the first) stands in, with
+    `tpot_source` stream; with vLLM's metrics, vLLM's figure and no source (vLLM's)."""
+    event = usage_event(captures / "stream_usage.sse")
+    assert event is not None
+    body = orjson.loads(event.split(b"data: ", 1)[1])
+    for name in ("mean_itl_ms", "generation_time_ms", "time_to_first_token_ms"):
+        body["metrics"].pop(name, None)
+    untimed = b"data: " + orjson.dumps(body) + b"\n\n"
+
+    def observed(payload: bytes) -> Observation:
+        return Observation(
+            ts=1.0, request_id="r", features=features_of("/v1/completions", None, None),
+            outcome=None, stream=True, payload=payload, e2e=0.41, first_byte=0.01,
+        )  # fmt: skip
+
+    record = to_record(observed(untimed), TaskSettings(), Health())
+    tokens = record.completion_tokens
+    assert tokens is not None
+    assert tokens > 1
+    assert record.latency.tpot_source == "stream"
+    assert record.latency.tpot == pytest.approx(0.40 / (tokens - 1))
+    timed = to_record(observed(event), TaskSettings(), Health())
+    assert timed.latency.tpot_source is None
+    assert timed.latency.tpot == pytest.approx(body_itl(event) / 1000.0)
+
+
+def body_itl(event: bytes) -> float:
+    itl: float = orjson.loads(event.split(b"data: ", 1)[1])["metrics"]["mean_itl_ms"]
+    return itl
