@@ -19,7 +19,7 @@ from specwatch import conventions as C
 from specwatch.runtime import Sidecar
 from specwatch.sim.server import SimServer
 from specwatch.vllm.configwatch import ConfigWatch
-from specwatch.vllm.specconfig import config_id
+from specwatch.vllm.specconfig import config_id, spec_config
 
 from tests.support import assert_status_valid
 from tests.support.http import eventually, post, scrape, serve, sidecar_settings, total
@@ -84,8 +84,15 @@ async def test_the_config_and_track_are_on_status_and_on_every_series_of_the_ana
         } == config
         samples = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
         (info,) = samples["specwatch_spec_config_info"]
+        # how it speculates, whatever vLLM's version and track: the canary alert's test of
+        # configs that should accept alike
+        speculation = spec_config(NGRAM, "0.32.0", "canary").speculation
+        assert speculation == spec_config(NGRAM, "0.99.0", "stable").speculation
+        assert speculation != spec_config({**NGRAM, "num_speculative_tokens": 3}, "0.32.0",
+                                          "canary").speculation  # fmt: skip
         assert {"config": expected_id, "track": "canary", "method": "ngram", "draft": "",
-                "num_speculative_tokens": "2", "vllm_version": "0.32.0"} == info[0]  # fmt: skip
+                "num_speculative_tokens": "2", "vllm_version": "0.32.0",
+                "speculation": speculation} == info[0]  # fmt: skip
         for name in (C.SPEC_STEPS, C.SLICE_REQUESTS, C.MODEL_REQUESTS, C.REQUESTS):
             series = samples[name + "_total"]
             assert series

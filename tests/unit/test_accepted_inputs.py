@@ -14,7 +14,7 @@ import io
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 from rich.console import Console
@@ -81,8 +81,18 @@ def accepted(lines: list[dict[str, Any]]) -> list[RequestRecord]:
     return records
 
 
+HUGE_TPOT = {
+    "v": 1, "ts": 1_764_400_000.0, "request_id": "r", "model": "a", "task": "code",
+    "prompt_tokens": 0, "completion_tokens": 2, "num_spec_tokens": 0, "per_step_drafted": [0],
+    "per_step_accepted": [0], "ttft_ms": None, "tpot_ms": 1e300, "e2e_ms": None,
+    "variant": "spec", "in_flight": 1,
+}  # fmt: skip
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(line(1_764_400_000.0), max_size=25), st.booleans())
+@example([HUGE_TPOT], False)  # the goodput's second moments past a float's range
+@example([HUGE_TPOT, {**HUGE_TPOT, "tpot_ms": 1e-300, "in_flight": 9}] * 20, False)
 def test_every_accepted_record_goes_through_analysis_and_every_output(
     lines: list[dict[str, Any]], spans_years: bool
 ) -> None:

@@ -43,9 +43,11 @@ class _Moments:
         self.w[2] += w * x * x
         self.w[3] += w * x * s
         self.w[4] += w * s
-        for p in range(3):
+        # products, not powers: a float product past the range is inf, a power raises
+        xq = (1.0, x, x * x, x * x * x, x * x * x * x)
+        for p, sp in enumerate((1.0, s, s * s)):
             for q in range(5):
-                self.w2[p][q] += w * w * x**q * s**p
+                self.w2[p][q] += w * w * xq[q] * sp
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +61,16 @@ class CostEstimate:
 def _bucket(m: _Moments) -> tuple[float, float] | None:
     """c and its variance from one bucket's moments; None where x does not spread."""
     total, sx, sxx, sxs, ss = m.w
-    if m.n < MIN_REQUESTS or total <= 0:
+    finite = all(math.isfinite(v) for v in (*m.w, *(v for row in m.w2 for v in row)))
+    if m.n < MIN_REQUESTS or total <= 0 or not finite:
         return None
     mean_x = sx / total
     spread = sxx / total - mean_x * mean_x
     if spread < MIN_SPREAD**2:
         return None
     det = total * sxx - sx * sx
+    if det <= 0:
+        return None
     b = (total * sxs - sx * ss) / det
     a = (ss - b * sx) / total
     if a <= 0:
@@ -105,7 +110,7 @@ class DraftCost:
 
     def add(self, model: str, load: int, steps: int, drafted: int, seconds: float) -> None:
         """One request: its speculative steps, the tokens they drafted, their decode seconds."""
-        if steps <= 0 or seconds <= 0 or not math.isfinite(seconds):
+        if steps <= 0 or not 0 < seconds < math.inf:
             return
         moments = self._moments.get((model, load))
         if moments is None:

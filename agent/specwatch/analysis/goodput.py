@@ -34,6 +34,7 @@ from specwatch.analysis.windows import RatioSums, WindowedRatio
 from specwatch.model import RequestRecord
 from specwatch.settings import Settings
 
+MAX_EXPONENT = 700.0  # math.exp past ~709 overflows: an interval that wide is no interval
 UNKNOWN_LOAD = "unknown"  # a request whose in-flight count was not recorded (an old log)
 
 # (model, prompt's ctx bucket, task, load bucket)
@@ -44,7 +45,7 @@ def decode_of(record: RequestRecord) -> tuple[float, int] | None:
     """A request's decode seconds and decode tokens; None when it has no time per output token
     or fewer than two output tokens (nothing decoded after the first)."""
     tpot, tokens = record.latency.tpot, record.completion_tokens
-    if tpot is None or tokens is None or tokens < 2 or not math.isfinite(tpot) or tpot < 0:
+    if tpot is None or tokens is None or tokens < 2 or not 0 <= tpot < math.inf:
         return None
     return tpot * (tokens - 1), tokens - 1
 
@@ -55,10 +56,13 @@ def tpot_interval(sums: RatioSums, confidence: float) -> Interval | None:
     if sums.n < 2 or sums.x <= 0 or sums.y <= 0:
         return None
     ratio = sums.x / sums.y
-    variance = robust_variance(sums.n, sums.x, sums.y, sums.xx, sums.xy, sums.yy)
-    if not math.isfinite(variance):
+    if not 0 < ratio < math.inf:
         return None
-    spread = math.exp(t_quantile(confidence, sums.n - 1) * math.sqrt(variance) / ratio)
+    variance = robust_variance(sums.n, sums.x, sums.y, sums.xx, sums.xy, sums.yy)
+    exponent = t_quantile(confidence, sums.n - 1) * math.sqrt(variance) / ratio
+    if not exponent < MAX_EXPONENT:  # not finite, or a spread no float holds
+        return None
+    spread = math.exp(exponent)
     return Interval(ratio, ratio / spread, ratio * spread)
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from specwatch.analysis.compare import family_confidence
+from specwatch.analysis.goodput import MAX_EXPONENT
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
 from specwatch.analysis.windows import RatioSums
 
@@ -81,7 +82,8 @@ def _log_variance(sums: RatioSums) -> float:
 
 
 def _timed(sums: RatioSums, least: int) -> bool:
-    return sums.n >= max(2, least) and sums.x > 0 and sums.y > 0
+    finite = math.isfinite(sums.x + sums.y + sums.xx + sums.xy + sums.yy)
+    return sums.n >= max(2, least) and sums.x > 0 and sums.y > 0 and finite
 
 
 def combined_ratio(
@@ -100,10 +102,12 @@ def combined_ratio(
         estimate += w * math.log((after.x / after.y) / (before.x / before.y))
         variance += w * w * (v_before + v_after)
         shares += w**4 * (v_before**2 / (before.n - 1) + v_after**2 / (after.n - 1))
-    if not math.isfinite(variance):
+    if not math.isfinite(variance + shares + estimate):
         return None
     df = variance * variance / shares if shares > 0 else float(sum(b.n + a.n - 2 for b, a in rows))
     half = t_quantile(confidence, max(1.0, df)) * math.sqrt(variance)
+    if not abs(estimate) + half < MAX_EXPONENT:  # a ratio no float holds
+        return None
     return Interval(math.exp(estimate), math.exp(estimate - half), math.exp(estimate + half))
 
 
