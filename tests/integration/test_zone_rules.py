@@ -4,40 +4,17 @@ say which window decided (benchmarks/zone_verdicts.py runs the same on 192 slice
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 from specwatch.sim.truth import write_log
 
+from tests.support.analysis import replay_zone_changes
+
 HOUR = 3600.0
 START = 1.8e9
 TASKS = ("chat", "code", "summarization", "translation")
-
-
-def replay(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    command = [
-        sys.executable,
-        "-m",
-        "specwatch",
-        "replay",
-        "--json",
-        "--verbose",
-        "--log-format",
-        "json",
-    ]
-    done = subprocess.run([*command, str(path)], capture_output=True, check=True)
-    events = []
-    for line in done.stderr.decode().splitlines():
-        if line.startswith("{"):
-            event = json.loads(line)
-            if event.get("event") == "zone_changed":
-                events.append(event)
-    return json.loads(done.stdout), events
 
 
 @pytest.mark.parametrize(
@@ -49,7 +26,7 @@ def test_a_slice_just_past_a_threshold_gets_its_verdict_within_the_hour_at_high_
 ) -> None:
     path = tmp_path / "hour.jsonl"
     write_log(path, lambda _t: truth, models=("m0", "m1"), tasks=TASKS, sd=0.15, seed=3)
-    document, _ = replay(path)
+    document, _ = replay_zone_changes(path)
     zones = [row["zone"] for row in document["slices"]]
     assert 48 == len(zones)
     assert zones.count(zone) / 48 >= least, Counter(zones)
@@ -61,7 +38,7 @@ def test_a_slice_just_short_of_a_threshold_is_not_called_across_it_at_high_dispe
 ) -> None:
     path = tmp_path / "hour.jsonl"
     write_log(path, lambda _t: truth, models=("m0", "m1"), tasks=TASKS, sd=0.15, seed=4)
-    _, events = replay(path)
+    _, events = replay_zone_changes(path)
     called = {(e["model"], e["ctx_bucket"], e["task"]) for e in events if e["zone"] == zone}
     assert len(called) <= 2, called  # of 48 and their rollups (the benchmark: <= 2.1%)
 
@@ -86,7 +63,7 @@ def test_a_model_rollup_at_its_threshold_does_not_flap_and_says_what_decided(
         seconds=2 * HOUR,
         seed=5,
     )
-    document, events = replay(path)
+    document, events = replay_zone_changes(path)
     assert 24 == len(document["models"])
     rollup = [e for e in events if e["ctx_bucket"] == "all"]
     judged = ("green", "yellow", "red")

@@ -5,36 +5,20 @@ benchmarks/zone_verdicts.py runs the same on 192 slices a truth)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from specwatch.sim.truth import verdicts, write_log
 
+from tests.support.analysis import replay_zone_changes
+
 MODELS = ("m0", "m1")
 TASKS = ("chat", "code", "summarization", "translation")  # x 6 ctx buckets x 2 models: 48
 
 
 def replay(path: Path) -> dict[str, float]:
-    command = [
-        sys.executable,
-        "-m",
-        "specwatch",
-        "replay",
-        "--json",
-        "--verbose",
-        "--log-format",
-        "json",
-    ]
-    done = subprocess.run([*command, str(path)], capture_output=True, check=True)
-    events: list[dict[str, Any]] = []
-    for line in done.stderr.decode().splitlines():
-        if line.startswith("{"):
-            events.append(json.loads(line))
-    return verdicts(json.loads(done.stdout), events)
+    return verdicts(*replay_zone_changes(path))
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from specwatch import conventions as C
@@ -111,3 +115,18 @@ def rendered(snapshot: Snapshot) -> tuple[bytes, bytes]:
     """A snapshot as /metrics (a new collector: nothing kept) and /status write it."""
     reading = Reading(snapshot)
     return Exposition(SpecwatchCollector(lambda: reading)).render(), dumps(status_document(reading))
+
+
+def replay_zone_changes(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`specwatch replay --json` of a cycle log, as a user runs it: its /status document and
+    its `zone_changed` events (JSON log lines on stderr)."""
+    command = [sys.executable, "-m", "specwatch", "replay", "--json", "--verbose",
+               "--log-format", "json", str(path)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, check=True)
+    events = []
+    for line in done.stderr.decode().splitlines():
+        if line.startswith("{"):
+            event = json.loads(line)
+            if event.get("event") == "zone_changed":
+                events.append(event)
+    return json.loads(done.stdout), events
