@@ -588,14 +588,14 @@ MUTATIONS = (
     Mutation(
         "the rollouts analysis fails on one minute's dip, not on a held drop",
         "gen/rollout.py",
-        'held = f"max_over_time({selected}[{Q.duration(cfg.for_seconds)}])"',
-        'held = f"min_over_time({selected}[{Q.duration(cfg.for_seconds)}])"',
+        'held_drop = f"max_over_time({upper}{{{model}}}[{span}])"',
+        'held_drop = f"min_over_time({upper}{{{model}}}[{span}])"',
     ),
     Mutation(
         "goodput: the rollout fails on one minute past the line, not on a held slowdown",
-        "gen/goodput_rules.py",
-        'held = f"min_over_time({selected}[{Q.duration(cfg.for_seconds)}])"',
-        'held = f"max_over_time({selected}[{Q.duration(cfg.for_seconds)}])"',
+        "gen/rollout.py",
+        'held_slowdown = f"min_over_time({lower}{{{model}}}[{span}])"',
+        'held_slowdown = f"max_over_time({lower}{{{model}}}[{span}])"',
     ),
     Mutation(
         "goodput: SpecDecodeCanarySlower on any sure slowdown, not past the margin",

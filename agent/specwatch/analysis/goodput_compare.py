@@ -36,7 +36,8 @@ from typing import Any, TypeVar
 
 from specwatch.analysis.compare import family_confidence
 from specwatch.analysis.goodput import MAX_EXPONENT
-from specwatch.analysis.stats import Interval, robust_variance, t_quantile
+from specwatch.analysis.speedup import log_variance
+from specwatch.analysis.stats import Interval, t_quantile
 from specwatch.analysis.windows import RatioSums
 
 FASTER, SLOWER, SAME, INSUFFICIENT = "faster", "slower", "same", "insufficient"
@@ -75,12 +76,6 @@ class TpotComparison:
         }
 
 
-def _log_variance(sums: RatioSums) -> float:
-    """The variance of log(TPOT) by the delta method: V / TPOT^2."""
-    ratio = sums.x / sums.y
-    return robust_variance(sums.n, sums.x, sums.y, sums.xx, sums.xy, sums.yy) / (ratio * ratio)
-
-
 def _timed(sums: RatioSums, least: int) -> bool:
     finite = math.isfinite(sums.x + sums.y + sums.xx + sums.xy + sums.yy)
     return sums.n >= max(2, least) and sums.x > 0 and sums.y > 0 and finite
@@ -98,7 +93,7 @@ def combined_ratio(
     estimate = variance = shares = 0.0
     for before, after in rows:
         w = after.y / total
-        v_before, v_after = _log_variance(before), _log_variance(after)
+        v_before, v_after = log_variance(before), log_variance(after)
         estimate += w * math.log((after.x / after.y) / (before.x / before.y))
         variance += w * w * (v_before + v_after)
         shares += w**4 * (v_before**2 / (before.n - 1) + v_after**2 / (after.n - 1))

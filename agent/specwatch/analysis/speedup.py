@@ -102,7 +102,7 @@ def _finite(sums: RatioSums) -> bool:
     return math.isfinite(sums.x + sums.y + sums.xx + sums.xy + sums.yy)
 
 
-def _relative_variance(sums: RatioSums) -> float:
+def log_variance(sums: RatioSums) -> float:
     """Var(log ratio) ~ Var(ratio) / ratio^2 (delta method)."""
     ratio = sums.x / sums.y
     return robust_variance(sums.n, sums.x, sums.y, sums.xx, sums.xy, sums.yy) / (ratio * ratio)
@@ -120,12 +120,12 @@ def measured_gain(
     if spec.n < 2 or spec.x <= 0 or spec.y <= 0 or not _finite(spec):
         return None
     spec_tpot = spec.x / spec.y
-    v_spec = _relative_variance(spec)
+    v_spec = log_variance(spec)
     if baseline is not None:
         if baseline.n < 2 or baseline.x <= 0 or baseline.y <= 0 or not _finite(baseline):
             return None
         base_tpot = baseline.x / baseline.y
-        v_base = _relative_variance(baseline)
+        v_base = log_variance(baseline)
         shares = v_spec**2 / (spec.n - 1) + v_base**2 / (baseline.n - 1)
         total = v_spec + v_base
         df = total * total / shares if shares > 0 else float(spec.n + baseline.n - 2)

@@ -76,6 +76,22 @@ def engine(args: argparse.Namespace) -> Any:
     return Engine(args.threads, args.memory_limit, progress)
 
 
+def aggregated(
+    fleet: Any, request: Request, settings: Settings, dims: tuple[str, ...], with_load: bool
+) -> list[tuple[Any, ...]]:
+    """fleet/sql.py's rows of the request's files, grouped by `dims`."""
+    rows: list[tuple[Any, ...]] = fleet.aggregate(
+        request.files,
+        dims,
+        settings.ctx_buckets,
+        settings.load.batch_edges,
+        request.since,
+        request.until,
+        with_load=with_load,
+    )
+    return rows
+
+
 def grouped(
     fleet: Any,
     request: Request,
@@ -85,15 +101,7 @@ def grouped(
 ) -> tuple[list[Group], Tally]:
     """The groups of `by` (else the request's); `tpot`: with their decode-time sums."""
     dims = by or request.by
-    rows = fleet.aggregate(
-        request.files,
-        dims,
-        settings.ctx_buckets,
-        settings.load.batch_edges,
-        request.since,
-        request.until,
-        with_load=tpot,
-    )
+    rows = aggregated(fleet, request, settings, dims, with_load=tpot)
     from specwatch.analysis.load import LoadBuckets
     from specwatch.analysis.slicing import CtxBuckets
 
@@ -205,15 +213,7 @@ def k_tables(
     from specwatch.commands.ktable import k_tables as tables_of
     from specwatch.fleet.groups import load_table
 
-    rows = fleet.aggregate(
-        request.files,
-        ("model", "load"),
-        settings.ctx_buckets,
-        settings.load.batch_edges,
-        request.since,
-        request.until,
-        with_load=True,
-    )
+    rows = aggregated(fleet, request, settings, ("model", "load"), with_load=True)
     table = load_table(rows, LoadBuckets(settings.load.batch_edges), settings.limits.max_position)
     return tables_of(table, settings, cost_ratio)
 

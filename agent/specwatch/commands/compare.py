@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from specwatch.analysis.compare import ModelComparison, SliceComparison, compare_models
 from specwatch.analysis.evidence import Sums
 from specwatch.analysis.goodput_compare import TpotComparison, compare_tpot
 from specwatch.analysis.windows import RatioSums
-from specwatch.commands.analyze import UsageError, engine, grouped, report_lines
+from specwatch.commands.analyze import UsageError, aggregated, engine, grouped, report_lines
 from specwatch.commands.analyze import request_of as request_from
 from specwatch.fleet.groups import Group, Tally, decode_cells
 from specwatch.fleet.source import SourceError
@@ -93,16 +94,7 @@ def _tpot_sides(
 
     def cells(paths: list[str], dims: tuple[str, ...]) -> Cells:
         request = request_from(_with(args, paths), args.by)
-        rows = fleet.aggregate(
-            request.files,
-            dims,
-            settings.ctx_buckets,
-            settings.load.batch_edges,
-            request.since,
-            request.until,
-            with_load=True,
-        )
-        return decode_cells(rows, dims, ctx, load)
+        return decode_cells(aggregated(fleet, request, settings, dims, True), dims, ctx, load)
 
     by = _by_model_first(request_from(_with(args, list(args.paths)), args.by).by)
     if args.split is None:
@@ -243,69 +235,64 @@ def _print(document: dict[str, Any], by: tuple[str, ...]) -> None:
         _print_alpha(out, document, by)
 
 
-def _title(document: dict[str, Any], by: tuple[str, ...], what: str) -> str:
-    return f"{what}: B ({document['b']}) against A ({document['a']}), by {', '.join(by)}"
-
-
-def _print_tpot(out: Any, document: dict[str, Any], by: tuple[str, ...]) -> None:
+def _show(
+    out: Any,
+    document: dict[str, Any],
+    by: tuple[str, ...],
+    what: str,
+    columns: tuple[str, str, str],
+    rows: list[dict[str, Any]],
+    cells: tuple[Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], str]],
+) -> None:
+    """One comparison's table: the keys, each side, B against A, the verdict."""
     from rich.table import Table
 
     from specwatch.commands.table import show
 
     level = f"{document['confidence']:.0%}"
-    table = Table(
-        title=_title(document, by, "Decode time per output token"),
-        title_justify="left",
-        pad_edge=False,
-    )
+    title = f"{what}: B ({document['b']}) against A ({document['a']}), by {', '.join(by)}"
+    table = Table(title=title, title_justify="left", pad_edge=False)
     for name in by:
         table.add_column(name)
-    for name in ("A TPOT ms (reqs)", "B TPOT ms (reqs)", f"B / A [{level} family-wise]"):
+    for name in (*columns[:2], f"{columns[2]} [{level} family-wise]", "verdict"):
         table.add_column(name, justify="right")
-    table.add_column("verdict", justify="right")
+    side, against = cells
+    for row in rows:
+        keys = [str(row.get(name, "all")) for name in by]
+        table.add_row(*keys, side(row["a"]), side(row["b"]), against(row), row["verdict"])
+    show(out, table)
 
+
+def _print_tpot(out: Any, document: dict[str, Any], by: tuple[str, ...]) -> None:
     def side(values: dict[str, Any]) -> str:
         tpot = values["tpot_seconds"]
         return "-" if tpot is None else f"{tpot * 1000:.2f} ({values['requests']})"
 
-    tpot = document["tpot"]
-    for row in [*tpot["models"], *tpot["slices"]]:
+    def ratio(row: dict[str, Any]) -> str:
         r = row["ratio"]
-        shown = "-" if r is None else f"{r['estimate']:.3f} [{r['lower']:.3f}, {r['upper']:.3f}]"
-        keys = [str(row.get(name, "all")) for name in by]
-        table.add_row(*keys, side(row["a"]), side(row["b"]), shown, row["verdict"])
-    show(out, table)
+        return "-" if r is None else f"{r['estimate']:.3f} [{r['lower']:.3f}, {r['upper']:.3f}]"
+
+    tpot = document["tpot"]
+    columns = ("A TPOT ms (reqs)", "B TPOT ms (reqs)", "B / A")
+    what = "Decode time per output token"
+    _show(out, document, by, what, columns, [*tpot["models"], *tpot["slices"]], (side, ratio))
     for row in tpot["models"]:
         if row["caveat"]:
             out.print(f"{row['model']}: {row['caveat']}", highlight=False)
 
 
 def _print_alpha(out: Any, document: dict[str, Any], by: tuple[str, ...]) -> None:
-    from rich.table import Table
-
-    from specwatch.commands.table import show
-
-    level = f"{document['confidence']:.0%}"
-    table = Table(
-        title=_title(document, by, "Acceptance"),
-        title_justify="left",
-        pad_edge=False,
-    )
-    for name in by:
-        table.add_column(name)
-    for name in ("A alpha (reqs)", "B alpha (reqs)", f"B - A [{level} family-wise]", "verdict"):
-        table.add_column(name, justify="right")
-
     def side(values: dict[str, Any]) -> str:
         alpha = values["alpha"]
         return "-" if alpha is None else f"{alpha:.3f} ({values['requests']})"
 
-    for row in [*document["models"], *document["slices"]]:
+    def difference(row: dict[str, Any]) -> str:
         d = row["difference"]
-        shown = "-" if d is None else f"{d['estimate']:+.3f} [{d['lower']:+.3f}, {d['upper']:+.3f}]"
-        keys = [str(row.get(name, "all")) for name in by]
-        table.add_row(*keys, side(row["a"]), side(row["b"]), shown, row["verdict"])
-    show(out, table)
+        return "-" if d is None else f"{d['estimate']:+.3f} [{d['lower']:+.3f}, {d['upper']:+.3f}]"
+
+    columns = ("A alpha (reqs)", "B alpha (reqs)", "B - A")
+    rows = [*document["models"], *document["slices"]]
+    _show(out, document, by, "Acceptance", columns, rows, (side, difference))
     for model in document["models"]:
         overall = model["overall"]
         if overall is not None:

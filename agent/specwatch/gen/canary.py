@@ -33,20 +33,21 @@ def window(settings: Settings) -> str:
     return Q.duration(settings.canary.window_seconds)
 
 
-def _name(level: str, metric: str, settings: Settings, operation: str = "robust") -> str:
+def recorded_name(level: str, metric: str, settings: Settings, operation: str = "robust") -> str:
+    """A canary comparison's recorded series over the canary window (`level:metric:op30m`)."""
     return Q.record(level, metric, f"{operation}{window(settings)}")
 
 
 def difference_bound(level: str, bound: str, settings: Settings) -> str:
     metric = C.RECORDED_CANARY_DIFFERENCE + ("" if bound == "estimate" else f"_{bound}")
-    return _name(level, metric, settings)
+    return recorded_name(level, metric, settings)
 
 
 def ratio_bound(level: str, bound: str, settings: Settings) -> str:
     """The recorded ratio canary / stable of TPOT (`estimate`) or its `lower` / `upper` bound
     (gen/goodput_rules.py)."""
     metric = C.RECORDED_CANARY_TPOT_RATIO + ("" if bound == "estimate" else f"_{bound}")
-    return _name(level, metric, settings)
+    return recorded_name(level, metric, settings)
 
 
 def family_z(count: str, confidence: float) -> str:
@@ -65,10 +66,10 @@ def _family(settings: Settings) -> str:
     """The family of one model and canary config: its slices compared and its rollup, when
     compared (analysis/compare.compare_models: one guard over all of a model's verdicts)."""
     by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
-    counts = [
-        f"count by ({by_family}) ({_name(level, C.RECORDED_CANARY_COMPARED, settings, 'bool')})"
-        for level in Q.LEVELS
+    compared = [
+        recorded_name(level, C.RECORDED_CANARY_COMPARED, settings, "bool") for level in Q.LEVELS
     ]
+    counts = [f"count by ({by_family}) ({name})" for name in compared]
     return f"({counts[0]}\n+ on({by_family}) {counts[1]})\nor {counts[0]}\nor {counts[1]}"
 
 
@@ -86,8 +87,8 @@ def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
         p, n_eff = Q.robust_alpha(level, w), Q.effective_trials(level, w)
         trials = Q.increase(level, C.ACCEPTANCE_TRIALS, w)
         requests = Q.increase(level, C.SLICE_REQUESTS if level == "slice" else C.MODEL_REQUESTS, w)
-        variance = _name(level, C.RECORDED_VARIANCE, settings)
-        chosen = _name(level, C.RECORDED_CANARY_BASELINE, settings, "increase")
+        variance = recorded_name(level, C.RECORDED_VARIANCE, settings)
+        chosen = recorded_name(level, C.RECORDED_CANARY_BASELINE, settings, "increase")
         one = f"({chosen} * 0 + 1)"
 
         def stable(series: str, full: str = full, one: str = one) -> str:
@@ -104,11 +105,11 @@ def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
                 f"group_left({C.Label.BASELINE_CONFIG}) {stable(right)}"
             )
 
-        compared = _name(level, C.RECORDED_CANARY_COMPARED, settings, "bool")
-        family = _name(level, C.RECORDED_CANARY_COMPARED, settings, "count")
-        z_of = _name(level, C.RECORDED_CANARY_Z, settings)
-        df = _name(level, C.RECORDED_CANARY_DF, settings)
-        t = _name(level, C.RECORDED_CANARY_T, settings)
+        compared = recorded_name(level, C.RECORDED_CANARY_COMPARED, settings, "bool")
+        family = recorded_name(level, C.RECORDED_CANARY_COMPARED, settings, "count")
+        z_of = recorded_name(level, C.RECORDED_CANARY_Z, settings)
+        df = recorded_name(level, C.RECORDED_CANARY_DF, settings)
+        t = recorded_name(level, C.RECORDED_CANARY_T, settings)
         estimate = difference_bound(level, "estimate", settings)
         sd = f"sqrt({joined(variance, '+', variance)})"
         by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"

@@ -23,7 +23,7 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.alert import Alert
-from specwatch.gen.canary import CANARY, STABLE, family_z, ratio_bound, window
+from specwatch.gen.canary import CANARY, STABLE, family_z, ratio_bound, recorded_name, window
 from specwatch.settings import Settings
 
 CELL: tuple[str, ...] = (*Q.SLICE, C.Label.LOAD)
@@ -38,22 +38,18 @@ SUMS = (
 )
 
 
-def _name(level: str, metric: str, settings: Settings, operation: str = "robust") -> str:
-    return Q.record(level, metric, f"{operation}{window(settings)}")
-
-
 def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
     """Per cell and track: the counters' increases, TPOT, the variance of its log; the stable
     config each cell compares with; the paired cells and their log-ratio, variance, the parts
     of Welch's degrees of freedom, the canary's decode tokens and each side's requests."""
     span, cell, pair = windows(settings.canary.window_seconds), Q.by(CELL), Q.by(PAIR)
     least = settings.canary.tpot_min_cell_requests
-    part = {name: _name("cell", metric, settings, "increase") for name, metric in SUMS}
+    part = {name: recorded_name("cell", metric, settings, "increase") for name, metric in SUMS}
     n, x, y, xx, xy, yy = (part[name] for name, _ in SUMS)
-    tpot = _name("cell", C.RECORDED_GOODPUT_TPOT, settings, "ratio")
-    log_variance = _name("cell", C.RECORDED_GOODPUT_LOG_VARIANCE, settings)
-    chosen = _name("cell", C.RECORDED_CANARY_TPOT_BASELINE, settings, "increase")
-    paired = _name("cell", C.RECORDED_CANARY_TPOT_PAIRED, settings, "bool")
+    tpot = recorded_name("cell", C.RECORDED_GOODPUT_TPOT, settings, "ratio")
+    log_variance = recorded_name("cell", C.RECORDED_GOODPUT_LOG_VARIANCE, settings)
+    chosen = recorded_name("cell", C.RECORDED_CANARY_TPOT_BASELINE, settings, "increase")
+    paired = recorded_name("cell", C.RECORDED_CANARY_TPOT_PAIRED, settings, "bool")
     one = f"({chosen} * 0 + 1)"
 
     def stable(series: str) -> str:
@@ -104,15 +100,15 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
             ),
         },
         {
-            "record": _name("cell", C.RECORDED_CANARY_TPOT_LOG_RATIO, settings),
+            "record": recorded_name("cell", C.RECORDED_CANARY_TPOT_LOG_RATIO, settings),
             "expr": f"ln({joined(tpot, '/', tpot)})\nand on({cell}) {paired}",
         },
         {
-            "record": _name("cell", C.RECORDED_CANARY_TPOT_VARIANCE, settings),
+            "record": recorded_name("cell", C.RECORDED_CANARY_TPOT_VARIANCE, settings),
             "expr": f"({joined(log_variance, '+', log_variance)})\nand on({cell}) {paired}",
         },
         {
-            "record": _name("cell", C.RECORDED_CANARY_TPOT_DF_PART, settings),
+            "record": recorded_name("cell", C.RECORDED_CANARY_TPOT_DF_PART, settings),
             "expr": (
                 f'{log_variance}{{track="{CANARY}"}} ^ 2\n'
                 f'/ clamp_min({n}{{track="{CANARY}"}} - 1, 1)\n'
@@ -121,9 +117,12 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
                 f"and on({cell}) {paired}"
             ),
         },
-        {"record": _name("cell", C.RECORDED_CANARY_TPOT_TOKENS, settings), "expr": canary(y)},
         {
-            "record": _name("cell", C.RECORDED_CANARY_TPOT_REQUESTS, settings),
+            "record": recorded_name("cell", C.RECORDED_CANARY_TPOT_TOKENS, settings),
+            "expr": canary(y),
+        },
+        {
+            "record": recorded_name("cell", C.RECORDED_CANARY_TPOT_REQUESTS, settings),
             "expr": (
                 f'label_replace({canary(n)}, "{C.Label.SIDE}", "{CANARY}", "", "")\n'
                 f"or label_replace({paired} * on({pair}) group_left() {stable(n)}, "
@@ -138,20 +137,20 @@ def _level_rules(level: str, settings: Settings) -> list[dict[str, Any]]:
     """Per slice or model: the canary-weighted log-ratio, its variance and degrees of freedom,
     whether it is compared, and the ratio's bounds at the family-wise quantile."""
     labels = Q.by((*Q.LEVELS[level], C.Label.BASELINE_CONFIG))
-    tokens = _name("cell", C.RECORDED_CANARY_TPOT_TOKENS, settings)
+    tokens = recorded_name("cell", C.RECORDED_CANARY_TPOT_TOKENS, settings)
     weight = f"({tokens}\n/ on({labels}) group_left() sum by ({labels}) ({tokens}))"
-    log_ratio = _name("cell", C.RECORDED_CANARY_TPOT_LOG_RATIO, settings)
-    variance = _name("cell", C.RECORDED_CANARY_TPOT_VARIANCE, settings)
-    df_part = _name("cell", C.RECORDED_CANARY_TPOT_DF_PART, settings)
-    requests = _name("cell", C.RECORDED_CANARY_TPOT_REQUESTS, settings)
+    log_ratio = recorded_name("cell", C.RECORDED_CANARY_TPOT_LOG_RATIO, settings)
+    variance = recorded_name("cell", C.RECORDED_CANARY_TPOT_VARIANCE, settings)
+    df_part = recorded_name("cell", C.RECORDED_CANARY_TPOT_DF_PART, settings)
+    requests = recorded_name("cell", C.RECORDED_CANARY_TPOT_REQUESTS, settings)
     names = {
-        "log_ratio": _name(level, C.RECORDED_CANARY_TPOT_LOG_RATIO, settings),
-        "variance": _name(level, C.RECORDED_CANARY_TPOT_VARIANCE, settings),
-        "df_part": _name(level, C.RECORDED_CANARY_TPOT_DF_PART, settings),
-        "requests": _name(level, C.RECORDED_CANARY_TPOT_REQUESTS, settings, "sum"),
-        "compared": _name(level, C.RECORDED_CANARY_TPOT_COMPARED, settings, "bool"),
-        "df": _name(level, C.RECORDED_CANARY_TPOT_DF, settings),
-        "t": _name(level, C.RECORDED_CANARY_TPOT_T, settings),
+        "log_ratio": recorded_name(level, C.RECORDED_CANARY_TPOT_LOG_RATIO, settings),
+        "variance": recorded_name(level, C.RECORDED_CANARY_TPOT_VARIANCE, settings),
+        "df_part": recorded_name(level, C.RECORDED_CANARY_TPOT_DF_PART, settings),
+        "requests": recorded_name(level, C.RECORDED_CANARY_TPOT_REQUESTS, settings, "sum"),
+        "compared": recorded_name(level, C.RECORDED_CANARY_TPOT_COMPARED, settings, "bool"),
+        "df": recorded_name(level, C.RECORDED_CANARY_TPOT_DF, settings),
+        "t": recorded_name(level, C.RECORDED_CANARY_TPOT_T, settings),
     }
     least = settings.zones.min_requests
     by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
@@ -213,15 +212,16 @@ def _level_rules(level: str, settings: Settings) -> list[dict[str, Any]]:
 
 
 def _z_name(settings: Settings) -> str:
-    return _name("model", C.RECORDED_CANARY_TPOT_Z, settings)
+    return recorded_name("model", C.RECORDED_CANARY_TPOT_Z, settings)
 
 
 def goodput_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
     """Every recording rule of the canary's goodput comparison, in the order they read."""
-    family = _name("model", C.RECORDED_CANARY_TPOT_COMPARED, settings, "count")
+    family = recorded_name("model", C.RECORDED_CANARY_TPOT_COMPARED, settings, "count")
     by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
     compared = [
-        _name(level, C.RECORDED_CANARY_TPOT_COMPARED, settings, "bool") for level in Q.LEVELS
+        recorded_name(level, C.RECORDED_CANARY_TPOT_COMPARED, settings, "bool")
+        for level in Q.LEVELS
     ]
     counts = [f"count by ({by_family}) ({name})" for name in compared]
     first = [rule for level in Q.LEVELS for rule in _level_rules(level, settings)[:5]]
@@ -281,23 +281,3 @@ def slower_alert(settings: Settings) -> Alert:
         ),
         extra_labels={"track": CANARY},
     )
-
-
-def analysis_metric(settings: Settings, prometheus: str) -> dict[str, Any]:
-    """The Argo Rollouts metric that fails a rollout on SpecDecodeCanarySlower's condition: a
-    slice whose ratio's lower bound has stayed above 1 + tpot_margin for the alert's `for`
-    (its smallest value over that time is above)."""
-    cfg = settings.canary
-    lower = ratio_bound("slice", "lower", settings)
-    selected = f'{lower}{{model=~"{{{{args.model}}}}"}}'
-    held = f"min_over_time({selected}[{Q.duration(cfg.for_seconds)}])"
-    query = f"count({held} > {1.0 + cfg.tpot_margin:g}) or vector(0)"
-    return {
-        "name": "canary-not-slower-than-stable",
-        "interval": "5m",
-        "count": 6,  # half an hour, a canary step's usual length
-        "failureLimit": 0,
-        "successCondition": "result[0] == 0",
-        "failureCondition": "result[0] > 0",
-        "provider": {"prometheus": {"address": prometheus, "query": query}},
-    }

@@ -10,22 +10,37 @@ from __future__ import annotations
 from typing import Any
 
 from specwatch.gen import promql as Q
-from specwatch.gen.canary import difference_bound
-from specwatch.gen.goodput_rules import analysis_metric
+from specwatch.gen.canary import difference_bound, ratio_bound
 from specwatch.settings import Settings
+
+
+def _metric(name: str, query: str, prometheus: str) -> dict[str, Any]:
+    """A metric queried every 5 minutes for half an hour (a canary step's usual length) that
+    fails at the first measurement counting a slice."""
+    return {
+        "name": name,
+        "interval": "5m",
+        "count": 6,
+        "failureLimit": 0,
+        "successCondition": "result[0] == 0",
+        "failureCondition": "result[0] > 0",
+        "provider": {"prometheus": {"address": prometheus, "query": query}},
+    }
 
 
 def analysis_template(settings: Settings, prometheus: str) -> dict[str, Any]:
     """An Argo Rollouts AnalysisTemplate that fails a rollout on SpecDecodeCanarySlower's
-    condition (goodput: a slice's TPOT ratio surely above 1 + tpot_margin for the alert's
-    `for`), and reports SpecDecodeCanaryWorse's (acceptance: the difference's upper bound below
-    -margin for as long, its largest value over that time below) as a dry-run metric: shown,
-    never failing the rollout."""
+    condition (goodput: a slice whose TPOT ratio's lower bound has stayed above
+    1 + tpot_margin for the alert's `for`, its smallest value over that time above), and
+    reports SpecDecodeCanaryWorse's (acceptance: the difference's upper bound below -margin for
+    as long, its largest value over that time below) as a dry-run metric: shown, never failing
+    the rollout."""
     cfg = settings.canary
+    model, span = 'model=~"{{args.model}}"', Q.duration(cfg.for_seconds)
+    lower = ratio_bound("slice", "lower", settings)
+    held_slowdown = f"min_over_time({lower}{{{model}}}[{span}])"
     upper = difference_bound("slice", "upper", settings)
-    selected = f'{upper}{{model=~"{{{{args.model}}}}"}}'
-    held = f"max_over_time({selected}[{Q.duration(cfg.for_seconds)}])"
-    query = f"count({held} < -{cfg.margin:g}) or vector(0)"
+    held_drop = f"max_over_time({upper}{{{model}}}[{span}])"
     acceptance = "canary-acceptance-not-worse-than-stable"
     return {
         "apiVersion": "argoproj.io/v1alpha1",
@@ -34,16 +49,14 @@ def analysis_template(settings: Settings, prometheus: str) -> dict[str, Any]:
         "spec": {
             "args": [{"name": "model", "value": ".*"}],
             "metrics": [
-                analysis_metric(settings, prometheus),
-                {
-                    "name": acceptance,
-                    "interval": "5m",
-                    "count": 6,  # half an hour, a canary step's usual length
-                    "failureLimit": 0,
-                    "successCondition": "result[0] == 0",
-                    "failureCondition": "result[0] > 0",
-                    "provider": {"prometheus": {"address": prometheus, "query": query}},
-                },
+                _metric(
+                    "canary-not-slower-than-stable",
+                    f"count({held_slowdown} > {1.0 + cfg.tpot_margin:g}) or vector(0)",
+                    prometheus,
+                ),
+                _metric(
+                    acceptance, f"count({held_drop} < -{cfg.margin:g}) or vector(0)", prometheus
+                ),
             ],
             "dryRun": [{"metricName": acceptance}],
         },
