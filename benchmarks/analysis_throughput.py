@@ -19,8 +19,8 @@ import time
 
 import psutil
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.logs import configure
-from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.core.logs import configure
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 
 TASKS = ("code", "chat", "summarization", "translation", "reasoning")

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.logs import configure
-from specwatch.model import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
+from specwatch.core.logs import configure
+from specwatch.core.records import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
 from specwatch.settings import load_settings
 from specwatch.sim.truth import accepted_steps, beta_draw, mean_for
 

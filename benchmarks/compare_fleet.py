@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import orjson
 from specwatch.analysis.compare import BETTER, WORSE, compare_models
-from specwatch.analysis.evidence import Sums
 from specwatch.analysis.load import LoadBuckets
 from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.sums import Sums
 from specwatch.fleet.engine import Engine
 from specwatch.fleet.groups import read_rows
 from specwatch.fleet.source import find

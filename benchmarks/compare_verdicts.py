@@ -34,7 +34,7 @@ from specwatch.analysis.compare import (
     difference,
     family_confidence,
 )
-from specwatch.analysis.evidence import Sums
+from specwatch.analysis.sums import Sums
 from specwatch.sim.truth import mean_for
 
 K, SLICES = 4, 8

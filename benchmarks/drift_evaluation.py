@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from river import drift as river_drift
 from specwatch.analysis.drift import DriftDetector
-from specwatch.logs import configure
-from specwatch.model import SliceKey
+from specwatch.core.logs import configure
+from specwatch.core.records import SliceKey
 from specwatch.settings import DriftSettings
 
 K = 4

@@ -43,7 +43,7 @@ from specwatch.analysis.goodput import tpot_interval
 from specwatch.analysis.goodput_compare import FASTER, SLOWER, combined_ratio, compare_tpot
 from specwatch.analysis.load import LoadBuckets
 from specwatch.analysis.stats import robust_variance, t_quantile
-from specwatch.analysis.windows import RatioSums
+from specwatch.analysis.sums import Sums
 from specwatch.sim.acceptance import CostModel
 
 CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS = 0.95, 0.03, 5, 30
@@ -101,15 +101,15 @@ def requests(
 
 def cells(
     rng: np.random.Generator, side: Side, n: int, sd: float, model: str = "m"
-) -> dict[tuple[str, ...], RatioSums]:
-    out: dict[tuple[str, ...], RatioSums] = {}
+) -> dict[tuple[str, ...], Sums]:
+    out: dict[tuple[str, ...], Sums] = {}
     buckets = len(LOADS.labels)
     for ctx, task, alpha in SLICES:
         x, y, index = requests(rng, side, alpha, n, sd)
         sums = [np.bincount(index, w, buckets) for w in (None, x, y, x * x, x * y, y * y)]
         for i in np.flatnonzero(sums[0]):
-            cell = out[model, ctx, task, LOADS.labels[i]] = RatioSums()
-            cell.n = int(sums[0][i])
+            cell = out[model, ctx, task, LOADS.labels[i]] = Sums()
+            cell.requests = int(sums[0][i])
             cell.x, cell.y, cell.xx, cell.xy, cell.yy = (float(s[i]) for s in sums[1:])
     return out
 
@@ -144,7 +144,9 @@ def truth(before: Side, after: Side, sd: float, seed: int) -> dict[tuple[str, ..
     out: dict[tuple[str, ...], float] = {}
     for key in {k[:-1] for k in a} | {("m",)}:
         mine = [
-            c for c in a if c[: len(key)] == key and c in b and b[c].n >= 1000 and a[c].n >= 1000
+            c
+            for c in a
+            if c[: len(key)] == key and c in b and b[c].requests >= 1000 and a[c].requests >= 1000
         ]
         total = sum(a[c].y for c in mine)
         out[key] = sum(
@@ -166,7 +168,8 @@ def coverage(
         for row in slices:
             pairs = [
                 (b[c], a[c]) for c in sorted(a)
-                if c[:-1] == row.key and c in b and b[c].n >= LEAST_CELL and a[c].n >= LEAST_CELL
+                if c[:-1] == row.key and c in b
+                and min(b[c].requests, a[c].requests) >= LEAST_CELL
             ]  # fmt: skip
             plain = combined_ratio(pairs, CONFIDENCE)
             if plain is None or row.ratio is None:
@@ -188,14 +191,14 @@ def tpot_coverage(side: Side, n: int, runs: int, sd: float, seed: int) -> tuple[
     log_held = linear_held = 0
     for _ in range(runs):
         x, y, _ = requests(rng, side, alpha, n, sd)
-        sums = RatioSums()
+        sums = Sums()
         for xi, yi in zip(x, y, strict=True):
             sums.add(float(xi), float(yi))
         interval = tpot_interval(sums, CONFIDENCE)
         assert interval is not None
         ratio = sums.x / sums.y
         half = t_quantile(CONFIDENCE, n - 1) * math.sqrt(
-            robust_variance(sums.n, sums.x, sums.y, sums.xx, sums.xy, sums.yy)
+            robust_variance(sums.requests, sums.x, sums.y, sums.xx, sums.xy, sums.yy)
         )
         log_held += interval.lower <= true <= interval.upper
         linear_held += ratio - half <= true <= ratio + half
@@ -221,13 +224,13 @@ def alert_hours(
         first = None
         for now in range(30, 90):
             window = minute_cells[now - 30 : now]
-            b: dict[tuple[str, ...], RatioSums] = {}
-            a: dict[tuple[str, ...], RatioSums] = {}
+            b: dict[tuple[str, ...], Sums] = {}
+            a: dict[tuple[str, ...], Sums] = {}
             for side_b, side_a in window:
                 for key, s in side_b.items():
-                    b.setdefault(key, RatioSums()).merge(s)
+                    b.setdefault(key, Sums()).merge(s)
                 for key, s in side_a.items():
-                    a.setdefault(key, RatioSums()).merge(s)
+                    a.setdefault(key, Sums()).merge(s)
             slices, _ = compare_tpot(b, a, CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS)
             for row in slices:
                 over = row.ratio is not None and row.ratio.lower > 1 + MARGIN

@@ -35,15 +35,15 @@ from functools import partial
 import psutil
 from prometheus_client import CollectorRegistry, generate_latest
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.commands.loop import settle_heap
+from specwatch.core.health import Health
+from specwatch.core.logs import configure
+from specwatch.core.loop import settle_heap
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.core.turns import ReadGate
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading
-from specwatch.health import Health
-from specwatch.logs import configure
-from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
-from specwatch.turns import ReadGate
 
 MODELS = 16
 TASKS = ("code", "chat", "summarization", "translation", "reasoning", "rag", "math",

@@ -30,7 +30,7 @@ import numpy as np
 from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import wilson
-from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.store.cyclelog import to_line
 from uncertainty import K, ab_records, beta, large_sample, request_steps  # beside this file
 

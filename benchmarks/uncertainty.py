@@ -32,8 +32,8 @@ from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import SliceStats, wilson
-from specwatch.logs import configure
-from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.core.logs import configure
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 
 K = 4

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import orjson
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.gen.alertmanager import TEMPLATES  # noqa: F401  # the package imports cleanly
-from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.store.cyclelog import to_line
 
 CAPTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "vllm-0.32.0-cpu"

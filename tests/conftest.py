@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import structlog
 from hypothesis import HealthCheck, settings
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 

@@ -37,7 +37,7 @@ class Mutation:
 MUTATIONS = (
     Mutation(
         "readings in steps: a change held during a reading is made out of order",
-        "turns.py",
+        "core/turns.py",
         "                for change in held:\n",
         "                for change in reversed(held):\n",
     ),
@@ -143,7 +143,7 @@ MUTATIONS = (
     ),
     Mutation(
         "advise's K table at the default draft cost, not --cost-ratio",
-        "commands/ktable.py",
+        "commands/shared/ktable.py",
         "k_table = table.k_table(model, cost, settings.zones.confidence, minimum)",
         "default = settings.speedup.default_cost_ratio\n"
         "        k_table = table.k_table(model, default, settings.zones.confidence, minimum)",
@@ -320,8 +320,8 @@ MUTATIONS = (
     Mutation(
         "a measured gain from sums that overflowed",
         "analysis/speedup.py",
-        "    if spec.n < 2 or spec.x <= 0 or spec.y <= 0 or not _finite(spec):",
-        "    if spec.n < 2 or spec.x <= 0 or spec.y <= 0:",
+        "    if spec.requests < 2 or spec.x <= 0 or spec.y <= 0 or not _finite(spec):",
+        "    if spec.requests < 2 or spec.x <= 0 or spec.y <= 0:",
     ),
     Mutation(
         "an evaluation in steps judging slices the analysis changed under",
@@ -429,7 +429,7 @@ MUTATIONS = (
         "analysis/causes.py",
         "        if not any(without < threshold <= alpha for threshold in self._thresholds):\n",
         "        if False:\n",
-        ("tests/unit/test_causes.py",),
+        ("tests/unit/analysis/test_causes.py",),
     ),
     Mutation(
         "causes: a synthetic verifier's slices get no zone",
@@ -462,15 +462,15 @@ MUTATIONS = (
     Mutation(
         "fleet analysis: a step's position one token late (its ctx bucket off at a bound)",
         "fleet/sql.py",
-        'step_bucket = bucket("p + j + coalesce(list_sum(a[1:j - 1]), 0)")',
-        'step_bucket = bucket("p + j + 1 + coalesce(list_sum(a[1:j - 1]), 0)")',
+        'step_bucket = buckets.of("p + j + coalesce(list_sum(a[1:j - 1]), 0)")',
+        'step_bucket = buckets.of("p + j + 1 + coalesce(list_sum(a[1:j - 1]), 0)")',
         tests=("tests/integration/test_analyze.py",),
     ),
     Mutation(
         "fleet analysis: a request's trials counted as if no step accepted all K",
         "fleet/sql.py",
-        'ELSE sa + n - {_slot("d_min")} END AS st_,',
-        "ELSE sa + n END AS st_,",
+        'ELSE accepted_total + n - {_slot("d_min")} END AS row_trials,',
+        "ELSE accepted_total + n END AS row_trials,",
         tests=("tests/integration/test_analyze.py",),
     ),
     Mutation(
@@ -624,8 +624,8 @@ MUTATIONS = (
     Mutation(
         "goodput: TPOT's interval on requests, not requests - 1, degrees of freedom",
         "analysis/goodput.py",
-        "t_quantile(confidence, sums.n - 1)",
-        "t_quantile(confidence, sums.n)",
+        "t_quantile(confidence, sums.requests - 1)",
+        "t_quantile(confidence, sums.requests)",
     ),
     Mutation(
         "goodput: a request in its prompt's ctx bucket, not its first step's",
@@ -678,7 +678,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the cycle log drops the steps of a client gone after vLLM's final metrics",
-        "store/rotation.py",
+        "store/writer.py",
         "        if record.outcome != Outcome.OBSERVED and (\n            baseline or",
         "        if record.outcome != Outcome.OBSERVED or (\n            baseline or",
         ("tests/integration/test_replay_equals_live.py",),

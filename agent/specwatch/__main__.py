@@ -1,5 +1,5 @@
 """`python -m specwatch` is the `specwatch` command."""
 
-from specwatch.cli import main
+from specwatch.cli.main import main
 
 raise SystemExit(main())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from specwatch import conventions as C
-from specwatch.cli import main
+from specwatch.cli.main import main
 from specwatch.gen.promql import HEADER
 from specwatch.gen.writer import (
     ALERTING_RULES,

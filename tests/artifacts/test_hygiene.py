@@ -10,8 +10,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from specwatch.gen.dashboards import panel_queries, render_dashboards
 from specwatch.gen.writer import ALERTING_RULES, RECORDING_RULES, render
-from specwatch.runtime import Sidecar
 from specwatch.settings import load_settings
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimServer
 
 from tests.support.http import post, sidecar_settings

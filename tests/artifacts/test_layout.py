@@ -46,8 +46,11 @@ def test_no_module_is_past_400_lines(path: Path) -> None:
 def test_imports_follow_the_layers(path: Path) -> None:
     found = imports(path)
     where = package_of(path)
-    if path.name != "__main__.py":
-        assert "specwatch.cli" not in found  # cli dispatches; nothing imports it
+    if path.name != "__main__.py" and where != "cli":  # cli dispatches; nothing imports it
+        assert [] == [m for m in found if m == "specwatch.cli" or m.startswith("specwatch.cli.")]
+    if where == "commands" and "shared" not in path.parts:  # commands stand alone
+        others = {m for m in found if m.startswith("specwatch.commands.")}
+        assert {m for m in others if not m.startswith("specwatch.commands.shared")} == set()
     if where == "analysis":  # pure: fed records and a clock
         assert not {m for m in found if m.split(".")[0] in {"aiohttp", "prometheus_client"}}
         assert not {m for m in found if m.startswith((*OUTSIDE, "specwatch.export"))}
@@ -124,3 +127,90 @@ def test_modules_are_not_packed_to_stay_under_the_line_limit() -> None:
     on dense lines: a handful at most, where a table reads better aligned."""
     skipped = sum(path.read_text().count("# fmt: skip") for path in MODULES)
     assert skipped <= 5
+
+
+def test_unit_tests_mirror_the_package() -> None:
+    """tests/unit/<room>/ for a room of the package: a newcomer finds a module's tests by its
+    path, and no test file stands loose beside the rooms."""
+    unit = ROOT / "tests" / "unit"
+    rooms = {
+        path.name for path in PACKAGE.iterdir() if path.is_dir() and path.name != "__pycache__"
+    }
+    folders = {path.name for path in unit.iterdir() if path.is_dir() and path.name != "__pycache__"}
+    assert set() == folders - rooms
+    assert [] == sorted(path.name for path in unit.glob("test_*.py"))
+
+
+# a pointer at a document's section: the README's or a document's under docs/, then
+# `, section "Title"` (the title as the heading spells it)
+SECTION = re.compile(r"(README|[\w./-]+\.md),\s+(?:#\s*)?section [\"']([^\"']+)[\"']")
+
+
+def _pointers() -> list[tuple[str, str, str]]:
+    found = []
+    for folder in ("agent", "benchmarks", "tools", "tests", "docs", "alerts", "deploy"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix not in {".py", ".md", ".yaml", ".sh"} or "fixtures" in path.parts:
+                continue
+            if path == Path(__file__):  # the pattern's own examples above
+                continue
+            for document, title in SECTION.findall(path.read_text(errors="replace")):
+                found.append((str(path.relative_to(ROOT)), document, title))
+    return found
+
+
+def test_every_pointer_at_a_section_names_one_that_exists() -> None:
+    """A comment that sends the reader to a section sends them somewhere: when a heading is
+    renamed or moved, the pointers to it fail here rather than point at nothing."""
+    pointers = _pointers()
+    assert len(pointers) >= 4
+    missing = []
+    for where, document, title in pointers:
+        path = ROOT / ("README.md" if document == "README" else document)
+        headings = {
+            line.lstrip("#").strip()
+            for line in (path.read_text().splitlines() if path.is_file() else [])
+            if line.startswith("#")
+        }
+        if title not in headings:
+            missing.append((where, document, title))
+    assert [] == missing
+
+
+LAYOUT_LINE = re.compile(r"^(?P<indent> *)(?P<name>[a-z_0-9]+(?:\.py|/))(?:\s|$)")
+
+
+def documented_modules() -> set[str]:
+    """The modules docs/architecture.md's layout block names, as paths under the package: a
+    name's indentation (two spaces a level) says its folder; deeper lines continue a
+    description."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("```\nagent/specwatch/\n", 1)[1].split("```", 1)[0]
+    folders: list[str] = []
+    named: set[str] = set()
+    for line in block.splitlines():
+        match = LAYOUT_LINE.match(line)
+        if match is None or len(match["indent"]) % 2:
+            continue
+        depth = len(match["indent"]) // 2 - 1
+        if depth > len(folders):  # indented past any folder: a description's next line
+            continue
+        del folders[depth:]
+        name = match["name"]
+        if name.endswith("/"):
+            folders.append(name.rstrip("/"))
+        else:
+            named.add("/".join([*folders, name]))
+    return named
+
+
+def test_the_plan_names_every_module_and_only_modules_that_exist() -> None:
+    """docs/architecture.md's layout is the plan a newcomer reads first: a module added,
+    moved or removed without it fails here."""
+    modules = {
+        path.relative_to(PACKAGE).as_posix() for path in MODULES if path.name != "__init__.py"
+    }
+    named = documented_modules()
+    assert len(named) >= 100
+    assert set() == modules - named, "modules missing from docs/architecture.md"
+    assert set() == named - modules, "named in docs/architecture.md but not in the package"

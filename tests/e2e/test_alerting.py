@@ -22,7 +22,7 @@ import pytest
 import yaml
 from aiohttp import web
 from specwatch.gen.writer import ALERTING_RULES, ALERTMANAGER, RECORDING_RULES, TEMPLATE, render
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.vllm.child import free_port

@@ -18,11 +18,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 from specwatch.commands.demo import demo_settings
-from specwatch.commands.snapshot_png import render_snapshot
+from specwatch.commands.snapshot import render_snapshot
 from specwatch.gen.dashboards import panel_queries, render_dashboards
 from specwatch.gen.writer import RECORDING_RULES, render
-from specwatch.runtime import Sidecar
 from specwatch.settings import ABSettings, CostSettings, ShadowSettings, load_settings
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from specwatch.gen import promql as Q
 from specwatch.gen.writer import RECORDING_RULES, render
-from specwatch.runtime import Sidecar
 from specwatch.settings import load_settings
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load

@@ -24,8 +24,8 @@ from specwatch import conventions as C
 from specwatch.analysis.stats import proportion_interval
 from specwatch.gen import promql as Q
 from specwatch.gen.writer import RECORDING_RULES, render
-from specwatch.runtime import Sidecar
 from specwatch.settings import load_settings
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import AcceptanceModel
 from specwatch.sim.server import SimConfig, SimServer
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 import pytest
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 
 from tests.support.http import sidecar_settings
 from tests.support.tap import Tap, responses

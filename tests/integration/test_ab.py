@@ -15,7 +15,7 @@ import aiohttp
 import orjson
 import pytest
 from specwatch import conventions as C
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimConfig, SimServer
 
 from tests.support import assert_status_valid

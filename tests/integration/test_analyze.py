@@ -21,12 +21,11 @@ import pytest
 from specwatch import conventions as C
 from specwatch.analysis.compare import compare_models
 from specwatch.analysis.counts import Counts
-from specwatch.analysis.evidence import Sums
 from specwatch.analysis.goodput_compare import compare_tpot
 from specwatch.analysis.replay import replay
 from specwatch.analysis.stats import Interval, SliceStats
-from specwatch.analysis.windows import RatioSums
-from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.analysis.sums import Sums
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings, load_settings
 from specwatch.store.cyclelog import to_line
 from specwatch.vllm.response import parse_response_object
@@ -462,11 +461,11 @@ def test_compare_tpot_is_the_live_goodput_comparison_over_the_same_logs(tmp_path
     tpot_verdicts = {row["model"]: row["tpot_verdict"] for row in document["models"]}
     assert tpot_verdicts == {row["model"]: row["verdict"] for row in tpot["models"]}
 
-    def cells(records: list[RequestRecord]) -> dict[tuple[str, ...], RatioSums]:
+    def cells(records: list[RequestRecord]) -> dict[tuple[str, ...], Sums]:
         analyzer, _ = replay(records, settings)
-        out: dict[tuple[str, ...], RatioSums] = {}
+        out: dict[tuple[str, ...], Sums] = {}
         for (model, _ctx, task, load), sums in analyzer.since_start_timed().items():
-            out.setdefault((model, task, load), RatioSums()).merge(sums)
+            out.setdefault((model, task, load), Sums()).merge(sums)
         return out
 
     cfg = settings.canary
@@ -477,7 +476,7 @@ def test_compare_tpot_is_the_live_goodput_comparison_over_the_same_logs(tmp_path
         assert row.ratio is not None
         assert mine["ratio"]["lower"] == pytest.approx(row.ratio.lower, rel=1e-9)
         assert mine["ratio"]["upper"] == pytest.approx(row.ratio.upper, rel=1e-9)
-        assert mine["a"]["requests"] == row.before.n
+        assert mine["a"]["requests"] == row.before.requests
     only_alpha = json.loads(
         run(
             "compare", "--json", "--quiet", "--metric", "alpha", *by, str(side_a), str(side_b)

@@ -7,7 +7,7 @@ import random
 
 import aiohttp
 from specwatch import conventions as C
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimServer
 
 from tests.support.http import by_label, scrape, total

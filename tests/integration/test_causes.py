@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from specwatch import conventions as C
-from specwatch.cli import main
-from specwatch.runtime import Sidecar
+from specwatch.cli.main import main
 from specwatch.settings import load_settings
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.causes import CONFIGURED, CONTEXT_LIMIT, with_cause
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load

@@ -16,9 +16,9 @@ import aiohttp
 import structlog
 from aiohttp import web
 from specwatch import conventions as C
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimServer
-from specwatch.vllm.configwatch import ConfigWatch
+from specwatch.vllm.configwatch import ConfigWatch, run_label
 from specwatch.vllm.specconfig import config_id, spec_config
 
 from tests.support import assert_status_valid
@@ -188,8 +188,8 @@ async def test_a_vllm_that_is_down_is_waited_for_by_serve_and_for_a_while_by_pro
 
     down = "http://127.0.0.1:9"  # discard port: nothing listens
     proxy, serve_ = (
-        ConfigWatch(down, NGRAM, "stable", None, 120.0, clock),
-        ConfigWatch(down, NGRAM, "stable", None, None, clock),
+        ConfigWatch(down, run_label(NGRAM, "stable", None), 120.0, clock),
+        ConfigWatch(down, run_label(NGRAM, "stable", None), None, clock),
     )
     tasks = [asyncio.create_task(watch.run()) for watch in (proxy, serve_)]
     try:

@@ -7,7 +7,7 @@ import io
 import re
 
 from rich.console import Console
-from specwatch.commands.demo import demo_settings, run_demo
+from specwatch.commands.demo import demo, demo_settings
 
 # The drift check needs the demo's traffic in real time, and its buckets hold a few requests
 # each. Under three CPU-bound processes on two cores (6 seeds, 40-s runs), the summarization
@@ -24,7 +24,7 @@ async def _demo(seed: int) -> str:
     args = argparse.Namespace(
         duration=40.0, seed=seed, concurrency=16, port=0, admin_port=0, keep_running=False
     )
-    assert 0 == await run_demo(args, demo_settings(0, 0), console)
+    assert 0 == await demo(args, demo_settings(0, 0), console)
     return out.getvalue()
 
 

@@ -17,7 +17,7 @@ import orjson
 import psutil
 import pytest
 from specwatch import conventions as C
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 

@@ -14,7 +14,7 @@ import psutil
 import pytest
 from aiohttp import web
 from specwatch import conventions as C
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from structlog.testing import capture_logs

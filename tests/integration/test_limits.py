@@ -14,7 +14,7 @@ from specwatch import conventions as C
 from specwatch.proxy.budget import Held
 from specwatch.proxy.observation import Observation
 from specwatch.proxy.tasks import features_of
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 

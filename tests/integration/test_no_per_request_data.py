@@ -9,8 +9,8 @@ from typing import Any
 
 import structlog
 from specwatch import conventions as C
-from specwatch.runtime import Sidecar
 from specwatch.settings import load_settings
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.sim.workload import run_load
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from specwatch import conventions as C
 from specwatch.proxy.proxy import _USAGE_OPTION
 from specwatch.proxy.sse import SseSplitter
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.vllm.response import event_data, is_usage_event

@@ -17,8 +17,8 @@ import orjson
 import pytest
 from aiohttp import web
 from specwatch import conventions as C
-from specwatch.cli import main
-from specwatch.runtime import Sidecar
+from specwatch.cli.main import main
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 

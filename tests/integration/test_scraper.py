@@ -9,10 +9,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 from specwatch.conventions import ParseReason, ParseSource
-from specwatch.health import Health
-from specwatch.model import EngineSample
-from specwatch.runtime import Sidecar
+from specwatch.core.health import Health
+from specwatch.core.records import EngineSample
 from specwatch.sidecar import loops
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.vllm.scraper import ScrapeFailure, Scraper, parse_vllm_metrics
 
 from tests.support.http import serve, sidecar_settings

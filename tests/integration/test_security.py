@@ -12,8 +12,8 @@ from pathlib import Path
 import aiohttp
 import orjson
 from specwatch import conventions as C
-from specwatch.runtime import Sidecar
 from specwatch.settings import load_settings
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimServer
 from specwatch.vllm.child import free_port
 

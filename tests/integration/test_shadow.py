@@ -15,10 +15,10 @@ import orjson
 import pytest
 from aiohttp import web
 from specwatch import conventions as C
-from specwatch.health import Health
+from specwatch.core.health import Health
 from specwatch.proxy.budget import ByteBudget
 from specwatch.proxy.shadow import SKIP_MEMORY, Shadow
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 

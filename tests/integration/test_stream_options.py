@@ -16,7 +16,7 @@ import orjson
 import pytest
 from specwatch import conventions as C
 from specwatch.proxy.sse import SseSplitter
-from specwatch.runtime import Sidecar
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimConfig, SimServer
 from specwatch.vllm.response import event_data
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from specwatch.model import SpecDecodeBlock
+from specwatch.core.records import SpecDecodeBlock
 from specwatch.proxy.sse import SseSplitter
 from specwatch.vllm.response import (
     ParsedResponse,

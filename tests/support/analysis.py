@@ -11,11 +11,11 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer, Snapshot
+from specwatch.core.httpjson import dumps
+from specwatch.core.records import EngineSample, Latency, RequestRecord, SpecDecodeBlock
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.export.status import Reading, status_document
-from specwatch.httpjson import dumps
-from specwatch.model import EngineSample, Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 
 

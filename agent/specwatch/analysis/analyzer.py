@@ -16,7 +16,7 @@ from specwatch.analysis.causes import CauseTracker
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drift import DriftDetector, DriftView
 from specwatch.analysis.engine import EngineCounters, EngineView, LogTotals
-from specwatch.analysis.evidence import Evidence, Sums
+from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.goodput import Cell, GoodputTracker
 from specwatch.analysis.judging import Judging
 from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
@@ -24,15 +24,13 @@ from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, SliceOrder, split_steps
 from specwatch.analysis.speedup import ASSUMED, Cost, Gain, SpeedupTracker
-from specwatch.analysis.stats import (
-    Interval,
-    SliceStats,
-)
+from specwatch.analysis.stats import Interval, SliceStats
+from specwatch.analysis.sums import Sums
 from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot, with_causes
-from specwatch.analysis.windows import RatioSums, SlidingWindow
+from specwatch.analysis.windows import SlidingWindow
 from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone, not_judged
-from specwatch.model import (
+from specwatch.core.records import (
     EngineLogRecord,
     EngineSample,
     RequestRecord,
@@ -40,8 +38,8 @@ from specwatch.model import (
     SpecConfig,
     SpecLogRecord,
 )
+from specwatch.core.turns import finish
 from specwatch.settings import Settings
-from specwatch.turns import finish
 
 _NO_ZONE = ZoneState()  # read only: a slice no evaluation has judged yet
 _SERVED = frozenset({C.Outcome.OBSERVED, C.Outcome.NO_SPEC_METRICS})  # vLLM answered
@@ -231,7 +229,7 @@ class Analyzer:
             # while its windows and the cost stay as they were: from insufficient the full gates
             # apply, which its windows did not pass; its gain is modelled from the same tau, K
             # and cost, and nothing else in its state moves. Most slices of a wide deployment
-            # are such at most evaluations (tests/unit/test_analyzer.py checks every state).
+            # are such at most evaluations (each state: tests/unit/analysis/test_analyzer.py).
             finer = key.ctx_bucket != C.ALL and source == C.SliceSource.PROXY
             if finer:
                 mark = (self._window.version(key), self._judging.windows.version(key, now), cost)
@@ -282,7 +280,7 @@ class Analyzer:
         keys = list(self._window.keys())
         return {key: Sums.of(self._window.since_start(key), "alpha") for key in keys}
 
-    def since_start_timed(self) -> dict[Cell, RatioSums]:
+    def since_start_timed(self) -> dict[Cell, Sums]:
         """The goodput's decode-time sums since the start, per (model, ctx, task, load)."""
         return self._goodput.since_start()
 

@@ -16,7 +16,7 @@ the window's totals and the sums of 1 / N_i and (s_i - N_i) / N_i^2 that give th
 binomial and design-effect variances. A bucket entering adds its products with the k before
 it; one leaving takes back its products with the k after it. The float sums are summed afresh
 every `REFRESH` slides, so rounding cannot build up in a process that runs for months;
-`moments_of` below stays the definition, and tests/unit/test_drift.py holds the two to
+`moments_of` below stays the definition, and tests/unit/analysis/test_drift.py holds the two to
 agree.
 """
 

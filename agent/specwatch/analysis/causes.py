@@ -50,7 +50,7 @@ from specwatch.analysis.positions import ContextPositions, FirstPositions, posit
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.model import SliceKey, SpecConfig, SpecDecodeBlock
+from specwatch.core.records import SliceKey, SpecConfig, SpecDecodeBlock
 from specwatch.settings import Settings
 
 Kind = C.CauseKind

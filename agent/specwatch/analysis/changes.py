@@ -20,14 +20,13 @@ from typing import Any
 
 import structlog
 
-from specwatch.analysis.compare import Pairs, SliceComparison, compare_models
+from specwatch.analysis.compare import ModelComparison, Pairs, SliceComparison, compare_models
 from specwatch.analysis.counts import Counts
-from specwatch.analysis.evidence import Sums
 from specwatch.analysis.goodput import Cell
 from specwatch.analysis.goodput_compare import MIX_MOVED_LOAD, TpotComparison, compare_tpot
 from specwatch.analysis.mix import psi, shares
-from specwatch.analysis.windows import RatioSums
-from specwatch.model import SliceKey, SpecConfig
+from specwatch.analysis.sums import Sums
+from specwatch.core.records import SliceKey, SpecConfig
 from specwatch.settings import Settings
 
 log = structlog.get_logger("specwatch.analysis")
@@ -40,7 +39,7 @@ def sums_of(counts: Counts) -> Sums:
 
 
 def _add(a: Sums, b: Sums) -> Sums:
-    return Sums(*(x + y for x, y in zip(a, b, strict=True)))
+    return a.plus(b)
 
 
 def _encode(slices: dict[SliceKey, Sums]) -> list[list[Any]]:
@@ -64,11 +63,11 @@ def _decode(rows: Any) -> dict[SliceKey, Sums]:
     return out
 
 
-Timed = dict[Cell, RatioSums]  # per (model, ctx, task, load): decode-time sums
+Timed = dict[Cell, Sums]  # per (model, ctx, task, load): decode-time sums
 
 
 def _encode_timed(cells: Timed) -> list[list[Any]]:
-    return [[*key, s.n, s.x, s.y, s.xx, s.xy, s.yy] for key, s in sorted(cells.items())]
+    return [[*key, s.requests, s.x, s.y, s.xx, s.xy, s.yy] for key, s in sorted(cells.items())]
 
 
 def _decode_timed(rows: Any) -> Timed:
@@ -89,8 +88,8 @@ def _decode_timed(rows: Any) -> Timed:
             raise ValueError(f"not a request count: {n!r}")
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             raise ValueError(f"not sums: {values!r}")
-        sums = RatioSums()
-        sums.n = n
+        sums = Sums()
+        sums.requests = n
         sums.x, sums.y, sums.xx, sums.xy, sums.yy = (float(v) for v in values)
         out[model, ctx, task, load] = sums
     return out
@@ -99,7 +98,7 @@ def _decode_timed(rows: Any) -> Timed:
 def _merged(carried: Timed, live: Timed) -> Timed:
     out = {key: sums.copy() for key, sums in carried.items()}
     for key, sums in live.items():
-        out.setdefault(key, RatioSums()).merge(sums)
+        out.setdefault(key, Sums()).merge(sums)
     return out
 
 
@@ -127,44 +126,9 @@ class ChangeView:
     to_config: dict[str, object]
     at: float
     slices: tuple[SliceComparison, ...]  # finer slices, family-wise over those compared
-    models: dict[str, dict[str, Any]]  # per model: rollup comparison, overall change, PSI
+    models: tuple[ModelComparison, ...]  # per model: rollup compared, overall change, PSI
     # goodput: the ratio after / before of TPOT per slice and model (analysis/goodput_compare)
     tpot: dict[str, Any] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "from": self.from_config,
-            "to": self.to_config,
-            "at": self.at,
-            "slices": [_row(row) for row in self.slices],
-            "models": self.models,
-            "tpot": self.tpot,
-        }
-
-
-def _row(row: SliceComparison) -> dict[str, Any]:
-    model, ctx, task = row.key
-    d = row.difference
-    return {
-        "model": model,
-        "ctx_bucket": ctx,
-        "task": task,
-        "before": _side(row.before),
-        "after": _side(row.after),
-        "difference": None
-        if d is None
-        else {"estimate": d.estimate, "lower": d.lower, "upper": d.upper},
-        "verdict": row.verdict,
-    }
-
-
-def _side(sums: Sums) -> dict[str, Any]:
-    return {
-        "requests": sums.requests,
-        "accepted": sums.x,
-        "trials": sums.y,
-        "alpha": sums.x / sums.y if sums.y else None,
-    }
 
 
 class ConfigHistory:
@@ -279,21 +243,6 @@ class ConfigHistory:
             zones.min_trials,
             zones.min_requests,
         )
-        models = {
-            model.rollup.key[0]: {
-                **_row(model.rollup),
-                "overall": None
-                if model.overall is None
-                else {
-                    "rate": model.overall.rate,
-                    "mix": model.overall.mix,
-                    "total": model.overall.total,
-                },
-                "mix_psi": model.mix_psi,
-                "caveat": model.caveat,
-            }
-            for model in compared
-        }
         previous, current, at = self.changed
         tpot = self._tpot(timed or {})
-        return ChangeView(previous, current, at, tuple(finer), models, tpot)
+        return ChangeView(previous, current, at, tuple(finer), tuple(compared), tpot)

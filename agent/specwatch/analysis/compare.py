@@ -27,9 +27,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from specwatch.analysis.evidence import Sums
 from specwatch.analysis.mix import psi, shares
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
+from specwatch.analysis.sums import Sums
 
 WORSE, BETTER, SAME, INSUFFICIENT = "worse", "better", "same", "insufficient"
 

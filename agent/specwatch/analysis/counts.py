@@ -1,6 +1,6 @@
 """Integer counts of one slice's steps: the sums every statistic is a ratio of.
 
-See docs/architecture.md (Steps, as vLLM counts them) for what a step is.
+See docs/architecture.md, section "Steps, as vLLM counts them", for what a step is.
 """
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ import operator
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
+# the second moments over a slice's requests, in the order `Counts.of_histogram` takes them
+MOMENTS = ("aa", "at", "tt", "ad", "dd", "as_", "ss")
+
 
 class Counts:
-    """Step-level sums of one slice (see docs/architecture.md, Definitions), and the sums over
+    """Step-level sums of one slice (their statistics: analysis/stats.py), and the sums over
     requests of squares and products of each request's own sums in the slice.
 
     `by_position[i]` counts steps that accepted at least i + 1 tokens, i.e. whose draft

@@ -61,18 +61,18 @@ from specwatch.analysis.baseline import (
     design,
 )
 from specwatch.analysis.cusum import cusum_step, cusum_threshold
-from specwatch.model import SliceKey
+from specwatch.core.records import SliceKey
+from specwatch.core.turns import finish
 from specwatch.settings import DriftSettings
-from specwatch.turns import finish
 
 log = structlog.get_logger("specwatch.drift")
 
 WEEK_SECONDS = 7 * 24 * 3600
 # Six hours hold only ~18 time constants of a wander like rho 0.95: its estimated innovation
 # variance is often too small, and a filter that adapts too slowly turns wander into alarms
-# (one that adapts too fast costs only some delay). The filter assumes this multiple of it:
-# measured in benchmarks/drift_evaluation.py, 1 left 4 false alarms per week in the wander
-# case, 2 brought it to about 1 with the stationary delays unchanged.
+# (one that adapts too fast costs only some delay). The filter assumes this multiple of it,
+# chosen with benchmarks/drift_evaluation.py's wander case (the figures: docs/benchmarks.md,
+# section "Figures behind design choices").
 WANDER_INFLATION = 2.0
 # 2 added the wander's Kalman state, 3 the buckets' sum of squared request trials and steps;
 # an older state loads without them (see `full`)
@@ -85,7 +85,7 @@ def predictive(buckets: int) -> float:
     error, and nu / (nu - 2), the variance of Student's t with nu = m - 1 degrees of freedom,
     for the scale's (nu at least 3). 1.004 for six hours of minutes; 1.32 for the demo's
     12-bucket baselines, where it brings a quiet slice's false alarms from 2.3 to 1.5 per
-    10,080 buckets (tests/unit/test_drift.py's `sparse`, 6 seeds, the demo's threshold)."""
+    10,080 buckets (tests/unit/analysis/test_drift.py's `sparse`, 6 seeds, the demo's threshold)."""
     nu = max(3, buckets - 1)
     return (1.0 + 1.0 / buckets) * nu / (nu - 2)
 
@@ -162,8 +162,9 @@ class DriftDetector:
         finish(self.evaluate_in_turns(now, math.inf))
 
     def evaluate_in_turns(self, now: float, step: float) -> Generator[None, None, None]:
-        """`evaluate`, yielding after about every `step` seconds (turns.py): a new bucket's
-        judging takes ~20 ms at full cardinality. Nothing may be added until it returns."""
+        """`evaluate`, yielding after about every `step` seconds (core/turns.py): a new
+        bucket's judging at full cardinality would hold the loop too long in one go. Nothing
+        may be added until it returns."""
         current = int(now // self._cfg.bucket_seconds)
         prune = current != self._pruned_at  # old buckets go once per bucket, not per call
         self._pruned_at = current

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.model import EngineLogRecord, EngineSample, SpecLogRecord
+from specwatch.core.records import EngineLogRecord, EngineSample, SpecLogRecord
 
 
 def _delta_counts(
@@ -50,7 +50,7 @@ def _delta_counts(
     # step tested one position more than it accepted. The proxy's per-step data needs no such
     # assumption; this is the reference, not the measurement. Without per-position counters
     # the steps that accepted all K are unknown, and so are the trials: 0, alpha-hat unknown
-    # (counting every step as a rejection would bias it low: 0.598 where the truth was 0.698).
+    # (counting every step as a rejection would bias it low).
     # Under variable K (a batch-size schedule: drafted tokens are not K x drafts) a step that
     # accepted all of a shorter draft is not in the last position's counter either: the trials
     # are unknown again, not guessed.

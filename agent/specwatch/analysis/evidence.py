@@ -49,10 +49,11 @@ from array import array
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, TypeVar
 
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import robust_variance, t_quantile, tail_confidence
+from specwatch.analysis.sums import Sums
 from specwatch.settings import ZoneSettings
 
 K = TypeVar("K")
@@ -65,21 +66,6 @@ _FIELDS = 9
 def _fields(counts: Counts) -> tuple[int, ...]:
     c = counts
     return (c.requests, c.accepted, c.trials, c.aa, c.at, c.tt, c.drafted, c.ad, c.dd)
-
-
-class Sums(NamedTuple):
-    """What a proportion x / y over requests needs: n requests, sums and second moments."""
-
-    requests: int
-    x: int
-    y: int
-    xx: int
-    xy: int
-    yy: int
-
-    @classmethod
-    def of(cls, counts: Counts, metric: str) -> Sums:
-        return _pick(_fields(counts), metric)
 
 
 def _pick(values: tuple[int, ...] | array[int], metric: str) -> Sums:
@@ -98,11 +84,12 @@ def _widening(requests: int, bar: float) -> float:
 def _design_effect(sums: Sums) -> float:
     """Request-robust over binomial variance, at least 1; 1 without per-request data (vLLM's
     own counters carry no second moments)."""
-    n, x, y, xx, xy, yy = sums
+    x, y = sums.x, sums.y
     p = x / y
     binomial = p * (1.0 - p) / y
-    if yy > 0 and binomial > 0.0:
-        return max(1.0, robust_variance(n, x, y, xx, xy, yy) / binomial)
+    if sums.yy > 0 and binomial > 0.0:
+        variance = robust_variance(sums.requests, x, y, sums.xx, sums.xy, sums.yy)
+        return max(1.0, variance / binomial)
     return 1.0
 
 
@@ -123,7 +110,7 @@ def log_ratio(sums: Sums, threshold: float, indifference: float, bar: float) -> 
 
 def rest(longer: Sums, shorter: Sums) -> Sums:
     """What `longer` holds before `shorter` (windows ending at the same time nest)."""
-    return Sums(*(a - b for a, b in zip(longer, shorter, strict=True)))
+    return longer.minus(shorter)
 
 
 def change_ratio(newer: Sums, older: Sums, bar: float) -> float:
@@ -134,7 +121,7 @@ def change_ratio(newer: Sums, older: Sums, bar: float) -> float:
     requests. gen/rules.py records the same figure in PromQL."""
     if newer.requests < 2 or older.requests < 2 or newer.y <= 0 or older.y <= 0:
         return 0.0
-    if min(older) < 0:  # a late record the shorter window took and the longer no longer holds
+    if older.negative():  # a late record the shorter window took, the longer no longer holds
         return 0.0
     pooled = (newer.x + older.x) / (newer.y + older.y)
     spread = pooled * (1.0 - pooled)

@@ -30,8 +30,9 @@ from specwatch.analysis.load import LoadBuckets
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.speedup import ASSUMED, ESTIMATED, Cost
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.windows import RatioSums, WindowedRatio
-from specwatch.model import RequestRecord
+from specwatch.analysis.sums import Sums
+from specwatch.analysis.windows import WindowedRatio
+from specwatch.core.records import RequestRecord
 from specwatch.settings import Settings
 
 MAX_EXPONENT = 700.0  # math.exp past ~709 overflows: an interval that wide is no interval
@@ -50,16 +51,16 @@ def decode_of(record: RequestRecord) -> tuple[float, int] | None:
     return tpot * (tokens - 1), tokens - 1
 
 
-def tpot_interval(sums: RatioSums, confidence: float) -> Interval | None:
+def tpot_interval(sums: Sums, confidence: float) -> Interval | None:
     """TPOT (seconds per output token) with its request-level interval on the log scale; None
     below two requests or without decode time."""
-    if sums.n < 2 or sums.x <= 0 or sums.y <= 0:
+    if sums.requests < 2 or sums.x <= 0 or sums.y <= 0:
         return None
     ratio = sums.x / sums.y
     if not 0 < ratio < math.inf:
         return None
-    variance = robust_variance(sums.n, sums.x, sums.y, sums.xx, sums.xy, sums.yy)
-    exponent = t_quantile(confidence, sums.n - 1) * math.sqrt(variance) / ratio
+    variance = robust_variance(sums.requests, sums.x, sums.y, sums.xx, sums.xy, sums.yy)
+    exponent = t_quantile(confidence, sums.requests - 1) * math.sqrt(variance) / ratio
     if not exponent < MAX_EXPONENT:  # not finite, or a spread no float holds
         return None
     spread = math.exp(exponent)
@@ -69,8 +70,8 @@ def tpot_interval(sums: RatioSums, confidence: float) -> Interval | None:
 @dataclass(slots=True)
 class _Cell:
     window: WindowedRatio  # decode seconds over decode tokens
-    since_start: RatioSums
-    steps: RatioSums  # decode seconds over engine steps, since the start
+    since_start: Sums
+    steps: Sums  # decode seconds over engine steps, since the start
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,7 @@ class GoodputTracker:
         cell = self._cells.get(key)
         if cell is None:
             cell = self._cells[key] = _Cell(
-                WindowedRatio(self._length, self._bucket), RatioSums(), RatioSums()
+                WindowedRatio(self._length, self._bucket), Sums(), Sums()
             )
         cell.window.add(record.ts, seconds, tokens)
         cell.since_start.add(seconds, tokens)
@@ -130,7 +131,7 @@ class GoodputTracker:
         by_source = self.sources.setdefault(model, {})
         by_source[source] = by_source.get(source, 0) + 1
 
-    def cells(self, now: float) -> dict[Cell, tuple[RatioSums, RatioSums]]:
+    def cells(self, now: float) -> dict[Cell, tuple[Sums, Sums]]:
         """Per cell its window's sums and its since-start sums, copied (a snapshot stays what
         it was): what the exposition's counters read."""
         return {
@@ -146,7 +147,7 @@ class GoodputTracker:
             return known
         return Cost(estimate.ratio, ESTIMATED, estimate.lower, estimate.upper)
 
-    def since_start(self) -> dict[Cell, RatioSums]:
+    def since_start(self) -> dict[Cell, Sums]:
         """Per cell its since-start sums, copied."""
         return {key: cell.since_start.copy() for key, cell in self._cells.items()}
 
@@ -164,16 +165,16 @@ class GoodputTracker:
                 groups.setdefault(key, []).append(cell)
         out: dict[tuple[str, ...], GoodputView] = {}
         for key, cells in groups.items():
-            window, since, steps = RatioSums(), RatioSums(), RatioSums()
+            window, since, steps = Sums(), Sums(), Sums()
             for cell in cells:
                 window.merge(cell.window.total(now))
                 since.merge(cell.since_start)
                 steps.merge(cell.steps)
             out[key] = GoodputView(
                 tpot=tpot_interval(window, self._confidence),
-                requests=window.n,
+                requests=window.requests,
                 tpot_since_start=tpot_interval(since, self._confidence),
-                requests_since_start=since.n,
+                requests_since_start=since.requests,
                 step_seconds=steps.x / steps.y if steps.y > 0 else None,
                 seconds=window.x / window.y if window.y > 0 else None,
                 seconds_since_start=since.x / since.y if since.y > 0 else None,

@@ -38,7 +38,7 @@ from specwatch.analysis.compare import family_confidence
 from specwatch.analysis.goodput import MAX_EXPONENT
 from specwatch.analysis.speedup import log_variance
 from specwatch.analysis.stats import Interval, t_quantile
-from specwatch.analysis.windows import RatioSums
+from specwatch.analysis.sums import Sums
 
 FASTER, SLOWER, SAME, INSUFFICIENT = "faster", "slower", "same", "insufficient"
 LOAD_MOVED = 0.2  # from this share of the after side's decode tokens at loads only it saw
@@ -51,8 +51,8 @@ K = TypeVar("K", bound=tuple[str, ...])
 @dataclass(frozen=True, slots=True)
 class TpotComparison:
     key: tuple[str, ...]  # a slice's key (model first), or (model,) for its rollup
-    before: RatioSums  # over every cell of the slice
-    after: RatioSums
+    before: Sums  # over every cell of the slice
+    after: Sums
     ratio: Interval | None  # after TPOT / before TPOT at the after side's mix of loads
     verdict: str
     loads_compared: int
@@ -64,7 +64,10 @@ class TpotComparison:
         return {
             **dict(zip(names, self.key, strict=False)),
             **{
-                side: {"requests": sums.n, "tpot_seconds": sums.x / sums.y if sums.y > 0 else None}
+                side: {
+                    "requests": sums.requests,
+                    "tpot_seconds": sums.x / sums.y if sums.y > 0 else None,
+                }
                 for side, sums in zip(sides, (self.before, self.after), strict=True)
             },
             "ratio": None
@@ -76,14 +79,12 @@ class TpotComparison:
         }
 
 
-def _timed(sums: RatioSums, least: int) -> bool:
+def _timed(sums: Sums, least: int) -> bool:
     finite = math.isfinite(sums.x + sums.y + sums.xx + sums.xy + sums.yy)
-    return sums.n >= max(2, least) and sums.x > 0 and sums.y > 0 and finite
+    return sums.requests >= max(2, least) and sums.x > 0 and sums.y > 0 and finite
 
 
-def combined_ratio(
-    cells: Iterable[tuple[RatioSums, RatioSums]], confidence: float
-) -> Interval | None:
+def combined_ratio(cells: Iterable[tuple[Sums, Sums]], confidence: float) -> Interval | None:
     """after / before of TPOT over the cells given (both sides timed in each), each cell's
     log-ratio weighted by its share of the after side's decode tokens."""
     rows = list(cells)
@@ -96,10 +97,14 @@ def combined_ratio(
         v_before, v_after = log_variance(before), log_variance(after)
         estimate += w * math.log((after.x / after.y) / (before.x / before.y))
         variance += w * w * (v_before + v_after)
-        shares += w**4 * (v_before**2 / (before.n - 1) + v_after**2 / (after.n - 1))
+        shares += w**4 * (v_before**2 / (before.requests - 1) + v_after**2 / (after.requests - 1))
     if not math.isfinite(variance + shares + estimate):
         return None
-    df = variance * variance / shares if shares > 0 else float(sum(b.n + a.n - 2 for b, a in rows))
+    df = (
+        variance * variance / shares
+        if shares > 0
+        else float(sum(b.requests + a.requests - 2 for b, a in rows))
+    )
     half = t_quantile(confidence, max(1.0, df)) * math.sqrt(variance)
     if not abs(estimate) + half < MAX_EXPONENT:  # a ratio no float holds
         return None
@@ -120,21 +125,19 @@ def verdict(ratio: Interval | None, margin: float) -> str:
 
 @dataclass(slots=True)
 class _Group:
-    before: RatioSums
-    after: RatioSums
-    paired: list[tuple[RatioSums, RatioSums]]  # the cells both sides timed
+    before: Sums
+    after: Sums
+    paired: list[tuple[Sums, Sums]]  # the cells both sides timed
     unpaired_tokens: float  # the after side's decode tokens in cells only it timed
 
 
 def _groups(
-    before: Mapping[K, RatioSums], after: Mapping[K, RatioSums], least_cell: int
+    before: Mapping[K, Sums], after: Mapping[K, Sums], least_cell: int
 ) -> dict[tuple[str, ...], _Group]:
     """Per slice and per model (key (model,)), its cells paired by load (and, for a model, by
     ctx bucket and task too)."""
-    groups: dict[tuple[str, ...], _Group] = defaultdict(
-        lambda: _Group(RatioSums(), RatioSums(), [], 0.0)
-    )
-    empty = RatioSums()
+    groups: dict[tuple[str, ...], _Group] = defaultdict(lambda: _Group(Sums(), Sums(), [], 0.0))
+    empty = Sums()
     for cell in sorted(set(before) | set(after)):
         b, a = before.get(cell, empty), after.get(cell, empty)
         for key in {cell[:-1], cell[:1]}:  # one, when the slices are the models
@@ -149,8 +152,8 @@ def _groups(
 
 
 def compare_tpot(
-    before: Mapping[K, RatioSums],
-    after: Mapping[K, RatioSums],
+    before: Mapping[K, Sums],
+    after: Mapping[K, Sums],
     confidence: float,
     margin: float,
     least_cell: int,
@@ -164,7 +167,7 @@ def compare_tpot(
 
     def compared(group: _Group) -> bool:
         return bool(group.paired) and all(
-            sum(pair[i].n for pair in group.paired) >= least_requests for i in (0, 1)
+            sum(pair[i].requests for pair in group.paired) >= least_requests for i in (0, 1)
         )
 
     chosen = {key for key, group in groups.items() if compared(group)}

@@ -28,9 +28,9 @@ from specwatch.analysis.advisor import advice_for
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import RatioSums
+from specwatch.analysis.sums import Sums
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC
-from specwatch.model import RequestRecord
+from specwatch.core.records import RequestRecord
 from specwatch.settings import Settings
 
 # one bucket's choice: K (-1: no evidence), method, gain, its lower and upper bound
@@ -58,8 +58,8 @@ class LoadBuckets:
 @dataclass(slots=True)
 class _Cell:
     counts: Counts
-    spec: RatioSums
-    baseline: RatioSums
+    spec: Sums
+    baseline: Sums
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +107,7 @@ class LoadTable:
     def _cell(self, key: tuple[str, int]) -> _Cell:
         cell = self._cells.get(key)
         if cell is None:
-            cell = self._cells[key] = _Cell(Counts(self._max_position), RatioSums(), RatioSums())
+            cell = self._cells[key] = _Cell(Counts(self._max_position), Sums(), Sums())
         return cell
 
     def add(
@@ -128,9 +128,7 @@ class LoadTable:
             decode = tokens - 1
             (cell.baseline if baseline else cell.spec).add(tpot * decode, decode)
 
-    def set_cell(
-        self, model: str, index: int, counts: Counts, spec: RatioSums, baseline: RatioSums
-    ) -> None:
+    def set_cell(self, model: str, index: int, counts: Counts, spec: Sums, baseline: Sums) -> None:
         """A cell whose sums were added up elsewhere (fleet analysis, in SQL); with
         set_largest, the table `add` would have built from the same requests."""
         self._cells[model, index] = _Cell(counts, spec, baseline)
@@ -151,7 +149,7 @@ class LoadTable:
         for model, largest in other._largest.items():
             self._largest[model] = max(self._largest.get(model, 0), largest)
 
-    def cells(self, model: str) -> dict[int, tuple[Counts, RatioSums, RatioSums]]:
+    def cells(self, model: str) -> dict[int, tuple[Counts, Sums, Sums]]:
         """Per bucket index: the model's step counts, and decode (seconds, tokens) sums of
         speculation and of the baseline."""
         return {
@@ -163,13 +161,13 @@ class LoadTable:
     def measured_cost(self, model: str, min_requests: int) -> float | None:
         """c from the model's decode times over every load (speculation's and the A/B
         baseline's, each with `min_requests` or more), kept below 1; None without them."""
-        spec, base, counts = RatioSums(), RatioSums(), Counts(self._max_position)
+        spec, base, counts = Sums(), Sums(), Counts(self._max_position)
         for (m, _), cell in self._cells.items():
             if m == model:
                 spec.merge(cell.spec)
                 base.merge(cell.baseline)
                 counts.merge(cell.counts)
-        if min(spec.n, base.n) < min_requests or spec.y <= 0 or base.x <= 0:
+        if min(spec.requests, base.requests) < min_requests or spec.y <= 0 or base.x <= 0:
             return None
         cost = cost_from_times(spec.x / spec.y, base.x / base.y, counts)
         return None if cost is None else min(0.99, cost)
@@ -206,8 +204,8 @@ class LoadTable:
                     gain=gain,
                     lower=lower,
                     upper=upper,
-                    spec_requests=cell.spec.n if cell else 0,
-                    baseline_requests=cell.baseline.n if cell else 0,
+                    spec_requests=cell.spec.requests if cell else 0,
+                    baseline_requests=cell.baseline.requests if cell else 0,
                     label=self.buckets.labels[index],
                 )
             )
@@ -217,7 +215,7 @@ class LoadTable:
 def _bucket_k(
     cell: _Cell, k_in_use: int, cost_ratio: float, confidence: float, min_requests: int
 ) -> _Choice:
-    if cell.spec.n >= min_requests and cell.baseline.n >= min_requests:
+    if cell.spec.requests >= min_requests and cell.baseline.requests >= min_requests:
         gain = measured_gain(cell.spec, cell.baseline, confidence)
         if gain is not None:
             # the K this load ran at (under a schedule, not the largest): its commonest length

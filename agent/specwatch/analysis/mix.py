@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from specwatch import conventions as C
 from specwatch.analysis.drift import DriftDetector
-from specwatch.model import SliceKey
+from specwatch.core.records import SliceKey
 from specwatch.settings import DriftSettings
 
 K = TypeVar("K", bound=Hashable)

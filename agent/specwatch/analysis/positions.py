@@ -37,7 +37,7 @@ from itertools import accumulate, repeat
 from operator import add
 
 from specwatch.analysis.counts import Counts
-from specwatch.model import SpecDecodeBlock
+from specwatch.core.records import SpecDecodeBlock
 
 # draft_context_limit
 POSITION_BIN = 64

@@ -6,7 +6,7 @@ import gc
 from collections.abc import Iterable
 
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.model import RequestRecord, SpecConfig
+from specwatch.core.records import RequestRecord, SpecConfig
 from specwatch.settings import Settings
 
 # Evaluations a replay runs at most: 1.6 years of log time at the default 10 s. A log that

@@ -11,8 +11,8 @@ from collections import defaultdict
 
 from specwatch import conventions as C
 from specwatch.analysis.slicing import CtxBuckets
-from specwatch.analysis.windows import Histogram
-from specwatch.model import RequestKey, RequestRecord
+from specwatch.core.histogram import Histogram
+from specwatch.core.records import RequestKey, RequestRecord
 
 HISTOGRAMS: dict[str, tuple[float, ...]] = {
     C.REQUEST_ACCEPTANCE_LENGTH: C.ACCEPTANCE_LENGTH_BUCKETS,

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
 from specwatch.analysis.counts import Counts
-from specwatch.model import SliceKey, SpecDecodeBlock
+from specwatch.core.records import SliceKey, SpecDecodeBlock
 
 
 def _short(n: int) -> str:

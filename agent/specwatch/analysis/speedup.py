@@ -26,12 +26,14 @@ from typing import NamedTuple
 
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.windows import RatioSums, WindowedRatio
+from specwatch.analysis.sums import Sums
+from specwatch.analysis.windows import WindowedRatio
+from specwatch.conventions import GainMethod
 from specwatch.settings import Settings
 
-MEASURED = "measured"
-MODELLED = "modelled"
-INSUFFICIENT = "insufficient"  # a model with a baseline, too few requests to measure the gain
+# a Gain's method
+MEASURED, MODELLED = GainMethod.MEASURED, GainMethod.MODELLED
+INSUFFICIENT = GainMethod.INSUFFICIENT
 
 # where the draft cost c came from
 CONFIGURED = "configured"
@@ -98,39 +100,41 @@ def cost_from_times(spec_tpot: float, base_tpot: float, counts: Counts) -> float
     return max(0.0, (spec_tpot * tau / base_tpot - 1.0) / counts.max_drafted)
 
 
-def _finite(sums: RatioSums) -> bool:
+def _finite(sums: Sums) -> bool:
     return math.isfinite(sums.x + sums.y + sums.xx + sums.xy + sums.yy)
 
 
-def log_variance(sums: RatioSums) -> float:
+def log_variance(sums: Sums) -> float:
     """Var(log ratio) ~ Var(ratio) / ratio^2 (delta method)."""
     ratio = sums.x / sums.y
-    return robust_variance(sums.n, sums.x, sums.y, sums.xx, sums.xy, sums.yy) / (ratio * ratio)
+    return robust_variance(sums.requests, sums.x, sums.y, sums.xx, sums.xy, sums.yy) / (
+        ratio * ratio
+    )
 
 
 def measured_gain(
-    spec: RatioSums,
-    baseline: RatioSums | None,
+    spec: Sums,
+    baseline: Sums | None,
     confidence: float,
     baseline_seconds_per_token: float | None = None,
 ) -> Gain | None:
     """From speculation's decode sums and the baseline's (live A/B) or a configured figure.
     None where a sum is not finite (times of 1e300 ms, replayed): their squares overflow, and
     a variance read as 0 from them would claim an exact gain."""
-    if spec.n < 2 or spec.x <= 0 or spec.y <= 0 or not _finite(spec):
+    if spec.requests < 2 or spec.x <= 0 or spec.y <= 0 or not _finite(spec):
         return None
     spec_tpot = spec.x / spec.y
     v_spec = log_variance(spec)
     if baseline is not None:
-        if baseline.n < 2 or baseline.x <= 0 or baseline.y <= 0 or not _finite(baseline):
+        if baseline.requests < 2 or baseline.x <= 0 or baseline.y <= 0 or not _finite(baseline):
             return None
         base_tpot = baseline.x / baseline.y
         v_base = log_variance(baseline)
-        shares = v_spec**2 / (spec.n - 1) + v_base**2 / (baseline.n - 1)
+        shares = v_spec**2 / (spec.requests - 1) + v_base**2 / (baseline.requests - 1)
         total = v_spec + v_base
-        df = total * total / shares if shares > 0 else float(spec.n + baseline.n - 2)
+        df = total * total / shares if shares > 0 else float(spec.requests + baseline.requests - 2)
     elif baseline_seconds_per_token:
-        base_tpot, total, df = baseline_seconds_per_token, v_spec, float(spec.n - 1)
+        base_tpot, total, df = baseline_seconds_per_token, v_spec, float(spec.requests - 1)
     else:
         return None
     ratio = base_tpot / spec_tpot
@@ -166,13 +170,13 @@ class SpeedupTracker:
         for windowed in sums:
             windowed.add(ts, tpot * decode, decode)
 
-    def _sums_over(self, model: str, baseline: bool, now: float, long: bool) -> RatioSums | None:
+    def _sums_over(self, model: str, baseline: bool, now: float, long: bool) -> Sums | None:
         sums = self._sums.get((model, baseline))
         return None if sums is None else sums[long].total(now)
 
-    def _enough(self, sums: RatioSums | None) -> RatioSums | None:
+    def _enough(self, sums: Sums | None) -> Sums | None:
         """Sums with the requests a measured gain needs on one side, else None."""
-        if sums is None or sums.n < self._cfg.min_baseline_requests or sums.y <= 0:
+        if sums is None or sums.requests < self._cfg.min_baseline_requests or sums.y <= 0:
             return None
         return sums
 

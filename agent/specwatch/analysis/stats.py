@@ -1,4 +1,4 @@
-"""The definitions of docs/architecture.md, written once, and their intervals.
+"""The statistics' definitions, written once, and their intervals.
 
 For a step with d drafted and a accepted tokens (0 <= a <= d):
 - vLLM's rate r = sum a / sum d (falls with K even for an equally good draft);
@@ -65,7 +65,7 @@ def t_coefficients(confidence: float) -> tuple[float, ...]:
 
 def t_table_df(confidence: float) -> int:
     """Degrees of freedom up to which the recording rules carry exact quantiles: past it the
-    Cornish-Fisher polynomial is within 4e-6 of them (tests/unit/test_stats.py)."""
+    Cornish-Fisher polynomial is within 4e-6 of them (tests/unit/analysis/test_stats.py)."""
     return 20 if confidence <= 0.999 else 60
 
 
@@ -110,9 +110,9 @@ def t_quantile(confidence: float, df: float) -> float:
     below the root: the tails are convex in t there, so every step stays below and converges.
 
     Written here because no runtime dependency has it (scipy would be one for this
-    function); tests/unit/test_stats.py checks it against scipy.stats.t.ppf. Few requests are
-    where a bound is most over-confident with an approximation: 11% short at 1 degree of
-    freedom with Cornish-Fisher's five terms.
+    function); tests/unit/analysis/test_stats.py checks it against scipy.stats.t.ppf. Few
+    requests are where a bound is most over-confident with an approximation: 11% short at 1
+    degree of freedom with Cornish-Fisher's five terms.
     """
     df = max(1.0, df)
     tails, a = 1.0 - confidence, df / 2.0

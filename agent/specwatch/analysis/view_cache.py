@@ -22,7 +22,7 @@ from specwatch.analysis.speedup import Cost
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.views import SliceView
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.model import SliceKey
+from specwatch.core.records import SliceKey
 
 # a finer slice's view is kept while these are equal: window version, cost, zone, zone since,
 # drift verdict, zone evidence

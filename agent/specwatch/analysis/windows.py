@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left
 from collections import deque
-from collections.abc import Generator, Iterable, Sequence
-from itertools import accumulate
+from collections.abc import Generator, Iterable
 from typing import Generic, TypeVar
 
 from specwatch.analysis.counts import Counts
-from specwatch.turns import finish
+from specwatch.analysis.sums import Sums
+from specwatch.core.turns import finish
 
 K = TypeVar("K")
 
@@ -165,89 +164,17 @@ def _settled_max(buckets: deque[tuple[int, Counts]], left: int) -> int:
     return top
 
 
-_LE: dict[tuple[float, ...], tuple[str, ...]] = {}  # bounds -> their `le` names
-
-
-class Histogram:
-    """Fixed-bound histogram counts (non-cumulative per bucket; +Inf last)."""
-
-    __slots__ = ("bounds", "buckets", "count", "sum")
-
-    def __init__(self, bounds: Sequence[float]) -> None:
-        self.bounds = tuple(bounds)
-        self.buckets = [0] * (len(self.bounds) + 1)
-        self.count = 0
-        self.sum = 0.0
-
-    def observe(self, value: float) -> None:
-        # the first bound the value does not exceed (le is inclusive), else +Inf (NaN too,
-        # as Prometheus files it): a C search, not a Python loop over the bounds
-        index = bisect_left(self.bounds, value) if value == value else len(self.bounds)
-        self.buckets[index] += 1
-        self.count += 1
-        self.sum += value
-
-    def le(self) -> tuple[str, ...]:
-        """The buckets' `le` label values, ending with +Inf (one tuple per set of bounds)."""
-        names = _LE.get(self.bounds)
-        if names is None:
-            names = _LE[self.bounds] = (*map(str, self.bounds), "+Inf")
-        return names
-
-    def cumulative(self) -> list[tuple[str, int]]:
-        """Prometheus' form: (le, cumulative count), ending with +Inf."""
-        return list(zip(self.le(), accumulate(self.buckets), strict=True))
-
-    def copy(self) -> Histogram:
-        out = Histogram(self.bounds)
-        out.buckets = list(self.buckets)
-        out.count, out.sum = self.count, self.sum
-        return out
-
-
-class RatioSums:
-    """Sums over requests of x_i, y_i and their squares and product: a ratio sum(x) / sum(y)
-    and its request-level variance (e.g. decode seconds over decode tokens)."""
-
-    __slots__ = ("n", "x", "xx", "xy", "y", "yy")
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.x = self.y = self.xx = self.xy = self.yy = 0.0
-
-    def add(self, x: float, y: float) -> None:
-        self.n += 1
-        self.x += x
-        self.y += y
-        self.xx += x * x
-        self.xy += x * y
-        self.yy += y * y
-
-    def copy(self) -> RatioSums:
-        out = RatioSums()
-        out.merge(self)
-        return out
-
-    def merge(self, other: RatioSums) -> None:
-        self.n += other.n
-        self.x += other.x
-        self.y += other.y
-        self.xx += other.xx
-        self.xy += other.xy
-        self.yy += other.yy
-
-
 class WindowedRatio:
-    """RatioSums over the last `length` seconds, in buckets of `bucket` seconds."""
+    """Sums over the last `length` seconds, in buckets of `bucket` seconds."""
 
     __slots__ = ("_bucket", "_buckets", "_cached", "_n", "_version")
 
     def __init__(self, length: float, bucket: float) -> None:
         self._bucket = bucket
         self._n = max(1, round(length / bucket))
-        self._buckets: deque[tuple[int, RatioSums]] = deque()
+        self._buckets: deque[tuple[int, Sums]] = deque()
         self._version = 0
-        self._cached: tuple[int, int, RatioSums] | None = None  # (oldest, version, total)
+        self._cached: tuple[int, int, Sums] | None = None  # (oldest, version, total)
 
     def add(self, ts: float, x: float, y: float) -> None:
         self._version += 1
@@ -255,21 +182,21 @@ class WindowedRatio:
         if self._buckets and self._buckets[-1][0] == index:
             self._buckets[-1][1].add(x, y)
         elif not self._buckets or self._buckets[-1][0] < index:
-            sums = RatioSums()
+            sums = Sums()
             sums.add(x, y)
             self._buckets.append((index, sums))
             while self._buckets and self._buckets[0][0] <= index - self._n:
                 self._buckets.popleft()
         # a late value for an older bucket is dropped: one request of many
 
-    def total(self, now: float) -> RatioSums:
+    def total(self, now: float) -> Sums:
         """The sums over the window ending at `now`: not to be changed by the caller (one
         evaluation asks for the same total once per slice: it is summed once, exactly)."""
         oldest = int(now // self._bucket) - self._n + 1
         cached = self._cached
         if cached is not None and cached[0] == oldest and cached[1] == self._version:
             return cached[2]
-        out = RatioSums()
+        out = Sums()
         for index, sums in self._buckets:
             if index >= oldest:
                 out.merge(sums)

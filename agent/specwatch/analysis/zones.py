@@ -35,7 +35,7 @@
   least; then the acceptance rules apply again. A window without that evidence holds the red.
 
 What a zone means over time, and how often each rule is wrong over an hour of evaluations,
-is measured by benchmarks/zone_verdicts.py (README, Zones).
+is measured by benchmarks/zone_verdicts.py (README, section "What it judges").
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from specwatch.settings import ZoneSettings
 
 if TYPE_CHECKING:
     from specwatch.analysis.counts import Counts
-    from specwatch.model import SliceKey
+    from specwatch.core.records import SliceKey
 
 log = structlog.get_logger("specwatch.analysis")
 

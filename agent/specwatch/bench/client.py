@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 
 from specwatch.bench.workload import BenchRequest
-from specwatch.model import SpecDecodeBlock
+from specwatch.core.records import SpecDecodeBlock
 from specwatch.proxy.sse import SseSplitter
 from specwatch.vllm.response import (
     ParseFailure,

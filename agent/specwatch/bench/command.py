@@ -30,109 +30,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from specwatch import __version__
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.bench import report
-from specwatch.bench.concurrency import parse_levels, recommend, surface
+from specwatch.bench.concurrency import recommend, surface
+from specwatch.bench.plan import Plan, UsageError, plan_of
 from specwatch.bench.results import BASELINE, Analysis, analyse, cost, quality
 from specwatch.bench.runner import Load, Target, TargetRun, run_targets, wait_ready
-from specwatch.bench.sweep import SweepError, baseline_command, command_for_k, parse_ks
+from specwatch.bench.sweep import SweepError, baseline_command, command_for_k
 from specwatch.bench.workload import (
     BenchRequest,
     DatasetError,
-    builtin,
-    quality_requests,
-    sharegpt,
 )
-from specwatch.commands.loop import run_loop
+from specwatch.core.loop import run_loop
 from specwatch.settings import Settings
-
-
-class UsageError(Exception):
-    pass
-
-
-def _targets(args: argparse.Namespace) -> list[Target]:
-    given = [bool(args.url), bool(args.baseline or args.spec), bool(args.sweep_k)]
-    if sum(given) != 1:
-        raise UsageError("give exactly one of --url, --baseline/--spec, --sweep-k")
-    if args.url:
-        return [Target("target", args.url.rstrip("/"), args.model)]
-    if args.baseline or args.spec:
-        if not (args.baseline and args.spec):
-            raise UsageError("--baseline and --spec go together")
-        targets = [Target(BASELINE, args.baseline.rstrip("/"), args.model)]
-        for i, given_spec in enumerate(args.spec):
-            name, url = _named(given_spec)
-            name = name or ("spec" if i == 0 else f"spec{i + 1}")
-            if name in {t.name for t in targets}:
-                raise UsageError(f"two targets named {name!r}")
-            targets.append(Target(name, url.rstrip("/"), args.model))
-        return targets
-    return []
-
-
-def _prices(given: list[str]) -> dict[str, float]:
-    """`--price-per-hour 2.5` (every target) or `--price-per-hour K=3=2.5` (one target)."""
-    out: dict[str, float] = {}
-    for item in given:
-        name, _, value = item.rpartition("=")
-        try:
-            price = float(value)
-        except ValueError:
-            raise UsageError(f"--price-per-hour: not a price: {item!r}") from None
-        if price < 0:
-            raise UsageError(f"--price-per-hour: negative price: {item!r}")
-        out[name or "*"] = price
-    return out
-
-
-def _named(given: str) -> tuple[str, str]:
-    """`NAME=URL` or `URL`."""
-    name, sep, url = given.partition("=")
-    if sep and "://" not in name:
-        return name, url
-    return "", given
-
-
-def _workload(args: argparse.Namespace, tasks: Any) -> tuple[list[BenchRequest], str]:
-    if args.requests < 1:
-        raise UsageError("--requests must be at least 1")
-    if args.dataset:
-        requests, skipped = sharegpt(
-            args.dataset, args.requests, seed=args.seed, max_tokens=args.max_tokens, tasks=tasks
-        )
-        note = f", {skipped} entries without a prompt skipped" if skipped else ""
-        return requests, f"ShareGPT file {args.dataset.name}{note}"
-    requests = builtin(
-        args.requests,
-        seed=args.seed,
-        max_tokens=args.max_tokens,
-        min_prompt_words=args.min_prompt_words,
-        max_prompt_words=args.max_prompt_words,
-    )
-    words = f"{args.min_prompt_words}-{args.max_prompt_words}"
-    return requests, f"built-in mix, seed {args.seed}, prompts {words} words"
-
-
-def _quality_plan(
-    args: argparse.Namespace, requests: list[BenchRequest], has_baseline: bool
-) -> Any:
-    """Each target's distribution-check requests: the first prompts, seeded samples; the
-    baseline's seeds and every other target's do not overlap, so all are independent draws."""
-    if args.quality_temperature is None:
-        return lambda _name: ()
-    if not has_baseline:
-        raise UsageError("--quality-temperature needs a baseline (--baseline or --sweep-k)")
-    if args.quality_temperature <= 0:
-        raise UsageError("--quality-temperature must be above 0 (temperature 0 is checked anyway)")
-    if args.quality_samples < 2 or args.quality_prompts < 1:
-        raise UsageError("--quality-samples must be at least 2, --quality-prompts at least 1")
-    prompts = requests[: args.quality_prompts]
-    samples, temperature = args.quality_samples, args.quality_temperature
-
-    def plan(name: str) -> list[BenchRequest]:
-        first = 0 if name == BASELINE else samples
-        return quality_requests(prompts, samples, temperature, first)
-
-    return plan
 
 
 def _progress(total: int, enabled: bool) -> Progress:
@@ -213,56 +121,15 @@ def _render(results: Path, out: Path) -> int:
     return 0
 
 
-async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:
-    if args.render:
-        return _render(args.render, args.out)
-    console = Console(stderr=True)
-    try:
-        targets = _targets(args)
-        ks = parse_ks(args.sweep_k) if args.sweep_k else []
-        if ks and not vllm_argv:
-            raise UsageError("--sweep-k needs the vLLM command after --")
-        if ks:
-            command_for_k(vllm_argv, ks[0])  # fail now on a command without a spec config
-        requests, workload = _workload(args, settings.tasks)
-        prices = _prices(args.price_per_hour)
-        if args.accelerators < 1:
-            raise UsageError("--accelerators must be at least 1")
-        quality_for = _quality_plan(args, requests, bool(ks) or bool(args.baseline))
-        levels = (
-            parse_levels(args.sweep_concurrency) if args.sweep_concurrency else [args.concurrency]
-        )
-        if args.sweep_concurrency and args.rate:
-            raise UsageError("--sweep-concurrency sets the concurrency: not with --rate")
-    except (UsageError, SweepError, DatasetError) as error:
-        print(f"specwatch bench: {error}", file=sys.stderr)
-        return 2
-    load = Load(
-        concurrency=levels[0],
-        rate=args.rate,
-        temperature=args.temperature,
-        seed=args.sampling_seed,
-        timeout=args.timeout,
-        block=args.block,
-        token_ids=not args.no_token_ids,
-    )
-    # Warm-up: other prompts from the same mix (a different seed), so no measured request is
-    # answered from a cache the warm-up filled.
-    count = args.concurrency if args.warmup < 0 else args.warmup
-    warmup = builtin(
-        count,
-        seed=args.seed + 1_000_003,
-        max_tokens=args.max_tokens,
-        min_prompt_words=args.min_prompt_words,
-        max_prompt_words=args.max_prompt_words,
-    )
-    n_targets = len(targets) or len(ks) + 1
+async def _measure(
+    plan: Plan, args: argparse.Namespace, vllm_argv: list[str]
+) -> tuple[dict[int, list[TargetRun]], bool]:
+    """Every level's runs, and whether the run stopped early (a signal, a failure)."""
+    n_targets = len(plan.targets) or len(plan.ks) + 1
     extra = args.quality_prompts * args.quality_samples if args.quality_temperature else 0
-    by_level: dict[int, list[TargetRun]] = {level: [] for level in levels}
-    runs = by_level[levels[0]]  # the report's tables; the surface covers every level
-    started = time.time()
+    by_level: dict[int, list[TargetRun]] = {level: [] for level in plan.levels}
     partial = False
-    total = (len(requests) * len(levels) + extra) * n_targets
+    total = (len(plan.requests) * len(plan.levels) + extra) * n_targets
     with _progress(total, not args.no_progress) as progress:
         task = progress.add_task("bench", total=total)
 
@@ -270,21 +137,29 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
             progress.advance(task)
 
         job: Coroutine[Any, Any, object]
-        if ks:
+        if plan.ks:
             job = _sweep(
-                ks,
+                plan.ks,
                 vllm_argv,
-                requests,
-                warmup,
-                load,
+                plan.requests,
+                plan.warmup,
+                plan.load,
                 by_level,
                 tick,
                 args.ready_timeout,
                 args.out / "servers",
-                quality_for,
+                plan.quality_for,
             )
         else:
-            job = _at_levels(targets, requests, warmup, load, by_level, tick, quality_for)
+            job = _at_levels(
+                plan.targets,
+                plan.requests,
+                plan.warmup,
+                plan.load,
+                by_level,
+                tick,
+                plan.quality_for,
+            )
         main = asyncio.ensure_future(job)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError):
@@ -301,11 +176,27 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError):
                     loop.remove_signal_handler(sig)
+    return by_level, partial
+
+
+async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:
+    if args.render:
+        return _render(args.render, args.out)
+    console = Console(stderr=True)
+    try:
+        plan = plan_of(args, settings, vllm_argv)
+    except (UsageError, SweepError, DatasetError) as error:
+        print(f"specwatch bench: {error}", file=sys.stderr)
+        return 2
+    started = time.time()
+    by_level, partial = await _measure(plan, args, vllm_argv)
+    runs = by_level[plan.levels[0]]  # the report's tables; the surface covers every level
     if not any(run.samples for run in runs):
         print("specwatch bench: no request finished; no report", file=sys.stderr)
         return 1
     analysis = Analysis(confidence=args.confidence, bootstrap=args.bootstrap, seed=args.seed)
     documents = analyse(runs, CtxBuckets(settings.ctx_buckets), analysis)
+    load = plan.load
     load_text = (
         f"Poisson arrivals at {load.rate:g} req/s"
         if load.rate
@@ -322,19 +213,20 @@ async def _run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "partial": partial,
-            "requests": len(requests),
-            "warmup_requests": len(warmup),
-            "workload": workload,
+            "requests": len(plan.requests),
+            "warmup_requests": len(plan.warmup),
+            "workload": plan.workload,
             "max_tokens": args.max_tokens,
             "load": asdict(load),
-            "load_description": load_text + (", sequential servers" if ks else ", interleaved"),
+            "load_description": load_text
+            + (", sequential servers" if plan.ks else ", interleaved"),
             "ctx_buckets": list(settings.ctx_buckets),
             "analysis": asdict(analysis),
         },
         "targets": documents,
         "verdict": verdict,
         "quality": checks,
-        "cost": cost(documents, prices, args.accelerators),
+        "cost": cost(documents, plan.prices, args.accelerators),
     }
     if args.sweep_concurrency:
         document["sweep"] = _surface(by_level, verdict, settings, analysis)
@@ -364,5 +256,5 @@ def _surface(
     return {"concurrency": levels, "surface": cells, "recommended": recommend(cells, levels)}
 
 
-def run(args: argparse.Namespace, settings: Settings, vllm_argv: list[str]) -> int:
-    return run_loop(_run(args, settings, vllm_argv))
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    return run_loop(_run(args, settings, args.vllm_argv))

@@ -12,129 +12,27 @@ import argparse
 import csv
 import json
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from specwatch.fleet.groups import Group, Tally, read_rows
-from specwatch.fleet.source import Files, SourceError, find, when
+from specwatch.commands.shared.fleet import (
+    Request,
+    UsageError,
+    aggregated,
+    engine,
+    grouped,
+    report_lines,
+    request_of,
+)
+from specwatch.export.fields import interval_fields, k_table_fields, statistics_fields
+from specwatch.fleet.groups import Group
+from specwatch.fleet.source import SourceError
 from specwatch.settings import Settings
 
-DIMENSIONS = ("model", "config", "track", "ctx_bucket", "task", "load", "day")
 DEFAULT_BY = "model,ctx_bucket,task"
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """What one aggregation is asked: the files, the grouping, the time range."""
-
-    files: Files
-    by: tuple[str, ...]
-    since: float | None
-    until: float | None
-
-
-class UsageError(ValueError):
-    pass
-
-
-def dimensions(text: str) -> tuple[str, ...]:
-    """--by: names from DIMENSIONS, comma-separated, each once."""
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    unknown = [name for name in names if name not in DIMENSIONS]
-    if unknown or not names or len(set(names)) != len(names):
-        raise UsageError(
-            f"--by {text!r}: give each of {', '.join(DIMENSIONS)} at most once, comma-separated"
-        )
-    return names
-
-
-def request_of(args: argparse.Namespace, by: str) -> Request:
-    """The files and the range the arguments name (UsageError, SourceError when wrong)."""
-    files = find([str(path) for path in args.paths])
-    for missing in files.missing:
-        print(f"specwatch: {args.command}: nothing matches {missing!r}", file=sys.stderr)
-    if not files.count:
-        raise UsageError("no file to read")
-    try:
-        since = when(args.since) if args.since else None
-        until = when(args.until) if args.until else None
-    except SourceError as error:
-        raise UsageError(str(error)) from None
-    if since is not None and until is not None and until <= since:
-        raise UsageError("--until is not after --since")
-    return Request(files, dimensions(by), since, until)
-
-
-def engine(args: argparse.Namespace) -> Any:
-    """The DuckDB engine, or None (said on stderr) when the `analyze` extra is missing."""
-    try:
-        from specwatch.fleet.engine import Engine
-    except ImportError:  # pragma: no cover - the extra is installed wherever tests run
-        return None
-    progress = sys.stderr if not args.quiet else None
-    return Engine(args.threads, args.memory_limit, progress)
-
-
-def aggregated(
-    fleet: Any, request: Request, settings: Settings, dims: tuple[str, ...], with_load: bool
-) -> list[tuple[Any, ...]]:
-    """fleet/sql.py's rows of the request's files, grouped by `dims`."""
-    rows: list[tuple[Any, ...]] = fleet.aggregate(
-        request.files,
-        dims,
-        settings.ctx_buckets,
-        settings.load.batch_edges,
-        request.since,
-        request.until,
-        with_load=with_load,
-    )
-    return rows
-
-
-def grouped(
-    fleet: Any,
-    request: Request,
-    settings: Settings,
-    by: tuple[str, ...] | None = None,
-    tpot: bool = False,
-) -> tuple[list[Group], Tally]:
-    """The groups of `by` (else the request's); `tpot`: with their decode-time sums."""
-    dims = by or request.by
-    rows = aggregated(fleet, request, settings, dims, with_load=tpot)
-    from specwatch.analysis.load import LoadBuckets
-    from specwatch.analysis.slicing import CtxBuckets
-
-    return read_rows(
-        rows,
-        dims,
-        CtxBuckets(settings.ctx_buckets),
-        LoadBuckets(settings.load.batch_edges),
-        settings.limits.max_position,
-        settings.zones.confidence,
-    )
-
-
-def report_lines(tally: Tally, command: str) -> None:
-    """What was not counted, on stderr: bad lines are never silent."""
-    lines = tally.lines
-    if lines["bad"]:
-        print(
-            f"specwatch: {command}: {lines['bad']} line(s) are not cycle-log request lines "
-            "(not JSON, a field missing or of the wrong type, per-step arrays that disagree): "
-            "not counted; `specwatch replay FILE` names each",
-            file=sys.stderr,
-        )
-    if lines["outside"]:
-        print(
-            f"specwatch: {command}: {lines['outside']} request(s) outside --since/--until",
-            file=sys.stderr,
-        )
-
-
 def group_fields(group: Group, by: tuple[str, ...], confidence: float) -> dict[str, Any]:
-    from specwatch.export.fields import by_drafted_length, interval_fields
-
     stats, counts = group.stats, group.counts
     tpot: dict[str, Any] = {}
     if group.decode is not None:  # `--tpot`: the sidecar's goodput over the group
@@ -144,23 +42,16 @@ def group_fields(group: Group, by: tuple[str, ...], confidence: float) -> dict[s
         tpot = {
             "tpot_seconds": group.decode.x / group.decode.y if group.decode.y > 0 else None,
             "tpot_interval": interval_fields(interval),
-            "tpot_requests": group.decode.n,
+            "tpot_requests": group.decode.requests,
         }
     return {
         **dict(zip(by, group.key, strict=True)),
-        **counts.as_dict(),
-        "alpha": interval_fields(stats.alpha),
-        "rate": None if stats.rate is None else stats.rate.estimate,
-        "rate_interval": interval_fields(stats.rate),
-        "tau": None if stats.tau is None else stats.tau.estimate,
-        "tau_interval": interval_fields(stats.tau),
-        "per_position": list(stats.per_position),
-        "by_drafted_length": by_drafted_length(counts),
+        **statistics_fields(counts, stats),
         **tpot,
     }
 
 
-def run_analyze(args: argparse.Namespace, settings: Settings) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         request = request_of(args, args.by)
         fleet = engine(args)
@@ -193,7 +84,7 @@ def run_analyze(args: argparse.Namespace, settings: Settings) -> int:
             "confidence": settings.zones.confidence,
             "lines": tally.lines,
             "groups": rows,
-            "k_tables": [_k_table_fields(*entry) for entry in tables],
+            "k_tables": [k_table_fields(*entry) for entry in tables],
         }
         sys.stdout.write(json.dumps(document) + "\n")
     elif args.csv is not None:
@@ -210,23 +101,12 @@ def k_tables(
 ) -> list[tuple[Any, float, str]]:
     """`advise`'s K table by batch size, over every request read."""
     from specwatch.analysis.load import LoadBuckets
-    from specwatch.commands.ktable import k_tables as tables_of
+    from specwatch.commands.shared.ktable import k_tables as tables_of
     from specwatch.fleet.groups import load_table
 
     rows = aggregated(fleet, request, settings, ("model", "load"), with_load=True)
     table = load_table(rows, LoadBuckets(settings.load.batch_edges), settings.limits.max_position)
     return tables_of(table, settings, cost_ratio)
-
-
-def _k_table_fields(table: Any, cost: float, source: str) -> dict[str, Any]:
-    return {
-        "model": table.model,
-        "k_in_use": table.k_in_use,
-        "cost_ratio": cost,
-        "cost_ratio_source": source,
-        "num_speculative_tokens_per_batch_size": table.schedule(),
-        "ranges": [asdict(row) for row in table.ranges],
-    }
 
 
 def _flat(row: dict[str, Any], by: tuple[str, ...]) -> dict[str, Any]:
@@ -272,7 +152,7 @@ def _print_table(
 ) -> None:
     from rich.table import Table
 
-    from specwatch.commands.table import console, show
+    from specwatch.commands.shared.table import console, show
 
     out = console()
     table = Table(title=f"acceptance by {', '.join(by)}", title_justify="left", pad_edge=False)
@@ -299,6 +179,6 @@ def _print_table(
         )
     show(out, table)
     if tables:
-        from specwatch.commands.ktable import print_k_tables
+        from specwatch.commands.shared.ktable import print_k_tables
 
         print_k_tables(out, tables)

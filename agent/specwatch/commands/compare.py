@@ -1,7 +1,7 @@
 """`specwatch compare A B`: two sets of cycle logs (two configs, canary and stable, before
 and after an upgrade), slice by slice, with the live comparison's statistics.
 
-Each side is aggregated by fleet analysis (commands/analyze.py); the differences, verdicts,
+Each side is aggregated by fleet analysis (commands/shared/fleet.py); the differences, verdicts,
 the family-wise guard, the overall change at B's mix and the mix shift come from
 analysis/compare.py, the code the sidecar's own config-change comparison runs.
 """
@@ -15,15 +15,22 @@ from collections.abc import Callable
 from typing import Any
 
 from specwatch.analysis.compare import ModelComparison, SliceComparison, compare_models
-from specwatch.analysis.evidence import Sums
 from specwatch.analysis.goodput_compare import TpotComparison, compare_tpot
-from specwatch.analysis.windows import RatioSums
-from specwatch.commands.analyze import UsageError, aggregated, engine, grouped, report_lines
-from specwatch.commands.analyze import request_of as request_from
+from specwatch.analysis.sums import Sums
+from specwatch.commands.shared.fleet import (
+    UsageError,
+    aggregated,
+    engine,
+    grouped,
+    report_lines,
+    request_of,
+)
+from specwatch.export.fields import comparison_row, model_comparison
 from specwatch.fleet.groups import Group, Tally, decode_cells
 from specwatch.fleet.source import SourceError
 from specwatch.settings import Settings
 
+SIDES = ("a", "b")
 _ZERO = Sums(0, 0, 0, 0, 0, 0)
 Side = dict[tuple[str, ...], Sums]
 
@@ -42,7 +49,7 @@ def _sides(
     if args.split is None:
         if len(paths) != 2:
             raise UsageError("give two paths (A and B), or one set and --split config|track")
-        requests = [request_from(_with(args, [path]), args.by) for path in paths]
+        requests = [request_of(_with(args, [path]), args.by) for path in paths]
         by = _by_model_first(requests[0].by)
         tally = Tally()
         out: dict[bool, list[Side]] = {False: [], True: []}
@@ -59,7 +66,7 @@ def _sides(
             by,
             tally,
         )
-    request = request_from(_with(args, paths), args.by)
+    request = request_of(_with(args, paths), args.by)
     by = _by_model_first(tuple(name for name in request.by if name != args.split))
     split: dict[bool, tuple[list[Group], Tally]] = {
         rollup: grouped(fleet, request, settings, (*dims, args.split))
@@ -80,7 +87,7 @@ def _sides(
     return (names[0], names[1]), sides, by, split[False][1]
 
 
-Cells = dict[tuple[str, ...], RatioSums]
+Cells = dict[tuple[str, ...], Sums]
 
 
 def _tpot_sides(
@@ -93,10 +100,10 @@ def _tpot_sides(
     ctx, load = CtxBuckets(settings.ctx_buckets), LoadBuckets(settings.load.batch_edges)
 
     def cells(paths: list[str], dims: tuple[str, ...]) -> Cells:
-        request = request_from(_with(args, paths), args.by)
+        request = request_of(_with(args, paths), args.by)
         return decode_cells(aggregated(fleet, request, settings, dims, True), dims, ctx, load)
 
-    by = _by_model_first(request_from(_with(args, list(args.paths)), args.by).by)
+    by = _by_model_first(request_of(_with(args, list(args.paths)), args.by).by)
     if args.split is None:
         by = tuple(name for name in by if name != "load")
         return cells([args.paths[0]], (*by, "load")), cells([args.paths[1]], (*by, "load"))
@@ -115,7 +122,7 @@ def _pairs(a: Side, b: Side) -> list[tuple[tuple[str, ...], Sums, Sums]]:
     return [(key, a.get(key, _ZERO), b.get(key, _ZERO)) for key in sorted(set(a) | set(b))]
 
 
-def run_compare(args: argparse.Namespace, settings: Settings) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         fleet = engine(args)
         if fleet is None:
@@ -184,29 +191,10 @@ def run_compare(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _side(sums: Sums) -> dict[str, Any]:
-    return {
-        "requests": sums.requests,
-        "accepted": sums.x,
-        "trials": sums.y,
-        "alpha": sums.x / sums.y if sums.y else None,
-    }
-
-
 def _row(
     row: SliceComparison, by: tuple[str, ...], tpot_of: dict[tuple[str, ...], str]
 ) -> dict[str, Any]:
-    d = row.difference
-    return {
-        **dict(zip(by, row.key, strict=True)),
-        "a": _side(row.before),
-        "b": _side(row.after),
-        "difference": None
-        if d is None
-        else {"estimate": d.estimate, "lower": d.lower, "upper": d.upper},
-        "verdict": row.verdict,
-        "tpot_verdict": tpot_of.get(row.key),
-    }
+    return {**comparison_row(row, by, SIDES), "tpot_verdict": tpot_of.get(row.key)}
 
 
 def _tpot_row(row: TpotComparison, by: tuple[str, ...]) -> dict[str, Any]:
@@ -214,19 +202,14 @@ def _tpot_row(row: TpotComparison, by: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _model(model: ModelComparison, tpot_of: dict[tuple[str, ...], str]) -> dict[str, Any]:
-    overall = model.overall
     return {
-        **_row(model.rollup, ("model",), tpot_of),
-        "overall": None
-        if overall is None
-        else {"rate": overall.rate, "mix": overall.mix, "total": overall.total},
-        "mix_psi": model.mix_psi,
-        "caveat": model.caveat,
+        **model_comparison(model, ("model",), SIDES),
+        "tpot_verdict": tpot_of.get(model.rollup.key),
     }
 
 
 def _print(document: dict[str, Any], by: tuple[str, ...]) -> None:
-    from specwatch.commands.table import console
+    from specwatch.commands.shared.table import console
 
     out = console()
     if "tpot" in document:  # what users feel first
@@ -247,7 +230,7 @@ def _show(
     """One comparison's table: the keys, each side, B against A, the verdict."""
     from rich.table import Table
 
-    from specwatch.commands.table import show
+    from specwatch.commands.shared.table import show
 
     level = f"{document['confidence']:.0%}"
     title = f"{what}: B ({document['b']}) against A ({document['a']}), by {', '.join(by)}"

@@ -18,12 +18,13 @@ from rich.console import Console
 from rich.live import Live
 
 from specwatch.analysis.analyzer import Snapshot
-from specwatch.commands.table import ZONE_STYLE, slice_table
-from specwatch.commands.table import console as terminal
+from specwatch.commands.shared.table import ZONE_STYLE, slice_table
+from specwatch.commands.shared.table import console as terminal
 from specwatch.conventions import VLLM_NUM_DRAFTS
-from specwatch.logs import configure
-from specwatch.runtime import Sidecar
+from specwatch.core.logs import configure
+from specwatch.core.loop import run_command
 from specwatch.settings import Settings, load_settings
+from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.causes import CONFIGURED, with_cause
 from specwatch.sim.server import SimConfig, SimServer
@@ -54,9 +55,11 @@ def demo_settings(port: int, admin_port: int) -> Settings:
     )
 
 
-async def run_demo(
-    args: argparse.Namespace, settings: Settings, console: Console | None = None
-) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    return run_command("demo", demo(args, settings))
+
+
+async def demo(args: argparse.Namespace, settings: Settings, console: Console | None = None) -> int:
     configure("warning", "console")
     console = console or terminal()  # piped: no wrapping, no cut cells
     # Translation is red, chat yellow, code green at short context; halfway through, the

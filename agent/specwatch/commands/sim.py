@@ -6,8 +6,9 @@ import argparse
 import asyncio
 import json
 
-from specwatch.commands.loop import until_signal
-from specwatch.listening import serve_app
+from specwatch.core.listening import serve_app
+from specwatch.core.loop import run_command, until_signal
+from specwatch.settings import Settings
 from specwatch.sim.acceptance import REQUEST_ICC, AcceptanceModel, CostModel, Drop
 from specwatch.sim.causes import with_cause
 from specwatch.sim.server import SimConfig, SimServer
@@ -32,7 +33,11 @@ def _draft_length(args: argparse.Namespace) -> int:
     return value
 
 
-async def run_sim(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, _settings: Settings) -> int:
+    return run_command("sim", sim(args))
+
+
+async def sim(args: argparse.Namespace) -> int:
     drops = (
         ()
         if args.drop_after is None

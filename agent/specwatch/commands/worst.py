@@ -22,8 +22,8 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.replay import SpanTooLong, replay
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.views import SliceView
-from specwatch.httpjson import dumps
-from specwatch.model import RequestRecord, SliceKey, SpecConfig
+from specwatch.core.httpjson import dumps
+from specwatch.core.records import RequestRecord, SliceKey, SpecConfig
 from specwatch.settings import Settings
 
 
@@ -100,8 +100,8 @@ def worst_rows(
     return out
 
 
-def run_worst(args: argparse.Namespace, settings: Settings) -> int:
-    from specwatch.commands.offline import read_logs
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from specwatch.commands.shared.cyclelogs import read_logs
 
     read = read_logs(args.files, "worst")
     if read is None:

@@ -1,7 +1,7 @@
 """The only place where metric, label, recording-rule, alert, header and outcome names are spelled.
 
 Everything else refers to these constants; the collector, the rule and dashboard generators and
-the README's metric table (a test compares them) all read METRICS. Renaming anything here is a
+docs/metrics.md's table (a test compares them) all read METRICS. Renaming anything here is a
 BREAKING change for users' dashboards and alerts: note it in CHANGELOG.md.
 
 `names` holds the StrEnums (labels and values, outcomes, zones, sources, headers, alerts),

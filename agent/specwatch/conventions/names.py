@@ -84,6 +84,7 @@ class Bound(StrEnum):
 class GainMethod(StrEnum):
     MEASURED = "measured"  # against a baseline's time per output token
     MODELLED = "modelled"  # tau / (1 + K c)
+    INSUFFICIENT = "insufficient"  # a baseline, too few requests to measure the gain
 
 
 class MixPart(StrEnum):

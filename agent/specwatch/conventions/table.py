@@ -1,5 +1,5 @@
 """What a metric family is (name, type, help, labels) and the table every family is entered in:
-conventions/metrics.py enters them, the collector, the generators and the README's metric
+conventions/metrics.py enters them, the collector, the generators and docs/metrics.md's
 table read METRICS."""
 
 from __future__ import annotations

@@ -23,14 +23,14 @@ from specwatch import conventions as C
 from specwatch.analysis.analyzer import SliceView, Snapshot
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.speedup import INSUFFICIENT
+from specwatch.core.health import HealthSnapshot
+from specwatch.core.records import RequestKey, SpecConfig
+from specwatch.core.turns import finish
 from specwatch.export import model_families, ops_families
 from specwatch.export.families import Family, Group, bounds_group, histogram_group, run_labels
 from specwatch.export.model_families import Run
 from specwatch.export.status import Reading
-from specwatch.health import HealthSnapshot
-from specwatch.model import RequestKey, SpecConfig
 from specwatch.settings import CostSettings
-from specwatch.turns import finish
 
 # a slice's since-start counters: the family and the Counts attribute it reads
 _SLICE_COUNTERS = (

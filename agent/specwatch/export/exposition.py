@@ -3,7 +3,7 @@
 prometheus-client's `generate_latest` validates and escapes every label name of every sample
 (a regex per label): at full cardinality (84k series) that was three quarters of a 2-second
 scrape. specwatch's label names are its own constants, valid by construction
-(tests/unit/test_exposition.py checks every one), so they are written as they are; label
+(tests/unit/export/test_exposition.py checks every one), so they are written as they are; label
 values are escaped only when they hold a character that needs it. The output is
 byte-identical to `generate_latest`'s for what specwatch exports (the test compares them);
 a family of a kind this writer does not know, or an OpenMetrics-only sample, sends the whole
@@ -41,9 +41,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from specwatch import conventions as C
+from specwatch.core.turns import finish, run
 from specwatch.export.families import Family, Group
 from specwatch.export.status import Reading
-from specwatch.turns import finish, run
 
 _KINDS = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "info": "gauge"}
 _SUFFIX = {"counter": "_total", "info": "_info"}
@@ -231,8 +231,8 @@ class Exposition:
         """The body for /metrics in pieces of about a MiB, on the event loop that owns the
         analysis, in turns of about a millisecond with the loop relaying requests in between:
         the reading (with `read`), then the families and their text, which read only the
-        reading and what this object kept. (Joined at once, the 9 MiB of full cardinality
-        took 2-8 ms in one step: the pieces go out one by one, export/admin.py.)"""
+        reading and what this object kept. The pieces go out one by one (sidecar/admin.py):
+        joining the whole body would hold the loop for one step."""
         async with self._turn:
             reading = self._source.read() if self._read is None else await self._read()
             return await run(self.render_in_turns(reading))

@@ -8,7 +8,7 @@ changed. A family with a group per slice that some slices lack (an interval not 
 holds None in their place, so each slice's group stays where it was from one scrape to the
 next: one slice losing its interval does not move every group after it. `to_metric` gives
 prometheus-client's family of the same samples, which `generate_latest` writes byte for byte
-like the writer (tests/unit/test_exposition.py).
+like the writer (tests/unit/export/test_exposition.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from prometheus_client.core import (
 
 from specwatch import conventions as C
 from specwatch.analysis.stats import Interval
-from specwatch.analysis.windows import Histogram
+from specwatch.core.histogram import Histogram
 
 # (label values but the last, values of the last label, sample values); a scalar: None, (v,)
 Group = tuple[tuple[str, ...], tuple[str, ...] | None, tuple[float, ...]]
@@ -45,12 +45,6 @@ class Family:
     def add(self, labels: tuple[str, ...], value: float) -> None:
         """One sample; `labels` are all the family's label values."""
         self.groups.append((labels, None, (value,)))
-
-    def add_run(
-        self, labels: tuple[str, ...], last: tuple[str, ...], values: tuple[float, ...]
-    ) -> None:
-        """Samples that differ only in the family's last label: `last[i]` has `values[i]`."""
-        self.groups.append((labels, last, values))
 
     def add_histogram(self, labels: tuple[str, ...], histogram: Histogram) -> None:
         self.groups.append(histogram_group(labels, histogram))

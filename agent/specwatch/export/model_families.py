@@ -101,7 +101,7 @@ def goodput(snapshot: Snapshot, run: Run) -> Iterator[Family]:
     families = [Family(name) for name in names]
     for (model, ctx, task, load), (_, since) in snapshot.goodput_cells.items():
         labels = (model, ctx, task, *run, load)
-        values = (since.n, since.x, since.y, since.xx, since.xy, since.yy)
+        values = (since.requests, since.x, since.y, since.xx, since.xy, since.yy)
         for family, value in zip(families, values, strict=True):
             family.add(labels, value)
     yield from families

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 from specwatch import conventions as C
 from specwatch.analysis.views import Snapshot
+from specwatch.core.health import HealthSnapshot
+from specwatch.core.records import ABState
 from specwatch.export.families import Family
 from specwatch.export.model_families import Run
-from specwatch.health import HealthSnapshot
-from specwatch.model import ABState
 from specwatch.settings import CostSettings
 
 

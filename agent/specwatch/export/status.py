@@ -11,9 +11,14 @@ from specwatch.analysis.changes import ChangeView
 from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.goodput import GoodputView
 from specwatch.analysis.speedup import Gain
-from specwatch.export.fields import by_drafted_length, interval_fields
-from specwatch.health import HealthSnapshot
-from specwatch.model import ABState, SpecConfig
+from specwatch.core.health import HealthSnapshot
+from specwatch.core.records import ABState, SpecConfig
+from specwatch.export.fields import (
+    comparison_row,
+    interval_fields,
+    model_comparison,
+    statistics_fields,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,19 +47,11 @@ def _gain(gain: Gain | None) -> dict[str, Any] | None:
 
 def slice_status(view: SliceView) -> dict[str, Any]:
     """One slice: the flat fields are over the window; `since_start` holds the running totals."""
-    stats = view.stats
     return {
         "model": view.key.model,
         "ctx_bucket": view.key.ctx_bucket,
         "task": view.key.task,
-        **view.window.as_dict(),
-        "alpha": interval_fields(stats.alpha),
-        "rate": None if stats.rate is None else stats.rate.estimate,
-        "rate_interval": interval_fields(stats.rate),
-        "tau": None if stats.tau is None else stats.tau.estimate,
-        "tau_interval": interval_fields(stats.tau),
-        "per_position": list(stats.per_position),
-        "by_drafted_length": by_drafted_length(view.window),
+        **statistics_fields(view.window, view.stats),
         "zone": view.zone,
         "zone_since": view.zone_since,
         "source": view.source,
@@ -157,7 +154,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "at": snapshot.at,
         "started": snapshot.started,
         "config": None if reading.config is None else reading.config.as_dict(),
-        "change": None if reading.change is None else reading.change.as_dict(),
+        "change": None if reading.change is None else change_fields(reading.change),
         "counts": "slice fields count the window; since_start counts since specwatch started",
         "window_seconds": snapshot.window_seconds,
         "slices": [_timed(slice_status(view), snapshot) for view in snapshot.slices],
@@ -220,3 +217,23 @@ def status_document(reading: Reading) -> dict[str, Any]:
                 for model, n in sorted(health.shadow_comparisons.items())
             } | {"skipped": dict(sorted(health.shadow_skipped.items()))}
     return document
+
+
+def change_fields(change: ChangeView) -> dict[str, Any]:
+    """/status `change`: the config change across a restart, its slices and models compared
+    before and after."""
+    return {
+        "from": change.from_config,
+        "to": change.to_config,
+        "at": change.at,
+        "slices": [comparison_row(row, SLICE_KEY, BEFORE_AFTER) for row in change.slices],
+        "models": {
+            model.rollup.key[0]: model_comparison(model, SLICE_KEY, BEFORE_AFTER)
+            for model in change.models
+        },
+        "tpot": change.tpot,
+    }
+
+
+SLICE_KEY = ("model", "ctx_bucket", "task")
+BEFORE_AFTER = ("before", "after")

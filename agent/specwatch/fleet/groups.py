@@ -12,11 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from specwatch.analysis.counts import Counts
+from specwatch.analysis.counts import MOMENTS, Counts
 from specwatch.analysis.load import LoadBuckets, LoadTable
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import RatioSums
+from specwatch.analysis.sums import Sums
 from specwatch.conventions import TRACK_STABLE, UNKNOWN_CONFIG
 from specwatch.fleet.sql import CODE_BASE, SLOTS, SUMS
 
@@ -49,7 +49,7 @@ class Group:
     stats: SliceStats
     # decode seconds over decode tokens of its speculative requests (a query `with_load`),
     # each request in the ctx bucket of its first step, as the sidecar's goodput
-    decode: RatioSums | None = None
+    decode: Sums | None = None
 
 
 def label(name: str, value: Any, ctx: CtxBuckets, load: LoadBuckets) -> str:
@@ -78,7 +78,7 @@ def read_rows(
     width = len([d for d in dimensions if d != "ctx_bucket"]) or 1
     at = {name: i for i, name in enumerate(SUMS)}
     groups: dict[tuple[str, ...], _Group] = defaultdict(_Group)
-    decode: dict[tuple[str, ...], RatioSums] = defaultdict(RatioSums)
+    decode: dict[tuple[str, ...], Sums] = defaultdict(Sums)
     tally = Tally()
     for row in rows:
         values, sums = row[:width], row[width:]
@@ -98,7 +98,7 @@ def read_rows(
         requests = int(sums[at["requests"]])
         if requests:
             group.requests += requests
-            for i, name in enumerate(("aa", "at", "tt", "ad", "dd", "as_", "ss")):
+            for i, name in enumerate(MOMENTS):
                 group.moments[i] += int(sums[at[name]])
     out = []
     for key in sorted(groups, key=lambda k: _order(k, dimensions, ctx)):
@@ -140,7 +140,7 @@ def load_table(rows: Iterable[Sequence[Any]], load: LoadBuckets, max_position: i
     table = LoadTable(load, max_position)
     steps: dict[tuple[str, int], dict[tuple[int, int], int]] = defaultdict(dict)
     requests: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0] * 8)
-    decode: dict[tuple[str, int, bool], RatioSums] = defaultdict(RatioSums)
+    decode: dict[tuple[str, int, bool], Sums] = defaultdict(Sums)
     largest: dict[str, int] = {}
     for row in rows:
         model, index, sums = row[0], row[1], row[2:]
@@ -154,7 +154,7 @@ def load_table(rows: Iterable[Sequence[Any]], load: LoadBuckets, max_position: i
             _steps(sums, at, steps[cell])
             got = requests[cell]
             got[0] += int(sums[at["requests"]])
-            for i, name in enumerate(("aa", "at", "tt", "ad", "dd", "as_", "ss"), start=1):
+            for i, name in enumerate(MOMENTS, start=1):
                 got[i] += int(sums[at[name]] or 0)
         if sums[at["dec_n"]]:
             _add_decode(decode[model, int(index), status == "baseline"], sums, at)
@@ -167,8 +167,8 @@ def load_table(rows: Iterable[Sequence[Any]], load: LoadBuckets, max_position: i
             model,
             index,
             counts,
-            decode.get((model, index, False), RatioSums()),
-            decode.get((model, index, True), RatioSums()),
+            decode.get((model, index, False), Sums()),
+            decode.get((model, index, True), Sums()),
         )
     for model, most in largest.items():
         table.set_largest(model, most)
@@ -180,13 +180,13 @@ def decode_cells(
     dimensions: Sequence[str],
     ctx: CtxBuckets,
     load: LoadBuckets,
-) -> dict[tuple[str, ...], RatioSums]:
+) -> dict[tuple[str, ...], Sums]:
     """Per group (labelled as read_rows labels them; ctx_bucket the request's first step's),
     the decode-time sums of speculative requests (`spec` and `empty` lines: what the
     goodput comparison reads, as the sidecar's analysis/goodput.py sums them)."""
     width = len([d for d in dimensions if d != "ctx_bucket"]) or 1
     at = {name: i for i, name in enumerate(SUMS)}
-    out: dict[tuple[str, ...], RatioSums] = defaultdict(RatioSums)
+    out: dict[tuple[str, ...], Sums] = defaultdict(Sums)
     for row in rows:
         values, sums = row[:width], row[width:]
         if sums[at["status"]] not in ("spec", "empty") or not sums[at["dec_n"]]:
@@ -198,8 +198,8 @@ def decode_cells(
     return dict(out)
 
 
-def _add_decode(ratio: RatioSums, sums: Sequence[Any], at: dict[str, int]) -> None:
-    ratio.n += int(sums[at["dec_n"]])
+def _add_decode(ratio: Sums, sums: Sequence[Any], at: dict[str, int]) -> None:
+    ratio.requests += int(sums[at["dec_n"]])
     ratio.x += sums[at["dec_x"]]
     ratio.y += sums[at["dec_y"]]
     ratio.xx += sums[at["dec_xx"]]

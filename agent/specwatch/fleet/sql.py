@@ -152,11 +152,29 @@ def query(
     named = [name for name in dimensions if name != "ctx_bucket"]
     dims = [f"{dimension_sql(name, load_bounds)} AS g_{name}" for name in named]
     group = [f"g_{name}" for name in named]
+    buckets = Buckets(ctx_bounds if split else None)
+    return (
+        "\nWITH "
+        + _statuses(source, since, until)
+        + _request_parts(buckets)
+        + _grouped_sums(dims, group, with_load)
+    )
 
-    def bucket(position: str) -> str:
-        """The ctx bucket index of a position (CtxBuckets.index: bisect_right)."""
-        return _ge_count(position, ctx_bounds, strict=False) if split else "0"
 
+class Buckets:
+    """The ctx bucket index of a position (CtxBuckets.index: bisect_right); 0 for every
+    position when the query does not split by ctx bucket."""
+
+    def __init__(self, bounds: Sequence[int] | None) -> None:
+        self.bounds = bounds
+        self.count = len(bounds) + 1 if bounds is not None else 1
+
+    def of(self, position: str) -> str:
+        return "0" if self.bounds is None else _ge_count(position, self.bounds, strict=False)
+
+
+def _statuses(source: str, since: float | None, until: float | None) -> str:
+    """Each line with its lists named and its status (module docstring)."""
     window = []
     if since is not None:
         window.append(f"ts < {float(since)!r}")
@@ -168,48 +186,8 @@ def query(
         "CASE WHEN d_min = d_max THEN a_max > d_min "
         "ELSE list_bool_or(list_transform(range(1, len(a) + 1), lambda j: a[j] > d[j])) END"
     )
-    step_bucket = bucket("p + j + coalesce(list_sum(a[1:j - 1]), 0)")
-    places = len(ctx_bounds) + 1 if split else 1
-    # A request that is not packed (a bucket crossed, K varying or above 7): one histogram of
-    # its steps' codes with the bucket above them (bucket * BUCKET_BASE + code), and per
-    # bucket (list index bucket + 1) its part's sums and the code of the part's first step,
-    # which carries them.
-    of_part = "lambda x, i: bs[i] = bb"
-    per_bucket = {
-        "p_n": "len(list_filter(bs, lambda x: x = bb))",
-        "p_sa": f"coalesce(list_sum(list_filter(a, {of_part})), 0)::BIGINT",
-        "p_sd": f"coalesce(list_sum(list_filter(d, {of_part})), 0)::BIGINT",
-        "p_st": f"coalesce(list_sum(list_filter(t, {of_part})), 0)::BIGINT",
-        "p_first": f"list_filter(codes, {of_part})[1]",
-    }
-    slow_lists = ",\n    ".join(
-        f"CASE WHEN cut THEN list_transform(range(0, {places}), lambda bb: {expr}) END AS {name}"
-        for name, expr in per_bucket.items()
-    )
-    decode = (
-        "status IN ('spec', 'empty', 'baseline') AND tpot_ms IS NOT NULL "
-        "AND isfinite(tpot_ms) AND completion_tokens >= 2"
-    )
-    # the largest load and the decode-time sums: the K table and the goodput comparison
-    load_sums = (
-        ", ".join(
-            (
-                "max(CASE WHEN one = 1 THEN in_flight END) AS max_load",
-                "sum(CASE WHEN lead AND one = 1 AND dec_y IS NOT NULL THEN 1 ELSE 0 END) AS dec_n",
-                "sum(first * dec_x) AS dec_x",
-                "sum(first * dec_y) AS dec_y",
-                "sum(first * dec_x * dec_x) AS dec_xx",
-                "sum(first * dec_x * dec_y) AS dec_xy",
-                "sum(first * dec_y * dec_y) AS dec_yy",
-            )
-        )
-        if with_load
-        else "NULL AS max_load, 0 AS dec_n, NULL AS dec_x, NULL AS dec_y, NULL AS dec_xx, "
-        "NULL AS dec_xy, NULL AS dec_yy"
-    )
-    slot_sums = ",\n  ".join(f"sum({_slot(str(v))}) AS h{v}" for v in range(SLOTS))
     return f"""
-WITH lines AS (
+lines AS (
   SELECT *, per_step_drafted AS d, per_step_accepted AS a, prompt_tokens AS p,
     len(per_step_accepted) AS n, list_min(per_step_drafted) AS d_min,
     list_max(per_step_drafted) AS d_max, list_max(per_step_accepted) AS a_max
@@ -231,22 +209,47 @@ rows AS (
     END AS status
   FROM lines
 ),
-spec AS (
-  SELECT *, list_sum(a)::BIGINT AS sa,
-    CASE WHEN d_min = d_max THEN d_min * n ELSE list_sum(d)::BIGINT END AS sd,
-    {bucket("p + 1")} AS b0,
-    {bucket("p + n + sa - a[n]")} AS b1
+"""
+
+
+def _request_parts(buckets: Buckets) -> str:
+    """Each counted request packed into one row, or (a bucket crossed, K varying or above 7)
+    its steps' histogram by bucket and code, with each bucket's part's sums (list index
+    bucket + 1) and the code of the part's first step, which carries them."""
+    step_bucket = buckets.of("p + j + coalesce(list_sum(a[1:j - 1]), 0)")
+    of_part = "lambda x, i: step_buckets[i] = part_bucket"
+    per_bucket = {
+        "part_steps": "len(list_filter(step_buckets, lambda x: x = part_bucket))",
+        "part_accepted": f"coalesce(list_sum(list_filter(a, {of_part})), 0)::BIGINT",
+        "part_drafted": f"coalesce(list_sum(list_filter(d, {of_part})), 0)::BIGINT",
+        "part_trials": f"coalesce(list_sum(list_filter(t, {of_part})), 0)::BIGINT",
+        "part_first_code": f"list_filter(codes, {of_part})[1]",
+    }
+    part_lists = ",\n    ".join(
+        f"CASE WHEN cut THEN list_transform(range(0, {buckets.count}), "
+        f"lambda part_bucket: {expr}) END AS {name}"
+        for name, expr in per_bucket.items()
+    )
+    decode = (
+        "status IN ('spec', 'empty', 'baseline') AND tpot_ms IS NOT NULL "
+        "AND isfinite(tpot_ms) AND completion_tokens >= 2"
+    )
+    return f"""spec AS (
+  SELECT *, list_sum(a)::BIGINT AS accepted_total,
+    CASE WHEN d_min = d_max THEN d_min * n ELSE list_sum(d)::BIGINT END AS drafted_total,
+    {buckets.of("p + 1")} AS first_bucket,
+    {buckets.of("p + n + accepted_total - a[n]")} AS last_bucket
   FROM rows
 ),
 split AS (
-  SELECT *, status = 'spec' AND NOT (d_min = d_max AND b0 = b1 AND d_min < {SLOTS}
-    AND n < {SLOT_MAX}) AS cut,
+  SELECT *, status = 'spec' AND NOT (d_min = d_max AND first_bucket = last_bucket
+    AND d_min < {SLOTS} AND n < {SLOT_MAX}) AS cut,
     status = 'spec' AND NOT cut AS packed
   FROM spec
 ),
 cuts AS (
   SELECT *,
-    CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: {step_bucket}) END AS bs,
+    CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: {step_bucket}) END AS step_buckets,
     CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: d[j] * {CODE_BASE} + a[j])
       END AS codes,
     CASE WHEN cut THEN list_transform(range(1, n + 1), lambda j: a[j] + (a[j] < d[j])::BIGINT)
@@ -256,39 +259,63 @@ cuts AS (
   FROM split
 ),
 slow AS (
-  SELECT *, {slow_lists},
+  SELECT *, {part_lists},
     CASE WHEN cut THEN map_entries(list_aggregate(list_transform(range(1, n + 1),
-      lambda j: bs[j] * {BUCKET_BASE} + codes[j]), 'histogram'))
+      lambda j: step_buckets[j] * {BUCKET_BASE} + codes[j]), 'histogram'))
       -- every other line: one row, its entry a placeholder
       ELSE [{{'key': -1::BIGINT, 'value': 0::UBIGINT}}] END AS hist,
     CASE WHEN {decode} THEN tpot_ms / 1000.0 * (completion_tokens - 1) END AS dec_x,
     CASE WHEN {decode} THEN CAST(completion_tokens - 1 AS DOUBLE) END AS dec_y
   FROM cuts
 ),
-entries AS (
-  SELECT {", ".join(dims) if dims else "1 AS g_"}, status, cut, packed, in_flight, b0,
-    sa, sd, n, d_min, h, p_n, p_sa, p_sd, p_st, p_first, dec_x, dec_y,
+"""
+
+
+def _grouped_sums(dims: list[str], group: list[str], with_load: bool) -> str:
+    """Every row's request part summed per group, ctx bucket, status and code (SUMS)."""
+    # the largest load and the decode-time sums: the K table and the goodput comparison
+    load_sums = (
+        ", ".join(
+            (
+                "max(CASE WHEN one = 1 THEN in_flight END) AS max_load",
+                "sum(CASE WHEN lead AND one = 1 AND dec_y IS NOT NULL THEN 1 ELSE 0 END) AS dec_n",
+                "sum(first * dec_x) AS dec_x",
+                "sum(first * dec_y) AS dec_y",
+                "sum(first * dec_x * dec_x) AS dec_xx",
+                "sum(first * dec_x * dec_y) AS dec_xy",
+                "sum(first * dec_y * dec_y) AS dec_yy",
+            )
+        )
+        if with_load
+        else "NULL AS max_load, 0 AS dec_n, NULL AS dec_x, NULL AS dec_y, NULL AS dec_xx, "
+        "NULL AS dec_xy, NULL AS dec_yy"
+    )
+    slot_sums = ",\n  ".join(f"sum({_slot(str(v))}) AS h{v}" for v in range(SLOTS))
+    return f"""entries AS (
+  SELECT {", ".join(dims) if dims else "1 AS g_"}, status, cut, packed, in_flight, first_bucket,
+    accepted_total, drafted_total, n, d_min, h, part_steps, part_accepted, part_drafted,
+    part_trials, part_first_code, dec_x, dec_y,
     unnest(hist) AS e
   FROM slow
 ),
 sums AS (
   SELECT *,
-    CASE WHEN cut THEN e.key // {BUCKET_BASE} ELSE b0 END AS b,
+    CASE WHEN cut THEN e.key // {BUCKET_BASE} ELSE first_bucket END AS b,
     CASE WHEN packed THEN d_min END AS k,
     CASE WHEN cut THEN e.key % {BUCKET_BASE} END AS code,
     CASE WHEN cut THEN e.value::BIGINT END AS c,
     -- the request part's own sums on one row of it: a packed request's only row, a crossing
     -- request's part on the entry of its first step (0 on its other entries)
-    CASE WHEN cut THEN (e.key % {BUCKET_BASE} = p_first[b + 1])::BIGINT ELSE 1 END AS one,
-    CASE WHEN cut THEN b = b0 ELSE true END AS lead,
+    CASE WHEN cut THEN (e.key % {BUCKET_BASE} = part_first_code[b + 1])::BIGINT ELSE 1 END AS one,
+    CASE WHEN cut THEN b = first_bucket ELSE true END AS lead,
     -- a request's decode time once, in the part of its first step (the goodput's ctx bucket)
-    CASE WHEN (CASE WHEN cut THEN b = b0 ELSE true END) THEN one ELSE 0 END AS first,
-    one * CASE WHEN cut THEN p_sa[b + 1] ELSE sa END AS sa_,
-    one * CASE WHEN cut THEN p_sd[b + 1] ELSE sd END AS sd_,
+    CASE WHEN (CASE WHEN cut THEN b = first_bucket ELSE true END) THEN one ELSE 0 END AS first,
+    one * CASE WHEN cut THEN part_accepted[b + 1] ELSE accepted_total END AS row_accepted,
+    one * CASE WHEN cut THEN part_drafted[b + 1] ELSE drafted_total END AS row_drafted,
     -- trials: accepted + 1 per step, but K on a step that accepted all K
-    one * CASE WHEN cut THEN p_st[b + 1]
-               ELSE sa + n - {_slot("d_min")} END AS st_,
-    one * CASE WHEN cut THEN p_n[b + 1] ELSE n END AS n_
+    one * CASE WHEN cut THEN part_trials[b + 1]
+               ELSE accepted_total + n - {_slot("d_min")} END AS row_trials,
+    one * CASE WHEN cut THEN part_steps[b + 1] ELSE n END AS row_steps
   FROM entries
 )
 SELECT {", ".join(group) if group else "g_"}, b, status, k, code,
@@ -296,13 +323,13 @@ SELECT {", ".join(group) if group else "g_"}, b, status, k, code,
   {slot_sums},
   sum(CASE WHEN lead THEN one ELSE 0 END) AS lines,
   sum(one) AS requests,
-  sum(sa_ * sa_) AS aa,
-  sum(sa_ * st_) AS at,
-  sum(st_ * st_) AS tt,
-  sum(sa_ * sd_) AS ad,
-  sum(sd_ * sd_) AS dd,
-  sum(sa_ * n_) AS as_,
-  sum(n_ * n_) AS ss,
+  sum(row_accepted * row_accepted) AS aa,
+  sum(row_accepted * row_trials) AS at,
+  sum(row_trials * row_trials) AS tt,
+  sum(row_accepted * row_drafted) AS ad,
+  sum(row_drafted * row_drafted) AS dd,
+  sum(row_accepted * row_steps) AS as_,
+  sum(row_steps * row_steps) AS ss,
   {load_sums}
 FROM sums
 GROUP BY ALL

@@ -73,7 +73,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         f"{cfg.change_evidence:g}): a log-likelihood ratio with an indifference zone of "
         f"±{cfg.indifference:g} around the threshold, request-level, entered at "
         f"{cfg.bar('green'):g} and left at {cfg.exit_bar('green'):g} the other way for green, "
-        f"{cfg.bar('red'):g} and {cfg.exit_bar('red'):g} for red (README, Zones)"
+        f"{cfg.bar('red'):g} and {cfg.exit_bar('red'):g} for red (README, section 'What it judges')"
     )
     confirm = (
         f"`{a1h}` and `{Q.alpha('slice', '5m')}` for the slice",

@@ -10,6 +10,16 @@ from specwatch.settings import Settings
 
 
 def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
+    return [
+        *_reach_alerts(settings),
+        *_data_alerts(settings, windows),
+        *_own_alerts(settings, windows),
+        *_rollback_alerts(settings),
+    ]
+
+
+def _reach_alerts(settings: Settings) -> list[Alert]:
+    """specwatch or vLLM cannot be reached."""
     cfg = settings.alerts
     return [
         Alert(
@@ -34,6 +44,13 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             confirm=(f"`{C.UPSTREAM_UP}`", "vLLM's own log (specwatch serve passes it through)."),
             actions=("Check the vLLM container: out of memory, a crash loop, a stuck engine.",),
         ),
+    ]
+
+
+def _data_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
+    """specwatch sees part of the traffic, no per-request data, or cannot read it."""
+    cfg = settings.alerts
+    return [
         Alert(
             name=C.AlertName.COVERAGE_LOW,
             severity="warning",
@@ -109,6 +126,12 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
                 "container's memory limit.",
             ),
         ),
+    ]
+
+
+def _own_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
+    """specwatch's own code failed."""
+    return [
         Alert(
             name=C.AlertName.SIDECAR_ERRORS,
             severity="warning",
@@ -131,6 +154,12 @@ def health_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             ),
             actions=("Report the traceback to specwatch; restart the pod if the failures go on.",),
         ),
+    ]
+
+
+def _rollback_alerts(settings: Settings) -> list[Alert]:
+    """Speculation rolled back by A/B."""
+    return [
         Alert(
             name=C.AlertName.ROLLED_BACK,
             severity="warning",

@@ -12,34 +12,26 @@ Auto-rollback never undoes itself: with all traffic on the baseline, the specula
 no evidence to recover on; an operator rolls forward (POST /admin/rollback {"rollback": false}
 clears the admin and auto sources).
 
-The admin endpoints that read and switch it (GET /admin/ab, POST /admin/rollback) live here with
-it; runtime.py mounts them on the admin port. A POST changes where traffic goes, so it needs
-`Authorization: Bearer TOKEN` (the token in `ab.admin_token_file`), except on an admin port
-bound to loopback with no token configured.
+The admin endpoints that read and switch it (GET /admin/ab, POST /admin/rollback) are the
+admin port's, in sidecar/admin.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
 import structlog
-from aiohttp import web
 
 from specwatch import conventions as C
-from specwatch.httpjson import json_response
-from specwatch.model import ABState
+from specwatch.core.records import ABState
 from specwatch.settings import ABSettings
 
 log = structlog.get_logger("specwatch.ab")
-
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 def point(key: str) -> float:
@@ -134,54 +126,3 @@ class ABRouter:
             changed_at=self.changed_at,
             switches=switches,
         )
-
-
-def read_token(path: Path | None) -> str | None:
-    """The admin token from its file (stripped); None when no file is configured."""
-    if path is None:
-        return None
-    token = path.read_text().strip()
-    if not token:
-        raise ValueError(f"the admin token file {path} is empty")
-    return token
-
-
-def authorized(header: str | None, token: str | None, loopback: bool) -> bool:
-    """Behaviour-changing admin calls: free on a loopback-only admin port, else the token."""
-    if token is None:
-        return loopback
-    if header is None or not header.startswith("Bearer "):
-        return False
-    return hmac.compare_digest(header.removeprefix("Bearer ").encode(), token.encode())
-
-
-def admin_routes(router: ABRouter, token: str | None, loopback: bool) -> list[web.RouteDef]:
-    """GET /admin/ab (the state) and POST /admin/rollback {"rollback": bool}."""
-
-    async def ab_state(_request: web.Request) -> web.Response:
-        return json_response(router.snapshot().as_dict())
-
-    async def rollback(request: web.Request) -> web.Response:
-        if not authorized(request.headers.get(C.Header.AUTHORIZATION), token, loopback):
-            why = (
-                "a bearer token is required"
-                if token is not None
-                else "the admin port is not loopback-only: set ab.admin_token_file"
-            )
-            return json_response({"error": why}, 401 if token is not None else 403)
-        try:
-            body = orjson.loads(await request.read())
-            on = body["rollback"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            on = None
-        if not isinstance(on, bool):
-            return json_response(
-                {"error": 'expected {"rollback": true} or {"rollback": false}'}, 400
-            )
-        reason = f"admin request from {request.remote}"
-        router.hold(C.ABSource.ADMIN, on, reason)
-        if not on:  # rolling forward by hand also clears an auto-rollback
-            router.hold(C.ABSource.AUTO, False, reason)
-        return json_response(router.snapshot().as_dict())
-
-    return [web.get("/admin/ab", ab_state), web.post("/admin/rollback", rollback)]

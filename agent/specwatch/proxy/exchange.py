@@ -25,7 +25,7 @@ from specwatch.proxy.replies import UPSTREAM_LOST_EVENT, openai_error
 from specwatch.proxy.stream import StreamRewriter
 
 if TYPE_CHECKING:
-    from specwatch.health import Health
+    from specwatch.core.health import Health
     from specwatch.proxy.server import ClientConnection
     from specwatch.proxy.upstream import UpstreamConnection
 

@@ -15,8 +15,8 @@ from specwatch.conventions import (
     ParseSource,
     TpotSource,
 )
-from specwatch.health import Health
-from specwatch.model import Latency, RequestRecord
+from specwatch.core.health import Health
+from specwatch.core.records import Latency, RequestRecord
 from specwatch.proxy.budget import Held
 from specwatch.proxy.tasks import RequestFeatures, classify
 from specwatch.settings import TaskSettings

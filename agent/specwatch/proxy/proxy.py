@@ -23,7 +23,7 @@ import orjson
 import structlog
 
 from specwatch.conventions import OBSERVED_PATHS, Header, Outcome, ParseReason, ParseSource
-from specwatch.health import Health
+from specwatch.core.health import Health
 from specwatch.proxy import wire
 from specwatch.proxy.ab import ABRouter
 from specwatch.proxy.budget import ByteBudget

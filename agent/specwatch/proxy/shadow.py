@@ -23,7 +23,7 @@ import orjson
 import structlog
 
 from specwatch import conventions as C
-from specwatch.health import Health
+from specwatch.core.health import Health
 from specwatch.proxy.budget import ByteBudget, Held
 from specwatch.proxy.sse import SseSplitter
 from specwatch.settings import Settings

@@ -20,9 +20,8 @@ class SseSplitter:
     A partial event is held (at most `max_event_bytes`, and while `room` has room for it:
     the proxy's byte budget, proxy/budget.py) until its terminator arrives. It grows in
     place and only the new bytes (and the 3 before them, where a terminator may begin) are
-    searched, so an event that arrives in many small pieces costs time linear in its size:
-    joining and rescanning it at every piece cost 0.5 s of the event loop for a 1 MiB event
-    in 1 KiB pieces, minutes for one of 16 MiB.
+    searched, so an event that arrives in many small pieces costs time linear in its size
+    (joining and rescanning at every piece is quadratic; benchmarks/sse_pieces.py).
     """
 
     __slots__ = ("_cr", "_pending", "_room", "max_event_bytes", "over_budget", "oversized")

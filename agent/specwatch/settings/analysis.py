@@ -120,7 +120,8 @@ class ZoneSettings(Part):
 
 
 class DriftSettings(Part):
-    """The per-slice drift detector (analysis/drift.py); defaults: docs/statistics.md, Drift."""
+    """The per-slice drift detector (analysis/drift.py); defaults: docs/statistics.md,
+    section "Drift, speedup and the draft length"."""
 
     bucket_seconds: float = Field(default=60.0, ge=MIN_STEP_SECONDS)
     baseline_buckets: int = Field(default=360, ge=2)  # 6 h of 1-minute buckets

@@ -1,3 +1,4 @@
-"""The sidecar's parts that are not the proxy or the analysis: how observations reach the
-analysis (intake), the loops that keep it running (loops), and what it keeps on disk (states).
-runtime.Sidecar wires them together."""
+"""The sidecar: Sidecar (sidecar.py) wires the proxy, the analysis and the export on one event
+loop; its parts are how observations reach the analysis (intake), the readings in turns
+(readings), the loops that keep it running (loops), the admin port (admin), what it keeps on
+disk (states) and the request text for the cycle log (capture)."""

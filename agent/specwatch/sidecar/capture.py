@@ -7,7 +7,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import replace
 
-from specwatch.model import RequestRecord
+from specwatch.core.records import RequestRecord
 from specwatch.proxy.observation import Observation
 from specwatch.settings.service import CycleLogSettings
 from specwatch.vllm.response import ParseFailure, choice_text, decode_json, first_choice

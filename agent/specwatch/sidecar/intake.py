@@ -17,13 +17,13 @@ import structlog
 
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.conventions import ParseSource
-from specwatch.health import Health
-from specwatch.model import EngineSample, SpecConfig
+from specwatch.core.health import Health
+from specwatch.core.records import EngineSample, SpecConfig
+from specwatch.core.turns import ReadGate
 from specwatch.proxy.observation import Observation, to_record
 from specwatch.settings import Settings
 from specwatch.sidecar.capture import TextCapture
-from specwatch.store.rotation import CycleLogWriter
-from specwatch.turns import ReadGate
+from specwatch.store.writer import CycleLogWriter
 from specwatch.vllm.log import LogParseFailure, parse_line
 
 log = structlog.get_logger("specwatch")
@@ -52,6 +52,7 @@ class Intake:
                 cycle_log.backups,
                 max_age=cycle_log.max_age_seconds,
                 compress=cycle_log.compress,
+                track=settings.track,
             )
             if cycle_log.path is not None
             else None
@@ -97,7 +98,7 @@ class Intake:
         config = await ready()
         self._config = config.id
         if self._cycle_log is not None:
-            self._cycle_log.config = config
+            self._cycle_log.labelled(config)
         self._gate.change(partial(self._analyzer.set_config, config))
         queue = self._queue
         while True:

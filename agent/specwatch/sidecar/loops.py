@@ -11,7 +11,7 @@ from functools import partial
 import structlog
 
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.health import Health
+from specwatch.core.health import Health
 from specwatch.proxy.ab import ABRouter
 from specwatch.settings import Settings
 from specwatch.sidecar.intake import Intake

@@ -8,12 +8,12 @@ from collections.abc import Callable, Generator
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.changes import sums_of
 from specwatch.conventions import SliceSource
+from specwatch.core.health import Health
+from specwatch.core.turns import ReadGate, finish
 from specwatch.export.status import Reading
-from specwatch.health import Health
 from specwatch.proxy.ab import ABRouter
 from specwatch.proxy.budget import ByteBudget
 from specwatch.sidecar.states import States
-from specwatch.turns import ReadGate, finish
 from specwatch.vllm.configwatch import ConfigWatch
 
 

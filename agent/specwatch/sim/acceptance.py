@@ -6,7 +6,7 @@ scheduled drop, for drift demos), and the request: real requests differ from eac
 more than tokens do, so each request draws its own acceptance around its slice's mean m, from a
 Beta distribution with intra-slice correlation `request_icc`: variance icc * m (1 - m), i.e.
 Beta(m (1/icc - 1), (1 - m) (1/icc - 1)). REQUEST_ICC by default, calibrated to the real vLLM
-captures in tests/fixtures (tests/unit/test_sim_model.py checks both). Generation is seeded per
+captures in tests/fixtures (tests/unit/sim/test_model.py checks both). Generation is seeded per
 request, so the same request gives the same tokens and the same steps.
 """
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from specwatch import conventions as C
-from specwatch.model import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.store.cyclelog import to_line
 
 # one prompt length per default ctx bucket; none of these requests crosses into the next one

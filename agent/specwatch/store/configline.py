@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from specwatch.model import SpecConfig
+from specwatch.core.records import SpecConfig
 
 SCHEMA_VERSION = 1
 

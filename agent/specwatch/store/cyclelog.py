@@ -15,7 +15,7 @@ Each file a sidecar opens starts with its config, `{"v": 1, "config": {...}}` (`
 `config`): what replay and `worst` know of the verifier and the schedule. A/B baseline
 requests (`"variant": "baseline"`, no speculation) are logged too, with `num_spec_tokens` 0 and
 empty per-step arrays (a reader also accepts them without those fields): their time per output
-token is what makes the gain measured on replay. The writer (rotation.py) rotates files by
+token is what makes the gain measured on replay. The writer (writer.py) rotates files by
 size and age, FILE -> FILE.1 -> FILE.2 ... up to `backups`, gzipped with `cycle_log.compress`.
 """
 
@@ -34,7 +34,7 @@ import msgspec
 import orjson
 
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC, Outcome
-from specwatch.model import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
+from specwatch.core.records import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
 from specwatch.store.configline import SCHEMA_VERSION, read_config_line
 
 

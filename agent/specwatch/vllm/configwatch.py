@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 import structlog
 
-from specwatch.model import SpecConfig
+from specwatch.core.records import SpecConfig
 from specwatch.vllm.specconfig import read_version, spec_config
 
 log = structlog.get_logger("specwatch.config")
@@ -35,16 +35,16 @@ class ConfigWatch:
     def __init__(
         self,
         upstream: str,
-        speculative: dict[str, Any] | None,
-        track: str,
-        target: str | None = None,
+        label: Callable[[str | None], SpecConfig],
         timeout: float | None = 120.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`label`: the run's config for a vLLM version (None: unknown), everything else in it
+        fixed at start (run_label)."""
         self._url = upstream.rstrip("/") + VERSION_PATH
-        self._speculative, self._track, self._target = speculative, track, target
+        self._label = label
         self._timeout, self._clock = timeout, clock
-        self.config: SpecConfig = spec_config(speculative, None, track, target)
+        self.config: SpecConfig = label(None)
         self.resolved = asyncio.Event()
         self.version_changes = 0
 
@@ -84,10 +84,22 @@ class ConfigWatch:
                     )
 
     def _resolve(self, version: str | None, answered: bool) -> None:
-        self.config = spec_config(self._speculative, version, self._track, self._target)
+        self.config = self._label(version)
         self.resolved.set()
         log.info(
             "config_resolved",
             **self.config.as_dict(),
             **({} if answered else {"note": f"vLLM did not answer {VERSION_PATH} in time"}),
         )
+
+
+def run_label(
+    speculative: dict[str, Any] | None, track: str, target: str | None
+) -> Callable[[str | None], SpecConfig]:
+    """The run's label, built once at start: the speculative config, the pod's track and the
+    model vLLM serves; only vLLM's version is learnt later (`/version`)."""
+
+    def label(version: str | None) -> SpecConfig:
+        return spec_config(speculative, version, track, target)
+
+    return label

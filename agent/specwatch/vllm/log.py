@@ -11,7 +11,7 @@ import math
 import re
 
 from specwatch.conventions import ParseReason
-from specwatch.model import EngineLogRecord, SpecLogRecord
+from specwatch.core.records import EngineLogRecord, SpecLogRecord
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SPEC = re.compile(r"SpecDecoding metrics:\s*(?P<body>.*)$")

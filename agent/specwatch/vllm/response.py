@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from specwatch.conventions import ParseReason
-from specwatch.model import Latency, SpecDecodeBlock
+from specwatch.core.records import Latency, SpecDecodeBlock
 
 
 class ParseFailure(Exception):
@@ -294,10 +294,6 @@ _EMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*\]')
 def is_usage_event(event: bytes) -> bool:
     """The final usage chunk of an OpenAI stream: `"choices": []` with usage (cheap byte test)."""
     return b'"usage"' in event and _EMPTY_CHOICES.search(event) is not None
-
-
-def is_done_event(event: bytes) -> bool:
-    return event_data(event) == b"[DONE]"
 
 
 def finishes(event: bytes) -> bool:

@@ -21,8 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specwatch import conventions as C
 from specwatch.conventions import ParseReason, ParseSource
-from specwatch.health import Health
-from specwatch.model import EngineSample
+from specwatch.core.health import Health
+from specwatch.core.records import EngineSample
 
 log = structlog.get_logger("specwatch.scraper")
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from specwatch.model import SpecConfig
+from specwatch.core.records import SpecConfig
 
 log = structlog.get_logger("specwatch.config")
 

@@ -1,0 +1,94 @@
+"""Sums over requests for a ratio and its request-level variance: the one shape of alpha-hat's
+evidence (accepted over trials), the rate's (accepted over drafted), goodput's (decode seconds
+over tokens) and of two configs compared.
+
+A ratio sum(x) / sum(y) over requests whose own x_i and y_i vary more than a binomial allows
+needs the number of requests and the sums of x_i, y_i, x_i^2, x_i y_i and y_i^2: the
+cluster-robust variance (analysis/stats.robust_variance) expands into exactly these. Where it
+is read (evidence, comparisons) a Sums is a value; where it is gathered (windows, goodput) it
+is added to in place, one request or one bucket at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from specwatch.analysis.counts import Counts
+
+
+class Sums:
+    __slots__ = ("requests", "x", "xx", "xy", "y", "yy")
+
+    def __init__(
+        self,
+        requests: int = 0,
+        x: float = 0,
+        y: float = 0,
+        xx: float = 0,
+        xy: float = 0,
+        yy: float = 0,
+    ) -> None:
+        self.requests = requests
+        self.x, self.y, self.xx, self.xy, self.yy = x, y, xx, xy, yy
+
+    @classmethod
+    def of(cls, counts: Counts, metric: str) -> Sums:
+        """A slice's sums for alpha-hat (`alpha`: accepted over trials) or the rate (accepted
+        over drafted)."""
+        c = counts
+        if metric == "alpha":
+            return cls(c.requests, c.accepted, c.trials, c.aa, c.at, c.tt)
+        return cls(c.requests, c.accepted, c.drafted, c.aa, c.ad, c.dd)
+
+    def add(self, x: float, y: float) -> None:
+        """One more request with its own x and y."""
+        self.requests += 1
+        self.x += x
+        self.y += y
+        self.xx += x * x
+        self.xy += x * y
+        self.yy += y * y
+
+    def merge(self, other: Sums) -> None:
+        self.requests += other.requests
+        self.x += other.x
+        self.y += other.y
+        self.xx += other.xx
+        self.xy += other.xy
+        self.yy += other.yy
+
+    def copy(self) -> Sums:
+        return Sums(self.requests, self.x, self.y, self.xx, self.xy, self.yy)
+
+    def plus(self, other: Sums) -> Sums:
+        out = self.copy()
+        out.merge(other)
+        return out
+
+    def minus(self, other: Sums) -> Sums:
+        """What this holds beyond `other` (windows ending at the same time nest)."""
+        return Sums(
+            self.requests - other.requests,
+            self.x - other.x,
+            self.y - other.y,
+            self.xx - other.xx,
+            self.xy - other.xy,
+            self.yy - other.yy,
+        )
+
+    def negative(self) -> bool:
+        """Any sum below zero: a late record a shorter window took and a longer one no
+        longer holds."""
+        return min(self.requests, self.x, self.y, self.xx, self.xy, self.yy) < 0
+
+    def __iter__(self) -> Iterator[float]:
+        """requests, x, y, xx, xy, yy: the order the state file and robust_variance take."""
+        return iter((self.requests, self.x, self.y, self.xx, self.xy, self.yy))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sums) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable where it is gathered
+
+    def __repr__(self) -> str:
+        return f"Sums{tuple(self)!r}"

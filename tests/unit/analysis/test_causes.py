@@ -1,0 +1,251 @@
+"""The causes' rules on hand-made requests, where a statistical run could not say which line
+decided: the repetition cause needs a lift that changes the verdict."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from specwatch import conventions as C
+from specwatch.analysis.analyzer import Analyzer
+from specwatch.analysis.counts import Counts
+from specwatch.analysis.drafting import DraftingTally
+from specwatch.analysis.positions import (
+    POSITION_BIN,
+    POSITION_BINS,
+    ContextPositions,
+    FirstPositions,
+    _tried_and_accepted,
+    position_cliff,
+)
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.settings import load_settings
+
+
+def request(i: int, accepted_per_step: int) -> RequestRecord:
+    """40 steps drafting 4, each accepting `accepted_per_step` (4: a loop)."""
+    return RequestRecord(
+        ts=1.8e9 + i,
+        request_id=f"r{i}",
+        model="m",
+        task="chat",
+        outcome=C.Outcome.OBSERVED,
+        prompt_tokens=100,
+        completion_tokens=40 * (accepted_per_step + 1),
+        spec=SpecDecodeBlock(4, (4,) * 40, (accepted_per_step,) * 40),
+        latency=Latency(tpot=0.02),
+    )
+
+
+def causes_of(normal: int) -> list[str]:
+    """30 requests accepting `normal` of 4 a step, and 10 loops accepting all."""
+    analyzer = Analyzer(load_settings(), started=1.8e9)
+    for i in range(40):
+        analyzer.ingest(request(i, 4 if i % 4 == 0 else normal))
+    analyzer.evaluate(1.8e9 + 41)
+    snapshot = analyzer.snapshot(1.8e9 + 41)
+    (view,) = [v for v in snapshot.slices if v.key.task == "chat"]
+    return [cause.kind for cause in view.causes]
+
+
+def test_loops_that_lift_a_slice_over_a_threshold_are_named() -> None:
+    # alpha-hat 0.667 without the loops, 0.75 with them: over green (0.7)
+    assert [C.CauseKind.REPETITION_SUSPECTED] == causes_of(2)
+
+
+def test_loops_that_lift_a_slice_without_changing_its_verdict_are_not() -> None:
+    # 0.75 without, 0.8125 with: a lift of 0.06, both green
+    assert [] == causes_of(3)
+
+
+def test_the_position_profile_puts_each_step_in_the_bin_of_its_own_position() -> None:
+    """Against the plain rule, step by step: position = prompt + 1 + what came before."""
+    rng = random.Random(1)
+    profile = ContextPositions()
+    drafted, accepted = [0] * POSITION_BINS, [0] * POSITION_BINS
+    for _ in range(2000):
+        k = rng.choice([1, 3, 4, 7])
+        d = tuple(rng.choice([0, k, k, k]) for _ in range(rng.randint(1, 300)))
+        a = tuple(rng.randint(0, x) for x in d)
+        prompt = rng.choice([0, 5, 63, 64, 1000, 65535, 70000, 200000])
+        profile.add(prompt, SpecDecodeBlock(k, d, a))
+        position = prompt + 1
+        for dj, aj in zip(d, a, strict=True):
+            drafted[min(position // POSITION_BIN, POSITION_BINS - 1)] += dj
+            accepted[min(position // POSITION_BIN, POSITION_BINS - 1)] += aj
+            position += aj + 1
+    assert drafted == profile.drafted
+    assert accepted == profile.accepted
+
+
+def steps_counts(steps: list[tuple[int, int]], max_position: int = 8) -> Counts:
+    """One slice's counts of (drafted, accepted) steps."""
+    counts = Counts(max_position)
+    counts.add_steps([d for d, _ in steps], [a for _, a in steps])
+    return counts
+
+
+def ladder(k: int, reached: list[int], accepted: list[int]) -> list[tuple[int, int]]:
+    """Steps drafting `k` where, per position j (1-based), reached[j-1] steps reached it and
+    accepted[j-1] of them accepted it (each position reached by those that accepted the one
+    before: reached[j] == accepted[j - 1])."""
+    steps = []
+    for j in range(k + 1):  # steps that accepted exactly j
+        ending = (accepted[j - 1] if j else reached[0]) - (accepted[j] if j < k else 0)
+        steps += [(k, j)] * ending
+    return steps
+
+
+def test_a_position_cliff_is_where_acceptance_falls_to_nothing_after_a_position_that_holds() -> (
+    None
+):
+    # positions 1 and 2 accept 80% and 50%, position 3 accepts 2 of the 200 that reach it
+    steps = ladder(4, [500, 400, 200, 2], [400, 200, 2, 1])
+    assert 3 == position_cliff(steps_counts(steps))
+    # 3 of 200 (1.5%) is not nothing
+    assert position_cliff(steps_counts(ladder(4, [500, 400, 200, 3], [400, 200, 3, 1]))) is None
+    # the position before must hold: 10% of those that reach it
+    holding = ladder(4, [4000, 2000, 200, 1], [2000, 200, 1, 0])  # position 2 holds 10%
+    assert 3 == position_cliff(steps_counts(holding))
+    failing = ladder(4, [4000, 2100, 200, 1], [2100, 200, 1, 0])  # 9.5%
+    assert position_cliff(steps_counts(failing)) is None
+    # and 200 steps must reach the cliff position
+    assert position_cliff(steps_counts(ladder(4, [500, 400, 199, 1], [400, 199, 1, 0]))) is None
+
+
+def test_a_first_position_far_below_the_later_ones_in_each_request_is_a_deficit() -> None:
+    firsts = FirstPositions()
+    # position 1 accepts 30%, positions 2..4 80% of the steps that reach them, in every request
+    for _ in range(10):
+        firsts.add("m", steps_counts(ladder(4, [100, 30, 24, 19], [30, 24, 19, 15])))
+    deficit = firsts.deficit("m")
+    assert deficit is not None
+    assert abs(deficit["first"] - 0.3) < 1e-9
+    assert 10 == deficit["requests"]
+    # 60% of the later ones' (0.48 against 0.8) is within what steps that differ give
+    near = FirstPositions()
+    for _ in range(10):
+        near.add("m", steps_counts(ladder(4, [100, 48, 38, 30], [48, 38, 30, 24])))
+    assert near.deficit("m") is None
+
+
+def test_requests_that_differ_are_no_deficit_though_pooled_they_look_like_one() -> None:
+    """A quarter of the requests accept 95% at every position, the rest 5% at the first and
+    nothing after: pooled over the requests, position 1 accepts 0.27 and the later positions
+    0.86 (the good requests reach them), a deficit by a pooled rule; each request compared
+    with itself has none."""
+    firsts = FirstPositions()
+    pooled = Counts(8)
+    for i in range(40):
+        good = i % 4 == 0
+        steps = ladder(4, [200, 190, 180, 171], [190, 180, 171, 162]) if good else [(4, 0)] * 190
+        steps += [] if good else [(4, 1)] * 10
+        request = steps_counts(steps)
+        firsts.add("m", request)
+        pooled.merge(request)
+    positions = _tried_and_accepted(pooled)
+    first = positions[0][1] / positions[0][0]
+    later = sum(a for _, a in positions[1:]) / sum(t for t, _ in positions[1:])
+    assert first < 0.5 * later  # the pooled rule would name it
+    assert firsts.deficit("m") is None
+
+
+def test_a_drafter_that_proposes_almost_nothing_for_long_prompts_is_not_drafting() -> None:
+    tally = DraftingTally()
+    for _ in range(30):
+        tally.drafting("m", "32k+", 0, 40)  # 1,200 output tokens, nothing drafted
+        tally.drafting("m", "0-512", 30, 40)
+    idle = tally.not_drafting("m")
+    assert idle is not None
+    assert ["32k+"] == idle["ctx_buckets"]
+    tally.drafting("m", "32k+", 20, 40)  # 20 of 1,240 (1.6%): it drafts, a little
+    assert tally.not_drafting("m") is None
+
+
+def test_acceptance_that_collapses_after_a_pause_is_named() -> None:
+    tally = DraftingTally()
+    pause = (0,) * 8
+    for _ in range(10):
+        # before: 20 steps accepting 3 of 4 (alpha 0.75); after: 1 of 4 (alpha 0.5)
+        drafted = (4,) * 20 + pause + (4,) * 20
+        tally.steps("m", drafted, (3,) * 20 + pause + (1,) * 20)
+    assert tally.collapse_after_pause("m") is None  # 0.5 is not half of 0.75
+    for _ in range(30):
+        drafted = (4,) * 20 + pause + (4,) * 20
+        tally.steps("m", drafted, (3,) * 20 + pause + (0,) * 20)
+    found = tally.collapse_after_pause("m")
+    assert found is not None
+    assert 40 == found["requests"]
+    assert found["alpha_after"] <= 0.5 * found["alpha_before"]
+
+
+def record(
+    i: int, prompt: int, drafted: tuple[int, ...], accepted: tuple[int, ...], **fields: Any
+) -> RequestRecord:
+    return RequestRecord(
+        ts=1.8e9 + i,
+        request_id=f"q{i}",
+        model="m",
+        task="chat",
+        outcome=C.Outcome.OBSERVED,
+        prompt_tokens=prompt,
+        completion_tokens=sum(accepted) + len(accepted),
+        spec=SpecDecodeBlock(4, drafted, accepted),
+        latency=Latency(tpot=0.02),
+        **fields,
+    )
+
+
+def kinds_by_slice(records: list[RequestRecord]) -> dict[str, set[str]]:
+    analyzer = Analyzer(load_settings(), started=1.8e9)
+    for r in records:
+        analyzer.ingest(r)
+    now = max(r.ts for r in records) + 1
+    analyzer.evaluate(now)
+    snapshot = analyzer.snapshot(now)
+    return {
+        f"{v.key.ctx_bucket}/{v.key.task}": {c.kind for c in v.causes}
+        for v in (*snapshot.slices, *snapshot.rollups)
+    }
+
+
+def test_a_context_limit_on_a_bucket_bound_tags_only_the_buckets_past_it() -> None:
+    """Nothing accepted from position 2,048 on, the upper bound of `512-2k` (whose positions
+    end at 2,047): that bucket does not reach the limit, `2k-4k` does."""
+    records = []
+    for i in range(60):
+        prompt = 1200 + (i % 6) * 200  # steps from 1,200 to ~2,600
+        position, accepted = prompt + 1, []
+        for _ in range(60):
+            a = 0 if position >= 2048 else 2
+            accepted.append(a)
+            position += a + 1
+        records.append(record(i, prompt, (4,) * 60, tuple(accepted)))
+    found = kinds_by_slice(records)
+    assert C.CauseKind.DRAFT_CONTEXT_LIMIT in found["2k-4k/chat"]
+    assert C.CauseKind.DRAFT_CONTEXT_LIMIT not in found["512-2k/chat"]
+
+
+def test_exactly_three_loops_that_lift_a_slice_over_green_are_named() -> None:
+    """27 requests at 0.67 and 3 loops (80 steps accepting all): 0.74 with them."""
+    records = [record(i, 100, (4,) * 40, (2,) * 40) for i in range(27)]
+    records += [record(27 + i, 100, (4,) * 80, (4,) * 80) for i in range(3)]
+    assert C.CauseKind.REPETITION_SUSPECTED in kinds_by_slice(records)["0-512/chat"]
+
+
+def test_a_schedule_ignored_at_the_upper_bound_of_its_row_is_not_applied() -> None:
+    """Schedule K 4 up to 4 in flight, 2 from 5 to 16: ten requests at 16 in flight (the
+    row's inclusive end) drafting 4 are the schedule not applied."""
+    from specwatch.vllm.specconfig import spec_config
+
+    schedule = [[1, 4, 4], [5, 16, 2]]
+    config = {"method": "ngram", "num_speculative_tokens": 4}
+    config["num_speculative_tokens_per_batch_size"] = schedule
+    analyzer = Analyzer(load_settings(), started=1.8e9)
+    analyzer.set_config(spec_config(config, "0.32.0", "stable"))
+    for i in range(10):
+        analyzer.ingest(record(i, 100, (4,) * 25, (1,) * 25, in_flight=16))
+    analyzer.evaluate(1.8e9 + 11)
+    snapshot = analyzer.snapshot(1.8e9 + 11)
+    (rollup,) = snapshot.rollups
+    assert C.CauseKind.SCHEDULE_NOT_APPLIED in {c.kind for c in rollup.causes}

@@ -1,0 +1,216 @@
+"""Goodput: a request's decode time, the slices' TPOT with its interval, and the comparison of
+two configs' TPOT within load buckets (analysis/goodput.py, analysis/goodput_compare.py)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from specwatch import conventions as C
+from specwatch.analysis.goodput import GoodputTracker, decode_of, tpot_interval
+from specwatch.analysis.goodput_compare import (
+    FASTER,
+    INSUFFICIENT,
+    SAME,
+    SLOWER,
+    combined_ratio,
+    compare_tpot,
+    verdict,
+)
+from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.stats import Interval, robust_variance, t_quantile
+from specwatch.analysis.sums import Sums
+from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.settings import load_settings
+
+
+def record(
+    tpot: float | None,
+    tokens: int,
+    *,
+    prompt: int = 100,
+    in_flight: int | None = 1,
+    spec: bool = True,
+    variant: str = C.VARIANT_SPEC,
+    source: str | None = None,
+    ts: float = 1000.0,
+) -> RequestRecord:
+    steps = max(1, (tokens - 1) // 3)
+    block = SpecDecodeBlock(3, (3,) * steps, (2,) * steps) if spec else None
+    return RequestRecord(
+        ts=ts,
+        request_id="r",
+        model="m",
+        task="chat",
+        outcome=C.Outcome.OBSERVED,
+        prompt_tokens=prompt,
+        completion_tokens=tokens,
+        spec=block,
+        latency=Latency(tpot=tpot, tpot_source=source),
+        variant=variant,
+        in_flight=in_flight,
+    )
+
+
+def sums(pairs: list[tuple[float, float]]) -> Sums:
+    out = Sums()
+    for x, y in pairs:
+        out.add(x, y)
+    return out
+
+
+def test_a_requests_decode_time_is_its_tpot_over_the_tokens_after_the_first() -> None:
+    decoded = decode_of(record(0.02, 11))
+    assert decoded is not None
+    assert decoded[0] == pytest.approx(0.2)
+    assert decoded[1] == 10
+    assert decode_of(record(0.02, 1)) is None  # nothing decoded after the first token
+    assert decode_of(record(None, 11)) is None
+    assert decode_of(record(float("nan"), 11)) is None
+
+
+def test_a_slices_tpot_is_the_ratio_of_sums_and_counts_speculative_requests_only() -> None:
+    settings = load_settings(ctx_buckets="512")
+    tracker = GoodputTracker(settings, CtxBuckets(settings.ctx_buckets))
+    tracker.add(record(0.01, 101), "m")  # 1.0 s over 100 tokens
+    tracker.add(record(0.03, 11), "m")  # 0.3 s over 10 tokens
+    tracker.add(record(0.5, 11, spec=False, variant=C.VARIANT_BASELINE), "m")
+    tracker.add(record(0.5, 11, spec=False), "m")  # no speculative block: not speculation
+    tracker.add(record(0.02, 21, source=C.TpotSource.STREAM), "m")  # 0.4 s over 20
+    views = tracker.views(1000.0)
+    view = views["m", "0-512", "chat"]
+    assert view.requests == 3
+    assert view.tpot is not None
+    assert view.tpot.estimate == pytest.approx(1.7 / 130)  # not the mean of 0.01, 0.03, 0.02
+    assert views["m", C.ALL, C.ALL].requests == 3
+    assert tracker.sources == {"m": {"vllm": 2, "stream": 1}}
+
+
+def test_a_request_is_in_the_ctx_bucket_of_its_first_step_and_its_load_bucket() -> None:
+    settings = load_settings(ctx_buckets="512")
+    tracker = GoodputTracker(settings, CtxBuckets(settings.ctx_buckets))
+    tracker.add(record(0.01, 11, prompt=511), "m")  # its first step is at position 512
+    tracker.add(record(0.01, 11, prompt=510, in_flight=None), "m")
+    cells = tracker.since_start()
+    assert set(cells) == {("m", "512+", "chat", "1"), ("m", "0-512", "chat", "unknown")}
+
+
+def test_the_tpot_interval_is_symmetric_on_the_log_scale_with_students_t() -> None:
+    rng = random.Random(3)
+    s = sums([(rng.uniform(0.1, 2.0), float(rng.randrange(5, 200))) for _ in range(12)])
+    interval = tpot_interval(s, 0.95)
+    assert interval is not None
+    ratio = s.x / s.y
+    sd = math.sqrt(robust_variance(s.requests, s.x, s.y, s.xx, s.xy, s.yy)) / ratio
+    half = t_quantile(0.95, 11) * sd
+    assert interval.estimate == pytest.approx(ratio)
+    assert math.log(interval.upper / ratio) == pytest.approx(half, rel=1e-12)
+    assert math.log(ratio / interval.lower) == pytest.approx(half, rel=1e-12)
+    assert tpot_interval(sums([(0.2, 10.0)]), 0.95) is None  # one request: no variance
+
+
+def test_verdicts_read_the_whole_interval_of_the_ratio() -> None:
+    assert verdict(Interval(1.1, 1.01, 1.2), 0.03) == SLOWER
+    assert verdict(Interval(0.9, 0.8, 0.99), 0.03) == FASTER
+    assert verdict(Interval(1.0, 0.98, 1.02), 0.03) == SAME
+    assert verdict(Interval(1.0, 0.96, 1.02), 0.03) == INSUFFICIENT
+    assert verdict(None, 0.03) == INSUFFICIENT
+
+
+def test_the_combined_ratio_weighs_each_load_bucket_by_the_after_sides_tokens() -> None:
+    rng = random.Random(5)
+
+    def side(tpot: float, n: int) -> Sums:
+        return sums([(tpot * y * rng.uniform(0.8, 1.2), y) for y in (20.0, 40.0, 60.0) * n])
+
+    low = (side(0.010, 10), side(0.008, 10))
+    high = (side(0.020, 10), side(0.022, 3))  # the after side has a third of its tokens here
+    interval = combined_ratio([low, high], 0.95)
+    assert interval is not None
+    w_low = low[1].y / (low[1].y + high[1].y)
+
+    def log_ratio(pair: tuple[Sums, Sums]) -> float:
+        before, after = pair
+        return math.log((after.x / after.y) / (before.x / before.y))
+
+    want = w_low * log_ratio(low) + (1 - w_low) * log_ratio(high)
+    assert math.log(interval.estimate) == pytest.approx(want, rel=1e-12)
+
+
+def cells(
+    rng: random.Random, tpot_by_load: dict[str, float], per_load: dict[str, int]
+) -> dict[tuple[str, ...], Sums]:
+    """A side's cells for one slice of model m: per load bucket `per_load` requests whose
+    TPOT varies around the bucket's (a log-normal factor per request)."""
+    out: dict[tuple[str, ...], Sums] = {}
+    for load, n in per_load.items():
+        out["m", "0-512", "chat", load] = sums(
+            [
+                (tpot_by_load[load] * y * math.exp(rng.gauss(0, 0.3)), y)
+                for y in (float(rng.randrange(20, 200)) for _ in range(n))
+            ]
+        )
+    return out
+
+
+TPOT_BY_LOAD = {"1-4": 0.010, "5-16": 0.020}
+
+
+def test_a_canary_at_lighter_load_is_not_called_faster_for_its_load() -> None:
+    """Same config on both sides; the canary runs most of its requests at the light load where
+    TPOT is half: its raw TPOT is far lower, and the comparison within load buckets says no
+    more than `same` or `insufficient` (a raw ratio of sums would say faster)."""
+    rng = random.Random(7)
+    stable = cells(rng, TPOT_BY_LOAD, {"1-4": 30, "5-16": 170})
+    canary = cells(rng, TPOT_BY_LOAD, {"1-4": 170, "5-16": 30})
+    raw = sum(s.x for s in canary.values()) / sum(s.y for s in canary.values())
+    raw /= sum(s.x for s in stable.values()) / sum(s.y for s in stable.values())
+    assert raw < 0.8
+    slices, models = compare_tpot(stable, canary, 0.95, 0.03, 5, 30)
+    assert [row.verdict for row in (*slices, *models)] != [FASTER, FASTER]
+    assert {row.verdict for row in (*slices, *models)} <= {SAME, INSUFFICIENT}
+    assert models[0].loads_compared == 2
+
+
+def test_a_slower_canary_is_slower_in_its_slice_and_model() -> None:
+    rng = random.Random(11)
+    stable = cells(rng, TPOT_BY_LOAD, {"1-4": 100, "5-16": 100})
+    canary = cells(rng, {k: v * 1.15 for k, v in TPOT_BY_LOAD.items()}, {"1-4": 100, "5-16": 100})
+    slices, models = compare_tpot(stable, canary, 0.95, 0.03, 5, 30)
+    assert [row.verdict for row in slices] == [SLOWER]
+    assert [row.verdict for row in models] == [SLOWER]
+    ratio = models[0].ratio
+    assert ratio is not None
+    assert ratio.lower < 1.15 < ratio.upper
+
+
+def test_loads_one_side_did_not_see_are_left_out_and_said() -> None:
+    rng = random.Random(13)
+    stable = cells(rng, TPOT_BY_LOAD, {"1-4": 100})
+    canary = cells(rng, TPOT_BY_LOAD, {"1-4": 40, "5-16": 100})
+    _, models = compare_tpot(stable, canary, 0.95, 0.03, 5, 30)
+    assert models[0].loads_compared == 1
+    assert models[0].caveat is not None
+    assert "loads the before side did not see" in models[0].caveat
+
+
+def test_a_slice_below_the_request_gate_is_insufficient() -> None:
+    rng = random.Random(17)
+    stable = cells(rng, TPOT_BY_LOAD, {"1-4": 100})
+    canary = cells(rng, {k: v * 1.5 for k, v in TPOT_BY_LOAD.items()}, {"1-4": 29})
+    slices, _ = compare_tpot(stable, canary, 0.95, 0.03, 5, 30)
+    assert [row.verdict for row in slices] == [INSUFFICIENT]
+    assert slices[0].ratio is None
+
+
+def test_each_model_keeps_its_own_family() -> None:
+    """A model's bounds do not move when another model is compared beside it."""
+    rng = random.Random(19)
+    stable = cells(rng, TPOT_BY_LOAD, {"1-4": 60, "5-16": 60})
+    canary = cells(rng, TPOT_BY_LOAD, {"1-4": 60, "5-16": 60})
+    alone, _ = compare_tpot(stable, canary, 0.95, 0.03, 5, 30)
+    other = {("n", *key[1:]): value for key, value in stable.items()}
+    with_other, _ = compare_tpot({**stable, **other}, {**canary, **other}, 0.95, 0.03, 5, 30)
+    mine = [row for row in with_other if row.key[0] == "m"]
+    assert [row.ratio for row in mine] == [row.ratio for row in alone]

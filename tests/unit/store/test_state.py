@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from specwatch.analysis.drift import DriftDetector
+from specwatch.core.records import SliceKey
+from specwatch.settings import DriftSettings, load_settings
+from specwatch.sidecar.sidecar import Sidecar
+from specwatch.store.state import StateFile
+from structlog.testing import capture_logs
+
+KEY = SliceKey("m", "0-512", "code")
+
+
+def fed_detector(minutes: int) -> DriftDetector:
+    detector = DriftDetector(DriftSettings())
+    rng = random.Random(5)
+    for minute in range(minutes):
+        n = 600
+        detector.add(KEY, minute * 60.0, sum(rng.random() < 0.7 for _ in range(n)), n)
+        detector.evaluate((minute + 1) * 60.0)
+    return detector
+
+
+def test_the_drift_state_round_trips_through_the_state_file(tmp_path: Path) -> None:
+    detector = fed_detector(90)
+    store = StateFile(tmp_path, "drift")
+    store.save(detector.to_state(), now=5400.0)
+    again = DriftDetector(DriftSettings())
+    again.load_state(store.load(now=5460.0, max_age=3600.0))
+    assert detector.to_state() == again.to_state()
+    assert detector.view(KEY) == again.view(KEY)
+    assert [] == [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+def test_missing_stale_and_corrupt_state_each_give_one_line_and_a_fresh_start(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings(state_dir=str(tmp_path), port=0, admin_port=0)
+    path = tmp_path / "drift.json"
+    cases = {
+        "missing": None,
+        "stale": b'{"saved_at": 0, "state": {}}',
+        "corrupt json": b'{"saved_at": 1e12, "sta',
+        "corrupt state": b'{"saved_at": 1e12, "state": {"version": 1, "slices": [{"key": 3}]}}',
+    }
+    for name, content in cases.items():
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(content)
+        car = Sidecar(settings, clock=lambda: 1e12)
+        with capture_logs() as logs:
+            car.states.restore_drift()
+        fresh = [entry for entry in logs if entry["event"] == "state_fresh"]
+        assert 1 == len(fresh), name
+        assert car.analyzer.drift_state()["slices"] == [], name
+
+
+def test_a_saved_sidecar_state_is_restored_on_start(tmp_path: Path) -> None:
+    settings = load_settings(state_dir=str(tmp_path), port=0, admin_port=0)
+    detector = fed_detector(30)
+    StateFile(tmp_path, "drift").save(detector.to_state(), now=1000.0)
+    car = Sidecar(settings, clock=lambda: 1100.0)
+    with capture_logs() as logs:
+        car.states.restore_drift()
+    assert ["state_restored"] == [entry["event"] for entry in logs]
+    assert detector.to_state() == car.analyzer.drift_state()
+
+
+def test_a_state_saved_before_buckets_kept_request_sizes_loads_without_them() -> None:
+    """Version 2 saved [index, accepted, trials] per bucket; it loads as if every trial were
+    its own request and step, and a bucket of any other length is refused."""
+    state = fed_detector(90).to_state()
+    old = {**state, "version": 2}
+    old["slices"] = [
+        {**item, "buckets": [bucket[:3] for bucket in item["buckets"]]} for item in state["slices"]
+    ]
+    again = DriftDetector(DriftSettings())
+    again.load_state(old)
+    (item,) = again.to_state()["slices"]
+    assert [[i, a, n, n, n] for i, a, n in old["slices"][0]["buckets"]] == item["buckets"]
+    for bad in ([1, 2, 3, 4], [1, 2, 3, 9, 0], [1, -2, 3]):
+        broken = {**state, "slices": [{**state["slices"][0], "buckets": [bad]}]}
+        with pytest.raises(ValueError, match="malformed drift state"):
+            again.load_state(broken)
