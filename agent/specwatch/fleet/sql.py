@@ -333,4 +333,7 @@ SELECT {", ".join(group) if group else "g_"}, b, status, k, code,
   {load_sums}
 FROM sums
 GROUP BY ALL
+-- in one order: the caller adds floating-point sums row by row, and a sum's last bits
+-- follow the order of its terms
+ORDER BY ALL
 """
