@@ -64,6 +64,7 @@ bench: setup
 	$(BIN)/python benchmarks/replay_verdicts.py
 	$(BIN)/python benchmarks/drift_evaluation.py --seeds 5
 	$(BIN)/python benchmarks/analysis_throughput.py
+	$(BIN)/python benchmarks/evaluation_cost.py
 	$(BIN)/python benchmarks/metrics_scrape.py
 	$(BIN)/python benchmarks/memory_ceiling.py
 	$(BIN)/python benchmarks/sse_pieces.py

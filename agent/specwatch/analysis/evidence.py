@@ -49,6 +49,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 from specwatch.analysis.counts import Counts
@@ -75,9 +76,11 @@ def _pick(values: tuple[int, ...] | array[int], metric: str) -> Sums:
     return Sums(n, a, d, aa, ad, dd)
 
 
+@lru_cache(maxsize=4096)
 def _widening(requests: int, bar: float) -> float:
     """(t / z)^2 at the tail where a log-likelihood ratio of `bar` sits, on requests - 1
-    degrees of freedom (module docstring)."""
+    degrees of freedom (module docstring). Kept per (requests, bar): every window of every
+    slice asks it at each evaluation, and a window's requests change slowly."""
     return (t_quantile(tail_confidence(bar), requests - 1) ** 2) / (2.0 * bar)
 
 
