@@ -31,15 +31,9 @@ from specwatch.settings import Settings
 
 log = structlog.get_logger("specwatch.analysis")
 
-_ZERO = Sums(0, 0, 0, 0, 0, 0)
-
 
 def sums_of(counts: Counts) -> Sums:
     return Sums.of(counts, "alpha")
-
-
-def _add(a: Sums, b: Sums) -> Sums:
-    return a.plus(b)
 
 
 def _encode(slices: dict[SliceKey, Sums]) -> list[list[Any]]:
@@ -177,7 +171,7 @@ class ConfigHistory:
         """This config's sums: earlier runs' and this one's since it started."""
         out = dict(self.carried)
         for key, sums in live.items():
-            out[key] = _add(out.get(key, _ZERO), sums)
+            out[key] = out[key].plus(sums) if key in out else sums.copy()
         return out
 
     def state(self, live: dict[SliceKey, Sums], timed: Timed | None = None) -> dict[str, Any]:
@@ -234,7 +228,7 @@ class ConfigHistory:
         for key in keys:
             rollup = key.ctx_bucket == "all"
             triple = (key.model, key.ctx_bucket, key.task)
-            rows[rollup].append((triple, self.before.get(key, _ZERO), after.get(key, _ZERO)))
+            rows[rollup].append((triple, self.before.get(key, Sums()), after.get(key, Sums())))
         finer, compared = compare_models(
             rows[True],
             rows[False],

@@ -31,7 +31,6 @@ from specwatch.fleet.source import SourceError
 from specwatch.settings import Settings
 
 SIDES = ("a", "b")
-_ZERO = Sums(0, 0, 0, 0, 0, 0)
 Side = dict[tuple[str, ...], Sums]
 
 
@@ -119,7 +118,7 @@ def _with(args: argparse.Namespace, paths: list[str]) -> argparse.Namespace:
 
 
 def _pairs(a: Side, b: Side) -> list[tuple[tuple[str, ...], Sums, Sums]]:
-    return [(key, a.get(key, _ZERO), b.get(key, _ZERO)) for key in sorted(set(a) | set(b))]
+    return [(key, a.get(key, Sums()), b.get(key, Sums())) for key in sorted(set(a) | set(b))]
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
