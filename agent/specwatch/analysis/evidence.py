@@ -48,7 +48,7 @@ import math
 from array import array
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Generic, TypeVar
 
@@ -102,12 +102,18 @@ def log_ratio(sums: Sums, threshold: float, indifference: float, bar: float) -> 
     design effect (request-robust over binomial, at least 1; 1 without per-request data, as
     for vLLM's own counters) times c (1 - c) / y, times (t / z)^2 at the tail of the verdict's
     `bar` on requests - 1 degrees of freedom. gen/rules.py records the same figure in PromQL."""
-    p = sums.x / sums.y
-    variance = (
-        _design_effect(sums) * _widening(sums.requests, bar) * threshold * (1.0 - threshold)
-    ) / sums.y
-    above = max(0.0, p - (threshold - indifference))
-    below = max(0.0, threshold + indifference - p)
+    scale = _design_effect(sums) * _widening(sums.requests, bar)
+    return _ratio(sums.x / sums.y, scale, sums.y, threshold, indifference)
+
+
+def _ratio(p: float, scale: float, y: float, threshold: float, indifference: float) -> float:
+    """`log_ratio` from the window's estimate p and its `scale` (design effect x widening):
+    one window is judged against four thresholds at each evaluation, on one design effect."""
+    variance = scale * threshold * (1.0 - threshold) / y
+    above = p - (threshold - indifference)
+    below = threshold + indifference - p
+    above = above if above > 0.0 else 0.0
+    below = below if below > 0.0 else 0.0
     return (above * above - below * below) / (2.0 * variance)
 
 
@@ -122,6 +128,13 @@ def change_ratio(newer: Sums, older: Sums, bar: float) -> float:
     stretch's design effect times the pooled p (1 - p) over its trials, widened at `bar`'s tail
     on its own requests as the zone evidence is; 0 where either stretch has fewer than two
     requests. gen/rules.py records the same figure in PromQL."""
+    if newer.requests < 2 or newer.y <= 0:
+        return 0.0
+    return _change(newer, _design_effect(newer), older, bar)
+
+
+def _change(newer: Sums, effect: float, older: Sums, bar: float) -> float:
+    """`change_ratio` with the newer stretch's design effect known (`gathered` has it)."""
     if newer.requests < 2 or older.requests < 2 or newer.y <= 0 or older.y <= 0:
         return 0.0
     if older.negative():  # a late record the shorter window took, the longer no longer holds
@@ -130,10 +143,8 @@ def change_ratio(newer: Sums, older: Sums, bar: float) -> float:
     spread = pooled * (1.0 - pooled)
     if spread <= 0.0:
         return 0.0
-    variance = sum(
-        _design_effect(part) * _widening(part.requests, bar) * spread / part.y
-        for part in (newer, older)
-    )
+    variance = effect * _widening(newer.requests, bar) * spread / newer.y
+    variance += _design_effect(older) * _widening(older.requests, bar) * spread / older.y
     difference = newer.x / newer.y - older.x / older.y
     return difference * difference / (2.0 * variance)
 
@@ -168,6 +179,10 @@ class Evidence:
 
     windows: tuple[WindowEvidence, ...]
     change_bar: float = math.inf
+    # what `deciding` chose, per (full, horizon): an evaluation asks up to seven times
+    _chosen: dict[tuple[bool, float | None], WindowEvidence | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def deciding(self, full: bool, horizon: float | None = None) -> WindowEvidence | None:
         """The window whose evidence decides, among those past the whole gates when `full`
@@ -178,6 +193,13 @@ class Evidence:
         longest down, so after a change long ago the window that holds only the new data
         decides, and the shortest only when it differs from that. Entering, keeping and
         leaving a verdict read the same window."""
+        asked = (full, horizon)
+        if asked in self._chosen:
+            return self._chosen[asked]
+        chosen = self._chosen[asked] = self._decide(full, horizon)
+        return chosen
+
+    def _decide(self, full: bool, horizon: float | None) -> WindowEvidence | None:
         eligible = [
             window
             for window in self.windows
@@ -219,19 +241,30 @@ def gathered(
     if not passing:
         return None
     kept = []
+    green_bar, red_bar, change_bar = cfg.bar("green"), cfg.bar("red"), cfg.change_evidence
+    indifference = cfg.indifference
+    green_exit, red_exit = cfg.green - cfg.exit_margin, cfg.red + cfg.exit_margin
     for i, (seconds, sums) in enumerate(passing):
-        full = sums.y >= cfg.min_trials and sums.requests >= cfg.min_requests
-        green = log_ratio(sums, cfg.green, cfg.indifference, cfg.bar("green"))
-        red = log_ratio(sums, cfg.red, cfg.indifference, cfg.bar("red"))
-        green_exit = log_ratio(
-            sums, cfg.green - cfg.exit_margin, cfg.indifference, cfg.bar("green")
-        )
-        red_exit = log_ratio(sums, cfg.red + cfg.exit_margin, cfg.indifference, cfg.bar("red"))
+        n, y = sums.requests, sums.y
+        full = y >= cfg.min_trials and n >= cfg.min_requests
+        effect, p = _design_effect(sums), sums.x / y
+        at_green, at_red = effect * _widening(n, green_bar), effect * _widening(n, red_bar)
         changes = tuple(
-            (longer, change_ratio(sums, rest(other, sums), cfg.change_evidence))
+            (longer, _change(sums, effect, rest(other, sums), change_bar))
             for longer, other in passing[i + 1 :]
         )
-        kept.append(WindowEvidence(seconds, full, green, red, sums, changes, green_exit, red_exit))
+        kept.append(
+            WindowEvidence(
+                seconds,
+                full,
+                _ratio(p, at_green, y, cfg.green, indifference),
+                _ratio(p, at_red, y, cfg.red, indifference),
+                sums,
+                changes,
+                _ratio(p, at_green, y, green_exit, indifference),
+                _ratio(p, at_red, y, red_exit, indifference),
+            )
+        )
     if entering and not any(window.full for window in kept):
         return None
     return Evidence(tuple(kept), cfg.change_evidence)
