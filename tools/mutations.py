@@ -116,12 +116,12 @@ MUTATIONS = (
     ),
     Mutation(
         "the model rollup's moments split at ctx buckets",
-        "analysis/analyzer.py",
-        "            rollup = Counts.of_request(spec.drafted, spec.accepted, self._max_position)",
-        "            rollup = Counts(self._max_position)\n"
-        "            for counts in parts.values():\n"
-        "                rollup.merge(counts)\n"
-        "            rollup.requests = 1",
+        "analysis/slicing.py",
+        "        rollup = Counts.of_request(spec.drafted, spec.accepted, max_position)",
+        "        rollup = Counts(max_position)\n"
+        "        for counts in parts.values():\n"
+        "            rollup.merge(counts)\n"
+        "        rollup.requests = 1",
     ),
     Mutation(
         "a modelled gain on the assumed draft cost",
@@ -199,8 +199,8 @@ MUTATIONS = (
     Mutation(
         "a config's id blind to vLLM's version",
         "vllm/specconfig.py",
-        '{"speculative_config": spec, "vllm_version": vllm_version}',
-        '{"speculative_config": spec}',
+        '{"speculative_config": spec, "vllm_version": vllm_version, **named}',
+        '{"speculative_config": spec, **named}',
     ),
     Mutation(
         "the canary family counted per slice, not per model and config",
@@ -508,14 +508,14 @@ MUTATIONS = (
     Mutation(
         "a change between windows judged without the older rest's variance",
         "analysis/evidence.py",
-        "        for part in (newer, older)\n",
-        "        for part in (newer,)\n",
+        "    variance += _design_effect(older) * _widening(older.requests, bar) * spread / older.y\n",
+        "    variance += 0.0\n",
     ),
     Mutation(
         "the change ratio against the whole longer window, not its older rest",
         "analysis/evidence.py",
-        "(longer, change_ratio(sums, rest(other, sums), cfg.change_evidence))",
-        "(longer, change_ratio(sums, other, cfg.change_evidence))",
+        "(longer, _change(sums, effect, rest(other, sums), change_bar))",
+        "(longer, _change(sums, effect, other, change_bar))",
     ),
     Mutation(
         "the rules' deciding window: a shorter window's change taken where it is not",
@@ -526,8 +526,8 @@ MUTATIONS = (
     Mutation(
         "red's evidence at green's bar",
         "analysis/evidence.py",
-        'red = log_ratio(sums, cfg.red, cfg.indifference, cfg.bar("red"))',
-        'red = log_ratio(sums, cfg.red, cfg.indifference, cfg.bar("green"))',
+        "at_red = effect * _widening(n, green_bar), effect * _widening(n, red_bar)",
+        "at_red = effect * _widening(n, green_bar), effect * _widening(n, green_bar)",
     ),
     Mutation(
         "compare: a model's rollup outside its slices' family",
@@ -686,14 +686,14 @@ MUTATIONS = (
     Mutation(
         "a verdict left at its threshold, not past the exit margin",
         "analysis/evidence.py",
-        '            sums, cfg.green - cfg.exit_margin, cfg.indifference, cfg.bar("green")',
-        '            sums, cfg.green, cfg.indifference, cfg.bar("green")',
+        "    green_exit, red_exit = cfg.green - cfg.exit_margin, cfg.red + cfg.exit_margin",
+        "    green_exit, red_exit = cfg.green, cfg.red + cfg.exit_margin",
     ),
     Mutation(
         "red left at its threshold, not past the exit margin",
         "analysis/evidence.py",
-        'red_exit = log_ratio(sums, cfg.red + cfg.exit_margin, cfg.indifference, cfg.bar("red"))',
-        'red_exit = log_ratio(sums, cfg.red, cfg.indifference, cfg.bar("red"))',
+        "    green_exit, red_exit = cfg.green - cfg.exit_margin, cfg.red + cfg.exit_margin",
+        "    green_exit, red_exit = cfg.green - cfg.exit_margin, cfg.red",
     ),
 )
 

@@ -22,7 +22,7 @@ from specwatch.analysis.judging import Judging
 from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
 from specwatch.analysis.mix import TrafficMix
 from specwatch.analysis.requests import RequestSeries
-from specwatch.analysis.slicing import CtxBuckets, SliceOrder, split_steps
+from specwatch.analysis.slicing import CtxBuckets, SliceOrder, request_parts, totals_parts
 from specwatch.analysis.speedup import ASSUMED, Cost, Gain, SpeedupTracker
 from specwatch.analysis.stats import Interval, SliceStats
 from specwatch.analysis.sums import Sums
@@ -33,6 +33,7 @@ from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone,
 from specwatch.core.records import (
     EngineLogRecord,
     EngineSample,
+    RequestKey,
     RequestRecord,
     SliceKey,
     SpecConfig,
@@ -105,7 +106,8 @@ class Analyzer:
     def _add(self, key: SliceKey, ts: float, counts: Counts) -> None:
         self._window.add(key, ts, counts)  # since start too (SlidingWindow.since_start)
         self._judging.windows.add(key, ts, counts)
-        self._drift.add(key, ts, counts.accepted, counts.trials, counts.steps)
+        if counts.trials or not counts.drafted:  # an engine's totals have no trial to judge
+            self._drift.add(key, ts, counts.accepted, counts.trials, counts.steps)
         self._mix.touched(ts)
 
     def ingest(self, record: RequestRecord) -> None:
@@ -119,35 +121,35 @@ class Analyzer:
             )
         spec = record.spec
         if not baseline and record.outcome in _SERVED:
-            self._causes.served(model, spec is not None)
+            self._causes.served(model, spec is not None or record.totals is not None)
         self._goodput.add(record, model)
         if spec is not None and not baseline:
             self._causes.drafting(model, prompt, spec, record.completion_tokens or 0)
+        if spec is None and record.totals is not None and not baseline:
+            totals, buckets, cap = record.totals, self._buckets, self._max_position
+            keyed = totals_parts(model, record.task, prompt, totals, buckets, cap)
+            self._spec_added(request_key, record.ts, keyed, totals.drafted, totals.accepted)
         if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
             self._load.add(record, model, baseline, None)
             return
-        self._drafted_seen[model] = self._drafted_seen.get(model, 0) + sum(spec.drafted)
-        tau = 1.0 + sum(spec.accepted) / spec.steps
-        self._series.observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, tau)
-        if prompt is None:
-            whole = Counts.of_request(spec.drafted, spec.accepted, self._max_position)
-            parts: dict[str, Counts] = {C.UNKNOWN_CTX: whole}
-        else:
-            parts = split_steps(spec, prompt, self._buckets, self._max_position)
-        keyed = {SliceKey(model, label, record.task): counts for label, counts in parts.items()}
-        for key, counts in keyed.items():
-            self._add(key, record.ts, counts)
-        if len(parts) == 1:  # the usual case: the rollup gets the same counts (read, not kept)
-            (rollup,) = parts.values()
-        else:
-            # One request, one sampling unit: its moments are those of its whole accepted
-            # tokens and trials, not the sum of its parts' (which would drop the covariance
-            # between its buckets). Prometheus gets the same from the per-model counters.
-            rollup = Counts.of_request(spec.drafted, spec.accepted, self._max_position)
-        self._add(SliceKey(model, C.ALL, C.ALL), record.ts, rollup)
-        self._load.add(record, model, False, rollup)
-        keyed[SliceKey(model, C.ALL, C.ALL)] = rollup
+        keyed = request_parts(model, record.task, prompt, spec, self._buckets, self._max_position)
+        self._spec_added(request_key, record.ts, keyed, sum(spec.drafted), sum(spec.accepted))
+        self._load.add(record, model, False, keyed[SliceKey(model, C.ALL, C.ALL)])
         self._causes.add(model, record.ts, prompt, spec, keyed, record.in_flight)
+
+    def _spec_added(
+        self, request_key: RequestKey, ts: float, keyed: dict[SliceKey, Counts], *tokens: int
+    ) -> None:
+        """One request's counts into each slice and its model's rollup (the last of `keyed`);
+        `tokens`: its drafted and accepted. An engine's totals go where steps go, but for
+        causes and positions, which read steps (and drift, which skips counts without trials)."""
+        for key, counts in keyed.items():
+            self._add(key, ts, counts)
+        model, (drafted, accepted) = request_key.model, tokens
+        self._drafted_seen[model] = self._drafted_seen.get(model, 0) + drafted
+        steps = keyed[SliceKey(model, C.ALL, C.ALL)].steps  # the rollup's are the request's
+        if steps:
+            self._series.observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + accepted / steps)
 
     def drift_state(self) -> dict[str, Any]:
         return self._drift.to_state()
@@ -182,7 +184,9 @@ class Analyzer:
         }
         for model, counts in engine.items():
             key = SliceKey(model, C.ALL, C.ALL)
-            if counts.steps and (key not in out or not out[key][0].steps):
+            # the proxy's counts decide where they hold any draft: steps, or an engine's
+            # totals (which have no steps)
+            if counts.steps and (key not in out or not (out[key][0].steps or out[key][0].drafted)):
                 out[key] = (counts, C.SliceSource.VLLM_METRICS)
         return out, engine
 
@@ -251,18 +255,9 @@ class Analyzer:
                 else:
                     quiet.pop(key, None)
             if change is not None:
-                log_change(
-                    key,
-                    now,
-                    change,
-                    cfg.metric,
-                    interval,
-                    evidence,
-                    counts,
-                    source,
-                    gain,
-                    cfg.confidence,
-                )
+                metric = self._judging.metric(counts, source)
+                args = (interval, evidence, counts, source, gain, cfg.confidence)
+                log_change(key, now, change, metric, *args)
 
     def _say_missing_data(self, windows: dict[SliceKey, tuple[Counts, str]]) -> None:
         """Once per model: vLLM counts its speculative steps, its answers carry no per-request
@@ -321,6 +316,7 @@ class Analyzer:
             drift=drift,
             advice=advice,
             evidence=self.evidence(key),
+            zone_metric=self._judging.metric(counts, source),
         )
 
     def snapshot(self, now: float) -> Snapshot:

@@ -166,6 +166,19 @@ class Counts:
         return out
 
     @classmethod
+    def of_totals(cls, drafted: int, accepted: int, steps: int | None, max_position: int) -> Counts:
+        """One request known only by its totals (core/records.SpecTotals): drafted, accepted
+        and, where the engine says, steps. No trial (which step rejected is unknown) and no
+        position: alpha-hat and the per-position rates have nothing from it, the rate has it
+        all, tau has it when `steps` is known (else the request adds to neither side of tau)."""
+        out = cls(max_position)
+        out.requests, out.drafted, out.accepted = 1, drafted, accepted
+        out.aa, out.ad, out.dd = accepted * accepted, accepted * drafted, drafted * drafted
+        if steps is not None:
+            out.steps, out.as_, out.ss = steps, accepted * steps, steps * steps
+        return out
+
+    @classmethod
     def of_histogram(
         cls,
         steps: Iterable[tuple[int, int, int]],

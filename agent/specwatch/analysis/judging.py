@@ -41,13 +41,22 @@ class Judging:
         cached = self._judged.get(key)
         if versions is not None and cached is not None and cached[0] == versions:
             return cached[1]
-        metric, cfg = self._cfg.zones.metric, self._cfg.zones
+        metric, cfg = self.metric(counts, source), self._cfg.zones
         windows = [(self._cfg.window.length_seconds, Sums.of(counts, metric))]
         if proxy:
             windows += self.windows.read(key, now, metric)
         evidence = gathered(windows, cfg, entry)
         self._judged[key] = (versions or (-1, -1, entry), evidence)
         return evidence
+
+    def metric(self, counts: Counts, source: str) -> str:
+        """What a slice's zone judges: the configured metric, but the rate where the proxy saw
+        drafts without trials (an engine that sends totals only: no step's rejection is known,
+        so alpha-hat has no data, and the rate has all of it). vLLM's own counters keep the
+        configured metric: their missing trials are a gap in the reference, not its kind."""
+        if source == C.SliceSource.PROXY and counts.drafted and not counts.trials:
+            return "rate"
+        return self._cfg.zones.metric
 
     def latest(self, key: SliceKey) -> Evidence | None:
         """The evidence the latest evaluation judged `key` on (None: none, or not judged)."""
@@ -64,7 +73,7 @@ class Judging:
         if version is not None and cached is not None and cached[0] == version:
             return cached[1], cached[2]
         confidence = self._cfg.zones.confidence
-        judge = alpha_interval if self._cfg.zones.metric == "alpha" else rate_interval
+        judge = alpha_interval if self.metric(counts, source) == "alpha" else rate_interval
         interval, tau = judge(counts, confidence), tau_interval(counts, confidence)
         if version is not None:
             self._intervals[key] = (version, interval, tau)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
+from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
-from specwatch.core.records import SliceKey, SpecDecodeBlock
+from specwatch.core.records import SliceKey, SpecDecodeBlock, SpecTotals
 
 
 def _short(n: int) -> str:
@@ -66,6 +67,48 @@ def split_steps(
         buckets.labels[index]: Counts.of_request(ds, as_, max_position)
         for index, (ds, as_) in out.items()
     }
+
+
+def request_parts(
+    model: str,
+    task: str,
+    prompt_tokens: int | None,
+    spec: SpecDecodeBlock,
+    buckets: CtxBuckets,
+    max_position: int,
+) -> dict[SliceKey, Counts]:
+    """The counts one request's steps add to each slice they started in (`split_steps`; the
+    unknown bucket without a prompt length), and, last, to its model's rollup."""
+    if prompt_tokens is None:
+        whole = Counts.of_request(spec.drafted, spec.accepted, max_position)
+        parts: dict[str, Counts] = {C.UNKNOWN_CTX: whole}
+    else:
+        parts = split_steps(spec, prompt_tokens, buckets, max_position)
+    keyed = {SliceKey(model, label, task): counts for label, counts in parts.items()}
+    if len(parts) == 1:  # the usual case: the rollup gets the same counts (read, not kept)
+        (rollup,) = parts.values()
+    else:
+        # One request, one sampling unit: its moments are those of its whole accepted tokens
+        # and trials, not the sum of its parts' (which would drop the covariance between its
+        # buckets). Prometheus gets the same from the per-model counters.
+        rollup = Counts.of_request(spec.drafted, spec.accepted, max_position)
+    keyed[SliceKey(model, C.ALL, C.ALL)] = rollup
+    return keyed
+
+
+def totals_parts(
+    model: str,
+    task: str,
+    prompt_tokens: int | None,
+    totals: SpecTotals,
+    buckets: CtxBuckets,
+    max_position: int,
+) -> dict[SliceKey, Counts]:
+    """A request known by its totals (an engine without per-step data): its slice, in the ctx
+    bucket its prompt starts in (its steps cannot be placed), and, last, its model's rollup."""
+    counts = Counts.of_totals(totals.drafted, totals.accepted, totals.steps, max_position)
+    label = C.UNKNOWN_CTX if prompt_tokens is None else buckets.label(prompt_tokens + 1)
+    return {SliceKey(model, label, task): counts, SliceKey(model, C.ALL, C.ALL): counts}
 
 
 class SliceOrder:

@@ -39,6 +39,7 @@ class SliceView:
     advice: Advice | None = None
     evidence: Evidence | None = None  # what the zone was judged on at the latest evaluation
     causes: tuple[Cause, ...] = ()  # why acceptance is poor or suspicious (analysis/causes.py)
+    zone_metric: str = "alpha"  # what the zone judged: alpha, or the rate (analysis/judging.py)
 
 
 @dataclass(frozen=True, slots=True)

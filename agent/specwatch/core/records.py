@@ -56,6 +56,20 @@ class SpecDecodeBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class SpecTotals:
+    """A request's speculative totals, from an engine that sends no per-step data (llama.cpp's
+    `timings.draft_n` / `draft_n_accepted`): tokens drafted and accepted, and the steps where
+    the engine says (None: it does not). Nothing per step follows from totals, so none is
+    made up: the rate (accepted / drafted) is read from them, alpha-hat (which needs the steps
+    with a rejection) is not, and tau only where `steps` is known."""
+
+    drafted: int
+    accepted: int
+    steps: int | None = None
+    engine: str = "llamacpp"
+
+
+@dataclass(frozen=True, slots=True)
 class Latency:
     """Latency figures of one request, in seconds; None where unknown."""
 
@@ -81,6 +95,8 @@ class RequestRecord:
     spec: SpecDecodeBlock | None = None
     latency: Latency = field(default_factory=Latency)
     variant: str = "spec"
+    # an engine without per-step data: its totals (then `spec` is None)
+    totals: SpecTotals | None = None
     in_flight: int | None = None  # requests in flight at its upstream as it started, itself too
     config: str | None = None  # the id of the speculative config it ran under (cycle logs)
     # user data: only with `cycle_log.capture_text`, capped and redacted (store/capture.py)
@@ -140,6 +156,9 @@ class SpecConfig:
     # "lossless" (standard, block), "synthetic" (acceptance faked for testing) or "lossy"
     # (a relaxed acceptance rule): the latter two get no zone (analysis/causes.py)
     verifier: str = "lossless"
+    # the serving engine (engines/detect.py); its version is `vllm_version`, named for the
+    # first engine and kept so: dashboards and rules read that label
+    engine: str = "vllm"
 
     @property
     def speculation(self) -> str:
@@ -171,6 +190,8 @@ class SpecConfig:
             "track": self.track,
             "model": self.model,
             "verifier": self.verifier,
+            "engine": self.engine,
+            "engine_version": self.vllm_version,
         }
 
 

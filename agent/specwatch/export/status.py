@@ -8,6 +8,7 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.changes import ChangeView
+from specwatch.analysis.counts import Counts
 from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.goodput import GoodputView
 from specwatch.analysis.speedup import Gain
@@ -53,6 +54,7 @@ def slice_status(view: SliceView) -> dict[str, Any]:
         "task": view.key.task,
         **statistics_fields(view.window, view.stats),
         "zone": view.zone,
+        "zone_metric": view.zone_metric,
         "zone_since": view.zone_since,
         "source": view.source,
         "gain": _gain(view.gain),
@@ -92,6 +94,26 @@ def _goodput_models(snapshot: Snapshot) -> dict[str, Any]:
         if key[1] == "load" and key[0] in out:
             out[key[0]]["by_load"][key[2]] = goodput_status(view)
     return out
+
+
+def _supported(counts: Counts | None) -> dict[str, Any]:
+    """What the model's per-request data since the start can support (docs/engines.md): per
+    step (vLLM: alpha-hat, rate, tau, per position), totals (llama.cpp: the rate; tau where the
+    engine counts steps), or none (None: no request came with data; the rollup's counts are
+    then the engine's own counters, not per-request data)."""
+    if counts is None or not (counts.drafted or counts.steps):
+        kind = "none"
+    else:
+        kind = "totals" if counts.drafted and not counts.trials else "per_step"
+    return {
+        "data": kind,
+        "supports": {
+            "alpha_hat": bool(counts and counts.trials),
+            "rate": bool(counts and counts.drafted),
+            "tau": bool(counts and counts.steps),
+            "per_position": bool(counts and any(counts.by_position)),
+        },
+    }
 
 
 def _data_source(with_data: int) -> str:
@@ -150,6 +172,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
     for (key, outcome), n in snapshot.requests.items():
         requests[outcome] = requests.get(outcome, 0) + n
         variants[key.variant] = variants.get(key.variant, 0) + n
+    rollups = {view.key.model: view.since_start for view in snapshot.rollups}
     document: dict[str, Any] = {
         "at": snapshot.at,
         "started": snapshot.started,
@@ -163,7 +186,12 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "requests_by_outcome": dict(sorted(requests.items())),
         "requests_by_variant": dict(sorted(variants.items())),
         "per_request_data": {
-            model: {"with": with_data, "without": without, "source": _data_source(with_data)}
+            model: {
+                "with": with_data,
+                "without": without,
+                "source": _data_source(with_data),
+                **_supported(rollups.get(model) if with_data else None),
+            }
             for model, (with_data, without) in sorted((snapshot.per_request_data or {}).items())
         },
         "extreme_requests": {

@@ -55,9 +55,13 @@ def _parse(obs: Observation) -> ParsedResponse | None:
         return None if obs.payload is None else parse_response_body(obs.payload)
     parsed = None if obs.payload is None else _parse_event(obs.payload)
     if obs.choice_stats is not None and (parsed is None or parsed.spec is None):
-        # the per-choice shape: the block came on the finishing chunk, usage (if any) after it
+        # the per-choice shape: the block came on the finishing chunk, usage (if any) after it;
+        # llama.cpp's finishing chunk carries its timings and usage both
         chunk = _parse_event(obs.choice_stats)
-        parsed = chunk if parsed is None else dataclasses.replace(parsed, spec=chunk.spec)
+        if parsed is None:
+            parsed = chunk
+        else:
+            parsed = dataclasses.replace(parsed, spec=chunk.spec, totals=chunk.totals)
     return parsed
 
 
@@ -93,7 +97,7 @@ def to_record(
         else:
             if obs.variant == VARIANT_BASELINE:  # no speculation there: nothing to miss
                 outcome = Outcome.OBSERVED
-            elif parsed is None or parsed.spec is None:
+            elif parsed is None or (parsed.spec is None and parsed.totals is None):
                 outcome = Outcome.NO_SPEC_METRICS
             else:
                 outcome = Outcome.OBSERVED
@@ -117,6 +121,7 @@ def to_record(
         prompt_tokens=parsed.prompt_tokens if parsed else None,
         completion_tokens=parsed.completion_tokens if parsed else None,
         spec=parsed.spec if parsed else None,
+        totals=parsed.totals if parsed else None,
         latency=Latency(
             ttft=latency.ttft
             if latency.ttft is not None

@@ -88,7 +88,11 @@ class StreamRewriter:
                 self.done = True
             elif event.startswith(b'data: {"error"'):
                 self.errored = True
-            elif b'"speculative_decoding_stats"' in event and finishes(event):
+            elif finishes(event) and (
+                b'"speculative_decoding_stats"' in event or b'"timings"' in event
+            ):
+                # the per-request data on the finishing chunk: some vLLM builds' per-choice
+                # block; llama.cpp's `timings` (with usage, which it sends unasked there)
                 self.choice_stats = event
             if self._inject:
                 if self._held is not None:

@@ -9,7 +9,9 @@ More optional fields may follow (`variant`; `in_flight`: the observed requests i
 upstream when it started, itself included; `config`: the id of the speculative config it ran
 under, and `track`, the pod's; `mean_acceptance_length`: vLLM's own figure, as reported;
 `tpot_source`: "stream" when the time per output token is the stream's own timing, vLLM
-having given none; `prompt_text` / `completion_text`: only with `cycle_log.capture_text`);
+having given none; `prompt_text` / `completion_text`: only with `cycle_log.capture_text`;
+`engine`, `draft_tokens`, `accepted_tokens`, `spec_steps`: a request from an engine that sends
+totals only (llama.cpp), whose per-step arrays are empty: core/records.SpecTotals);
 readers ignore what they do not know.
 Each file a sidecar opens starts with its config, `{"v": 1, "config": {...}}` (`/status`'s
 `config`): what replay and `worst` know of the verifier and the schedule. A/B baseline
@@ -34,7 +36,13 @@ import msgspec
 import orjson
 
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC, Outcome
-from specwatch.core.records import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
+from specwatch.core.records import (
+    Latency,
+    RequestRecord,
+    SpecConfig,
+    SpecDecodeBlock,
+    SpecTotals,
+)
 from specwatch.store.configline import SCHEMA_VERSION, read_config_line
 
 
@@ -59,6 +67,12 @@ def to_line(record: RequestRecord, track: str | None = None) -> bytes:
         extra["tpot_source"] = record.latency.tpot_source
     if record.outcome != Outcome.OBSERVED:  # a client that left after vLLM's final metrics
         extra["outcome"] = record.outcome
+    totals = record.totals
+    if totals is not None and spec is None:
+        extra["engine"] = totals.engine
+        extra["draft_tokens"] = totals.drafted
+        extra["accepted_tokens"] = totals.accepted
+        extra["spec_steps"] = totals.steps
     return (
         orjson.dumps(
             {
@@ -161,6 +175,10 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     completion_text: str | None = None
     outcome: Literal["client_aborted"] | None = None
     tpot_source: Literal["vllm", "stream"] | None = None
+    engine: str | None = None
+    draft_tokens: _Count | None = None
+    accepted_tokens: _Count | None = None
+    spec_steps: _Count | None = None
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -173,7 +191,9 @@ def from_line(line: bytes) -> RequestRecord:
     except ValueError:  # msgspec's errors and bad UTF-8 alike: the checks say what is wrong
         return _checked(line)
     variant = fields.variant if isinstance(fields.variant, str) else VARIANT_SPEC
-    spec = None
+    spec = totals = None
+    if fields.draft_tokens is not None or fields.accepted_tokens is not None:
+        return _checked(line)  # totals: rare enough to read field by field
     if variant != VARIANT_BASELINE:
         drafted, accepted = fields.per_step_drafted, fields.per_step_accepted
         if len(drafted) != len(accepted) or any(map(operator.gt, accepted, drafted)):
@@ -192,6 +212,7 @@ def from_line(line: bytes) -> RequestRecord:
         prompt_tokens=fields.prompt_tokens,
         completion_tokens=fields.completion_tokens,
         spec=spec,
+        totals=totals,
         latency=Latency(
             ttft=None if ttft is None else ttft / 1000.0,
             tpot=None if tpot is None else tpot / 1000.0,
@@ -249,8 +270,10 @@ def _checked(line: bytes) -> RequestRecord:
     variant = obj.get("variant", VARIANT_SPEC)
     if not isinstance(variant, str):
         variant = VARIANT_SPEC
-    spec = None
-    if variant != VARIANT_BASELINE:  # a baseline ran no speculation: nothing to read
+    spec = totals = None
+    if "draft_tokens" in obj or "accepted_tokens" in obj:
+        totals = _totals(obj)
+    elif variant != VARIANT_BASELINE:  # a baseline ran no speculation: nothing to read
         drafted = _ints(obj, "per_step_drafted")
         accepted = _ints(obj, "per_step_accepted")
         if len(drafted) != len(accepted) or any(map(operator.gt, accepted, drafted)):
@@ -277,6 +300,7 @@ def _checked(line: bytes) -> RequestRecord:
         prompt_tokens=_int(obj, "prompt_tokens"),
         completion_tokens=_int(obj, "completion_tokens"),
         spec=spec,
+        totals=totals,
         latency=Latency(
             ttft=_seconds(obj, "ttft_ms"),
             tpot=_seconds(obj, "tpot_ms"),
@@ -289,6 +313,19 @@ def _checked(line: bytes) -> RequestRecord:
         prompt_text=_optional_text(obj, "prompt_text"),
         completion_text=_optional_text(obj, "completion_text"),
     )
+
+
+def _totals(obj: dict[str, Any]) -> SpecTotals:
+    """An engine's totals (no per-step data): drafted, accepted, and steps where known."""
+    if obj.get("per_step_drafted") or obj.get("per_step_accepted"):
+        raise BadLine("totals beside per-step arrays")
+    drafted, accepted = _int(obj, "draft_tokens"), _int(obj, "accepted_tokens")
+    if accepted > drafted:
+        raise BadLine("accepted_tokens > draft_tokens")
+    engine = obj.get("engine")
+    if not isinstance(engine, str):
+        raise BadLine("engine is not a string")
+    return SpecTotals(drafted, accepted, _optional_count(obj, "spec_steps"), engine)
 
 
 def _tpot_source(obj: dict[str, Any]) -> str | None:

@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 
 from specwatch.conventions import ParseReason
-from specwatch.core.records import Latency, SpecDecodeBlock
+from specwatch.core.records import Latency, SpecDecodeBlock, SpecTotals
+from specwatch.engines import llamacpp
 
 
 class ParseFailure(Exception):
@@ -37,6 +38,7 @@ class ParsedResponse:
     spec: SpecDecodeBlock | None
     latency: Latency
     bad_fields: tuple[str, ...] = ()  # readable response, unreadable optional fields (reasons)
+    totals: SpecTotals | None = None  # an engine that sends totals only (engines/)
 
 
 def _count(value: Any) -> int | None:
@@ -231,6 +233,15 @@ def parse_response_object(obj: Any) -> ParsedResponse:
         latency = Latency(ttft=ttft, tpot=tpot, e2e=e2e)
     elif metrics is not None:
         raise ParseFailure(ParseReason.BAD_METRICS, "metrics is not an object")
+    totals = None
+    if spec is None and llamacpp.is_llamacpp(obj):
+        try:
+            totals = llamacpp.totals(obj)
+        except llamacpp.Contradiction as contradiction:
+            raise ParseFailure(contradiction.reason, str(contradiction)) from None
+        except ValueError as unreadable:
+            raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, str(unreadable)) from None
+        latency = Latency(tpot=llamacpp.tpot_seconds(obj))
     model = obj.get("model")
     response_id = obj.get("id")
     return ParsedResponse(
@@ -241,6 +252,7 @@ def parse_response_object(obj: Any) -> ParsedResponse:
         spec=spec,
         latency=latency,
         bad_fields=tuple(bad),
+        totals=totals,
     )
 
 
