@@ -81,6 +81,8 @@ async def test_the_config_and_track_are_on_status_and_on_every_series_of_the_ana
             "track": "canary",
             "model": None,
             "verifier": "lossless",
+            "engine": "vllm",  # GET /version answered
+            "engine_version": "0.32.0",
         } == config
         samples = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
         (info,) = samples["specwatch_spec_config_info"]
@@ -92,7 +94,7 @@ async def test_the_config_and_track_are_on_status_and_on_every_series_of_the_ana
                                           "canary").speculation  # fmt: skip
         assert {"config": expected_id, "track": "canary", "method": "ngram", "draft": "",
                 "num_speculative_tokens": "2", "vllm_version": "0.32.0",
-                "speculation": speculation} == info[0]  # fmt: skip
+                "speculation": speculation, "engine": "vllm"} == info[0]  # fmt: skip
         for name in (C.SPEC_STEPS, C.SLICE_REQUESTS, C.MODEL_REQUESTS, C.REQUESTS):
             series = samples[name + "_total"]
             assert series

@@ -259,8 +259,8 @@ BUILD_INFO: Final = _metric("specwatch_build_info", Kind.INFO, "specwatch build.
 SPEC_CONFIG_INFO: Final = _metric(
     "specwatch_spec_config_info",
     Kind.INFO,
-    "The speculative config this sidecar's vLLM runs: `config` is the id on every series of "
-    "the analysis.",
+    "The speculative config this sidecar's engine runs (`engine`: vllm or llamacpp; its version "
+    "in `vllm_version`): `config` is the id on every series of the analysis.",
     (
         Label.CONFIG,
         Label.TRACK,
@@ -269,6 +269,7 @@ SPEC_CONFIG_INFO: Final = _metric(
         Label.NUM_SPECULATIVE_TOKENS,
         Label.VLLM_VERSION,
         Label.SPECULATION,
+        Label.ENGINE,
     ),
 )
 CAUSE: Final = _metric(

@@ -35,7 +35,8 @@ class Label(StrEnum):
     BASELINE_CONFIG = "baseline_config"  # a canary comparison's stable side
     DRAFT = "draft"  # of the config info: the draft model, empty for ngram
     NUM_SPECULATIVE_TOKENS = "num_speculative_tokens"
-    VLLM_VERSION = "vllm_version"
+    VLLM_VERSION = "vllm_version"  # the engine's version (named for the first engine)
+    ENGINE = "engine"  # of the config info: vllm, llamacpp (engines/detect.py)
     # of the config info: a hash of the speculative config alone (method, draft, K or schedule,
     # verifier; not vLLM's version): equal on two configs that speculate alike
     SPECULATION = "speculation"

@@ -131,7 +131,13 @@ def _config_info(config: SpecConfig) -> Family:
     info = Family(C.SPEC_CONFIG_INFO)
     k = config.num_speculative_tokens
     optional = (config.method, config.draft, None if k is None else str(k), config.vllm_version)
-    labels = (config.id, config.track, *(value or "" for value in optional), config.speculation)
+    labels = (
+        config.id,
+        config.track,
+        *(value or "" for value in optional),
+        config.speculation,
+        config.engine,
+    )
     info.add(labels, 1.0)
     return info
 

@@ -49,4 +49,5 @@ def read_config_line(line: bytes) -> SpecConfig | None:
         track=text("track") or "stable",
         model=text("model"),
         verifier=text("verifier") or "lossless",
+        engine=text("engine") or "vllm",
     )

@@ -23,11 +23,13 @@ import aiohttp
 import structlog
 
 from specwatch.core.records import SpecConfig
-from specwatch.vllm.specconfig import read_version, spec_config
+from specwatch.engines.detect import LLAMACPP, VLLM
+from specwatch.vllm.specconfig import read_build_info, read_version, spec_config
 
 log = structlog.get_logger("specwatch.config")
 
 VERSION_PATH = "/version"
+PROPS_PATH = "/props"  # llama.cpp's server: no /version, its build in /props
 RECHECK_SECONDS = 60.0
 
 
@@ -35,43 +37,55 @@ class ConfigWatch:
     def __init__(
         self,
         upstream: str,
-        label: Callable[[str | None], SpecConfig],
+        label: Callable[[str | None, str], SpecConfig],
         timeout: float | None = 120.0,
         clock: Callable[[], float] = time.monotonic,
+        engine: str = VLLM,
     ) -> None:
-        """`label`: the run's config for a vLLM version (None: unknown), everything else in it
-        fixed at start (run_label)."""
+        """`label`: the run's config for an engine's version (None: unknown) and the engine,
+        everything else in it fixed at start (run_label)."""
         self._url = upstream.rstrip("/") + VERSION_PATH
+        self._props = upstream.rstrip("/") + PROPS_PATH
         self._label = label
         self._timeout, self._clock = timeout, clock
-        self.config: SpecConfig = label(None)
+        self.config: SpecConfig = label(None, engine)
         self.resolved = asyncio.Event()
         self.version_changes = 0
 
-    async def _version(self, session: aiohttp.ClientSession) -> tuple[bool, str | None]:
-        """(answered, version): answered is False while vLLM cannot be reached."""
+    async def _version(self, session: aiohttp.ClientSession) -> tuple[bool, str | None, str | None]:
+        """(answered, version, engine): answered is False while the engine cannot be reached,
+        engine None when it did not say. vLLM answers /version; llama.cpp's server has none,
+        and names its build in /props."""
         try:
             async with session.get(self._url) as response:
                 body = await response.read()
         except (aiohttp.ClientError, TimeoutError, OSError):
-            return False, None
-        if response.status != 200:
-            return True, None  # an older vLLM without /version: known to be unknown
-        return True, read_version(body)
+            return False, None, None
+        if response.status == 200:
+            return True, read_version(body), VLLM
+        try:
+            async with session.get(self._props) as response:
+                props = await response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            props = b""
+        build = read_build_info(props) if response.status == 200 else None
+        if build is not None:
+            return True, build, LLAMACPP
+        return True, None, None  # an older vLLM without /version: known to be unknown
 
     async def run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=5.0)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             deadline = None if self._timeout is None else self._clock() + self._timeout
             while not self.resolved.is_set():
-                answered, version = await self._version(session)
+                answered, version, engine = await self._version(session)
                 if answered or (deadline is not None and self._clock() >= deadline):
-                    self._resolve(version, answered)
+                    self._resolve(version, engine, answered)
                     break
                 await asyncio.sleep(1.0)
             while True:
                 await asyncio.sleep(RECHECK_SECONDS)
-                answered, version = await self._version(session)
+                answered, version, _ = await self._version(session)
                 if answered and version and version != self.config.vllm_version:
                     self.version_changes += 1
                     log.warning(
@@ -83,8 +97,8 @@ class ConfigWatch:
                         "it started with",
                     )
 
-    def _resolve(self, version: str | None, answered: bool) -> None:
-        self.config = self._label(version)
+    def _resolve(self, version: str | None, engine: str | None, answered: bool) -> None:
+        self.config = self._label(version, engine or self.config.engine)
         self.resolved.set()
         log.info(
             "config_resolved",
@@ -95,11 +109,11 @@ class ConfigWatch:
 
 def run_label(
     speculative: dict[str, Any] | None, track: str, target: str | None
-) -> Callable[[str | None], SpecConfig]:
+) -> Callable[[str | None, str], SpecConfig]:
     """The run's label, built once at start: the speculative config, the pod's track and the
-    model vLLM serves; only vLLM's version is learnt later (`/version`)."""
+    model vLLM serves; only the engine and its version are learnt later (`/version`)."""
 
-    def label(version: str | None) -> SpecConfig:
-        return spec_config(speculative, version, track, target)
+    def label(version: str | None, engine: str) -> SpecConfig:
+        return spec_config(speculative, version, track, target, engine)
 
     return label

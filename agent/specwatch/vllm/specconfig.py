@@ -66,6 +66,28 @@ def target_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+def llamacpp_speculative(argv: Sequence[str]) -> dict[str, Any] | None:
+    """The speculative config of a llama.cpp server command, in the shape vLLM's is read in:
+    `--spec-type` as the method, `--spec-draft-n-max` as K where given (its default is the
+    server's, not guessed here), the draft model's file; None without speculation."""
+    types = flag_value(argv, ("--spec-type",))
+    if not types or types == "none":
+        return None
+    spec: dict[str, Any] = {"method": types}
+    k = flag_value(argv, ("--spec-draft-n-max",))
+    if k is not None and k.isdigit():
+        spec["num_speculative_tokens"] = int(k)
+    draft = flag_value(argv, ("--spec-draft-model", "--model-draft", "-md"))
+    if draft:
+        spec["model"] = draft
+    return spec
+
+
+def llamacpp_target(argv: Sequence[str]) -> str | None:
+    """The model a llama.cpp server answers as: its `--alias`, else its model file."""
+    return flag_value(argv, ("--alias", "-a")) or flag_value(argv, ("--model", "-m"))
+
+
 def read_speculative(text: str | None) -> dict[str, Any] | None:
     """The speculative config JSON, or None when there is none or it cannot be read (logged)."""
     if not text:
@@ -108,10 +130,12 @@ def _schedule(spec: dict[str, Any]) -> tuple[tuple[int, int, int], ...]:
     return tuple(out)
 
 
-def config_id(spec: dict[str, Any] | None, vllm_version: str | None) -> str:
-    """A short stable hash of the speculative config (keys sorted) and vLLM's version."""
+def config_id(spec: dict[str, Any] | None, vllm_version: str | None, engine: str = "vllm") -> str:
+    """A short stable hash of the speculative config (keys sorted) and the engine's version;
+    and the engine's name where it is not vLLM (so vLLM's ids stay what they were)."""
+    named = {} if engine == "vllm" else {"engine": engine}
     canonical = json.dumps(
-        {"speculative_config": spec, "vllm_version": vllm_version},
+        {"speculative_config": spec, "vllm_version": vllm_version, **named},
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -134,7 +158,11 @@ def verifier_of(spec: dict[str, Any]) -> str:
 
 
 def spec_config(
-    spec: dict[str, Any] | None, vllm_version: str | None, track: str, target: str | None = None
+    spec: dict[str, Any] | None,
+    vllm_version: str | None,
+    track: str,
+    target: str | None = None,
+    engine: str = "vllm",
 ) -> SpecConfig:
     """The config a sidecar reports (/status, the config info metric, every counter)."""
     spec = spec or {}
@@ -143,7 +171,7 @@ def spec_config(
     method = _method(spec)
     rejection = spec.get("rejection_sample_method")
     return SpecConfig(
-        id=config_id(spec or None, vllm_version) if spec or vllm_version else UNKNOWN,
+        id=config_id(spec or None, vllm_version, engine) if spec or vllm_version else UNKNOWN,
         method=method,
         draft=draft if isinstance(draft, str) and method != "ngram" else None,
         num_speculative_tokens=k if isinstance(k, int) and not isinstance(k, bool) else None,
@@ -155,7 +183,18 @@ def spec_config(
         track=track,
         model=target,
         verifier=verifier_of(spec),
+        engine=engine,
     )
+
+
+def read_build_info(body: bytes) -> str | None:
+    """llama.cpp's `GET /props` answer's `build_info` ("b11434-..."); None when not that."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    version = value.get("build_info") if isinstance(value, dict) else None
+    return version if isinstance(version, str) and version else None
 
 
 def read_version(body: bytes) -> str | None:
