@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shlex
 import signal
 import sys
@@ -12,10 +13,17 @@ import sys
 import structlog
 
 from specwatch.core.loop import run_command, until_signal
+from specwatch.engines.detect import LLAMACPP, engine_of
 from specwatch.settings import Settings
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.vllm.child import VllmProcess, prepare_command
-from specwatch.vllm.specconfig import SPECULATIVE_FLAGS, flag_value, target_of
+from specwatch.vllm.specconfig import (
+    SPECULATIVE_FLAGS,
+    flag_value,
+    llamacpp_speculative,
+    llamacpp_target,
+    target_of,
+)
 
 log = structlog.get_logger("specwatch")
 
@@ -47,15 +55,20 @@ async def serve(settings: Settings, vllm_argv: list[str]) -> int:
     code is vLLM's (0 after a clean stop on our signal)."""
     _check_ports(settings, vllm_argv)
     command = prepare_command(vllm_argv)
-    print(f"specwatch: starting vLLM: {shlex.join(command.argv)}", file=sys.stderr)
+    print(f"specwatch: starting {command.argv[0]}: {shlex.join(command.argv)}", file=sys.stderr)
     if command.added:
         print(f"specwatch: added to the vLLM command: {shlex.join(command.added)}", file=sys.stderr)
     # what vLLM is told is what the sidecar reports (its own --speculative-config aside)
     speculative = flag_value(vllm_argv, SPECULATIVE_FLAGS) or settings.speculative_config
+    target = target_of(vllm_argv)
+    if engine_of(vllm_argv) == LLAMACPP:
+        found = llamacpp_speculative(vllm_argv)
+        speculative = settings.speculative_config if found is None else json.dumps(found)
+        target = llamacpp_target(vllm_argv)
     settings = settings.model_copy(
         update={"upstream": command.upstream, "speculative_config": speculative}
     )
-    sidecar = Sidecar(settings, fresh_engine=True, target=target_of(vllm_argv))
+    sidecar = Sidecar(settings, fresh_engine=True, target=target, engine=engine_of(vllm_argv))
     child = VllmProcess(command, sidecar.log_line)
     await child.start()
     try:

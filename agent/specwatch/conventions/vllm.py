@@ -15,6 +15,14 @@ VLLM_TTFT_SECONDS: Final = "vllm:time_to_first_token_seconds"
 VLLM_E2E_SECONDS: Final = "vllm:e2e_request_latency_seconds"
 VLLM_REQUESTS_RUNNING: Final = "vllm:num_requests_running"
 
+# llama.cpp's server (`--metrics`) names its speculative counters after vLLM's; no model label
+# (one model per server), no request counter (engines/llamacpp.py)
+LLAMACPP_NUM_DRAFTS: Final = "llamacpp:spec_decode_num_drafts"
+LLAMACPP_NUM_DRAFT_TOKENS: Final = "llamacpp:spec_decode_num_draft_tokens"
+LLAMACPP_NUM_ACCEPTED_TOKENS: Final = "llamacpp:spec_decode_num_accepted_tokens"
+LLAMACPP_NUM_ACCEPTED_PER_POS: Final = "llamacpp:spec_decode_num_accepted_tokens_per_pos"
+LLAMACPP_REQUESTS_RUNNING: Final = "llamacpp:requests_processing"
+
 # Paths of vLLM's OpenAI API whose responses carry per-request speculative metrics.
 OBSERVED_PATHS: Final = ("/v1/completions", "/v1/chat/completions")
 

@@ -271,6 +271,16 @@ class Exchange:
             self.upstream.abort()
         self._finish()
 
+    def moved(self, connection: UpstreamConnection) -> bool:
+        """The request goes out again on `connection` (its kept one was stale): False when
+        the client has left meanwhile."""
+        if self.finished.done():
+            return False
+        self.upstream = connection
+        if self._client.paused:
+            connection.pause()
+        return True
+
     def pause(self) -> None:
         if self.upstream is not None:
             self.upstream.pause()

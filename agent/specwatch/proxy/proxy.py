@@ -102,6 +102,9 @@ class Proxy:
         self._load: dict[str, int] = {}  # observed requests in flight per upstream
         self.in_flight = 0
         self.draining = False  # shutting down: new requests get a 503, in-flight ones finish
+        # whether to ask the upstream for a stream's usage on its client's behalf: vLLM's
+        # per-request data comes with usage; llama.cpp sends its own unasked (the sidecar)
+        self.ask_usage: Callable[[], bool] = lambda: True
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -301,7 +304,7 @@ class Proxy:
             if not isinstance(body, dict):
                 body = None
             stream = body is not None and body.get("stream") is True
-            if body is not None and stream:
+            if body is not None and stream and self.ask_usage():
                 options = body.get("stream_options")
                 if not (isinstance(options, dict) and options.get("include_usage") is True):
                     asked = with_usage(raw, body)

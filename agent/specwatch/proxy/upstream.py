@@ -1,6 +1,11 @@
 """The proxy's connections to an upstream: a keep-alive pool of asyncio protocols, each parsing
 its responses with httptools and handing every piece to the request's sink as it arrives (no
-task, no await per piece). A sink pauses the connection when its client cannot keep up."""
+task, no await per piece). A sink pauses the connection when its client cannot keep up.
+
+A kept connection the upstream closed as the next request went out on it (llama.cpp's server
+closes it after every streamed answer, saying nothing; any server at its idle timeout) loses
+that request before a byte of the answer: it is sent once more on a new connection, as nginx
+does for a cached upstream connection. A request whose answer had begun is never sent twice."""
 
 from __future__ import annotations
 
@@ -24,10 +29,15 @@ class Sink(Protocol):
     def on_error(self, error: BaseException) -> None: ...
     def hold(self) -> None: ...
     def flush(self) -> None: ...
+    def moved(self, connection: UpstreamConnection) -> bool: ...
 
 
 class UpstreamError(ConnectionError):
     pass
+
+
+class StaleConnection(UpstreamError):
+    """A kept connection was closed as a request went out on it, before any answer."""
 
 
 class UpstreamConnection(asyncio.Protocol):
@@ -45,6 +55,8 @@ class UpstreamConnection(asyncio.Protocol):
         self._last_read = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self.reusable = True
+        self.reused = False  # taken from the idle pool (else: new for this request)
+        self._sent = b""  # the request on it, until its answer begins (to send it again)
 
     # --- asyncio.Protocol --------------------------------------------------------------------
 
@@ -53,6 +65,7 @@ class UpstreamConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_read = self._loop.time()
+        self._sent = b""  # the answer has begun: it is never sent again
         sink = self._sink
         if sink is not None:
             sink.hold()  # everything this read carries leaves in one write
@@ -67,7 +80,12 @@ class UpstreamConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.reusable = False
         self._pool.forget(self)
-        if self._sink is not None:
+        sink, sent = self._sink, self._sent
+        if sink is not None and self.reused and sent:
+            self._sink, self._sent = None, b""
+            self._cancel_timer()
+            self._pool.send_again(sent, sink, self._head_only)
+        elif sink is not None:
             self._fail(exc or UpstreamError("the upstream closed the connection"))
 
     # --- httptools callbacks -----------------------------------------------------------------
@@ -104,6 +122,7 @@ class UpstreamConnection(asyncio.Protocol):
         self._reason, self._headers = b"", []
         self._last_read = self._loop.time()
         self._timer = self._loop.call_later(self._pool.read_timeout, self._check_timeout)
+        self._sent = data
         self.transport.write(data)
 
     def pause(self) -> None:
@@ -136,6 +155,7 @@ class UpstreamConnection(asyncio.Protocol):
 
     def _finish(self) -> None:
         sink, self._sink = self._sink, None
+        self._sent = b""
         self._cancel_timer()
         if sink is None:
             return
@@ -177,6 +197,8 @@ class UpstreamPool:
         self._idle: deque[tuple[UpstreamConnection, float]] = deque()  # oldest first
         self._open: set[UpstreamConnection] = set()
         self._sweep: asyncio.TimerHandle | None = None
+        self._again: set[asyncio.Task[None]] = set()  # requests being sent once more
+        self.sent_again = 0  # how many (a kept connection closed under them)
 
     async def acquire(self) -> UpstreamConnection:
         loop = asyncio.get_running_loop()
@@ -186,14 +208,37 @@ class UpstreamPool:
             if transport is None or transport.is_closing():
                 continue
             if loop.time() - since < self.keepalive:
+                connection.reused = True
                 return connection
             transport.close()  # past its keep-alive (the sweep had not come yet)
+        return await self._connect()
+
+    async def _connect(self) -> UpstreamConnection:
+        loop = asyncio.get_running_loop()
         async with asyncio.timeout(self.connect_timeout):
             _, protocol = await loop.create_connection(
                 lambda: UpstreamConnection(self), self.host, self.port
             )
         self._open.add(protocol)
         return protocol
+
+    def send_again(self, data: bytes, sink: Sink, head_only: bool) -> None:
+        """A request lost with a stale kept connection (module docstring): on a new one."""
+        self.sent_again += 1
+        task = asyncio.get_running_loop().create_task(self._send_again(data, sink, head_only))
+        self._again.add(task)
+        task.add_done_callback(self._again.discard)
+
+    async def _send_again(self, data: bytes, sink: Sink, head_only: bool) -> None:
+        try:
+            connection = await self._connect()
+        except (OSError, TimeoutError) as error:
+            sink.on_error(error)
+            return
+        if sink.moved(connection):
+            connection.send(data, sink, head_only)
+        else:  # its client left meanwhile
+            self.release(connection)
 
     def release(self, connection: UpstreamConnection) -> None:
         loop = asyncio.get_running_loop()
@@ -222,6 +267,8 @@ class UpstreamPool:
                 break
 
     def close(self) -> None:
+        for task in self._again:
+            task.cancel()
         if self._sweep is not None:
             self._sweep.cancel()
             self._sweep = None

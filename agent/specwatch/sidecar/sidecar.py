@@ -18,6 +18,7 @@ from specwatch.core.health import Health
 from specwatch.core.listening import binding, serve_app
 from specwatch.core.records import SpecConfig
 from specwatch.core.turns import ReadGate
+from specwatch.engines.detect import LLAMACPP, VLLM
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.proxy.ab import ABRouter
@@ -51,9 +52,11 @@ class Sidecar:
         clock: Callable[[], float] = time.time,
         fresh_engine: bool = False,
         target: str | None = None,
+        engine: str = VLLM,
     ) -> None:
         """`fresh_engine`: vLLM was started with specwatch, its counters count from zero;
-        `target`: the model vLLM serves, where its command line says it."""
+        `target`: the model vLLM serves, where its command line says it; `engine`: what the
+        command line starts (engines/detect.py; the proxy learns it from the upstream)."""
         self.settings = settings
         self._clock = clock
         # the ground floor: specwatch's own counters, and the gate of readings in turns
@@ -62,7 +65,7 @@ class Sidecar:
         # vLLM: the run's label (fixed at start but for vLLM's version, learnt from it)
         label = run_label(read_speculative(settings.speculative_config), settings.track, target)
         wait = None if fresh_engine else settings.limits.version_wait_seconds
-        self.config = ConfigWatch(settings.upstream, label, wait)
+        self.config = ConfigWatch(settings.upstream, label, wait, engine=engine)
         # the analysis, and what of it is kept on disk
         self.analyzer = Analyzer(settings, started=clock(), fresh_engine=fresh_engine)
         self.states = States(settings, self.analyzer, clock)
@@ -75,6 +78,8 @@ class Sidecar:
         self.proxy = Proxy(
             settings, self.health, self.intake.submit, self.router, budget, shadow, clock
         )
+        # llama.cpp sends its per-request data unasked, and asking for usage moves it
+        self.proxy.ask_usage = lambda: self.config.config.engine != LLAMACPP
         self.log_line, self.drained = self.intake.log_line, self.intake.drained
         # the readings in turns, and what the admin port exports of them
         readings = Readings(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import structlog
 
+from specwatch.engines.detect import LLAMACPP, LLAMACPP_FLAGS, engine_of
+
 log = structlog.get_logger("specwatch.child")
 
 REQUIRED_FLAGS: tuple[tuple[str, str | None], ...] = (
@@ -55,12 +57,14 @@ class VllmCommand:
 
 
 def prepare_command(argv: Sequence[str], port: int | None = None) -> VllmCommand:
-    """The user's vLLM command plus what is missing: per-request metrics, loopback host, port."""
+    """The user's vLLM command plus what is missing: per-request metrics, loopback host, port
+    (llama.cpp's server: its /metrics, loopback host, port; engines/detect.py)."""
     if not argv:
         raise ValueError("no vLLM command given: specwatch serve [options] -- vllm serve MODEL ...")
     added: list[str] = []
     speculative = any(_has_flag(argv, flag) is not None for flag in SPECULATIVE_FLAGS)
-    for flag, value in REQUIRED_FLAGS:
+    required = LLAMACPP_FLAGS if engine_of(argv) == LLAMACPP else REQUIRED_FLAGS
+    for flag, value in required:
         if flag in SPEC_ONLY_FLAGS and not speculative:
             continue  # vLLM 0.32 refuses to start with it when nothing is speculative
         if _has_flag(argv, flag) is None:

@@ -31,9 +31,15 @@ _COUNTERS = {
     C.VLLM_NUM_DRAFT_TOKENS + "_total": "draft_tokens",
     C.VLLM_NUM_ACCEPTED_TOKENS + "_total": "accepted_tokens",
     C.VLLM_REQUEST_SUCCESS + "_total": "requests",
+    C.LLAMACPP_NUM_DRAFTS + "_total": "drafts",
+    C.LLAMACPP_NUM_DRAFT_TOKENS + "_total": "draft_tokens",
+    C.LLAMACPP_NUM_ACCEPTED_TOKENS + "_total": "accepted_tokens",
 }
-_PER_POSITION = C.VLLM_NUM_ACCEPTED_PER_POS + "_total"
-_READ = frozenset((*_COUNTERS, _PER_POSITION, C.VLLM_REQUESTS_RUNNING))
+_PER_POSITION = frozenset(
+    {C.VLLM_NUM_ACCEPTED_PER_POS + "_total", C.LLAMACPP_NUM_ACCEPTED_PER_POS + "_total"}
+)
+_RUNNING = frozenset({C.VLLM_REQUESTS_RUNNING, C.LLAMACPP_REQUESTS_RUNNING})
+_READ = frozenset((*_COUNTERS, *_PER_POSITION, *_RUNNING))
 # a sample line of a family read here starts with its name and then labels or the value
 _OURS = tuple(sorted(f"{name}{after}" for name in _READ for after in ("{", " ")))
 
@@ -48,8 +54,9 @@ class ScrapeFailure(Exception):
         self.reason = reason
 
 
-def parse_vllm_metrics(text: str, ts: float) -> list[EngineSample]:
-    """One sample per served model that has speculative counters."""
+def parse_vllm_metrics(text: str, ts: float, unlabelled: str = "") -> list[EngineSample]:
+    """One sample per served model that has speculative counters: vLLM's (by `model_name`),
+    or llama.cpp's, whose one model has no label and is called `unlabelled`."""
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     positions: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     running: dict[str, float] = defaultdict(float)
@@ -60,12 +67,12 @@ def parse_vllm_metrics(text: str, ts: float) -> list[EngineSample]:
                     continue
                 if not 0.0 <= sample.value < math.inf:  # NaN too: a count is finite, >= 0
                     raise ValueError(f"{sample.name} is {sample.value}")
-                model = sample.labels.get("model_name", "")
+                model = sample.labels.get("model_name", unlabelled)
                 if sample.name in _COUNTERS:
                     sums[model][_COUNTERS[sample.name]] += sample.value
-                elif sample.name == _PER_POSITION:
+                elif sample.name in _PER_POSITION:
                     positions[model][int(sample.labels["position"])] += sample.value
-                elif sample.name == C.VLLM_REQUESTS_RUNNING:
+                elif sample.name in _RUNNING:
                     running[model] += sample.value
     except (ValueError, KeyError, TypeError) as error:
         raise ScrapeFailure(ParseReason.BAD_FORMAT) from error
@@ -105,6 +112,19 @@ class Scraper:
         self._health = health
         self._sink = sink
         self._clock = clock
+        # llama.cpp's counters carry no model label: the model its /v1/models serves
+        self._unlabelled: str | None = None
+
+    async def _served_model(self, session: aiohttp.ClientSession) -> str | None:
+        """The one model an unlabelled /metrics counts (llama.cpp's), or None (asked again at
+        the next scrape)."""
+        try:
+            async with session.get(self._upstream + "/v1/models") as response:
+                body = await response.json(content_type=None)
+            model = body["data"][0]["id"]
+        except (aiohttp.ClientError, TimeoutError, ValueError, LookupError, TypeError):
+            return None
+        return model if isinstance(model, str) and model else None
 
     async def scrape_once(self, session: aiohttp.ClientSession) -> None:
         try:
@@ -122,7 +142,9 @@ class Scraper:
                 if response.status != 200:
                     raise ScrapeFailure(ParseReason.BAD_STATUS)
                 text = await response.text(errors="replace")
-            samples = parse_vllm_metrics(text, self._clock())
+            if self._unlabelled is None and C.LLAMACPP_NUM_DRAFTS in text:
+                self._unlabelled = await self._served_model(session)
+            samples = parse_vllm_metrics(text, self._clock(), self._unlabelled or "")
         except ScrapeFailure as failure:
             self._health.parse_error(ParseSource.METRICS, failure.reason)
             return
