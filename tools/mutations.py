@@ -508,8 +508,8 @@ MUTATIONS = (
     Mutation(
         "a change between windows judged without the older rest's variance",
         "analysis/evidence.py",
-        "    variance += _design_effect(older) * _widening(older.requests, bar) * spread / older.y\n",
-        "    variance += 0.0\n",
+        "    variance += _design_effect(older) * _widening(older.requests, bar) * spread",
+        "    variance += 0.0 * spread",
     ),
     Mutation(
         "the change ratio against the whole longer window, not its older rest",
