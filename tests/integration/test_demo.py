@@ -18,12 +18,13 @@ from specwatch.commands.demo import demo, demo_settings
 SEEDS = (7, 8)
 
 
-async def _demo(seed: int) -> str:
+async def _demo(seed: int, engine: str = "vllm", duration: float = 40.0) -> str:
     out = io.StringIO()
     console = Console(file=out, width=140, force_terminal=False)
     args = argparse.Namespace(
-        duration=40.0, seed=seed, concurrency=16, port=0, admin_port=0, keep_running=False
-    )
+        duration=duration, seed=seed, concurrency=16, port=0, admin_port=0, keep_running=False,
+        engine=engine,
+    )  # fmt: skip
     assert 0 == await demo(args, demo_settings(0, 0), console)
     return out.getvalue()
 
@@ -56,3 +57,16 @@ async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift()
         if "summarization" in alarmed:  # the right slice
             return
     raise AssertionError(f"the summarization drop was missed on seeds {SEEDS}:\n{text}")
+
+
+async def test_the_demo_on_llamacpp_shows_the_rate_and_reconciles_draft_tokens() -> None:
+    """Totals only: no alpha-hat in the table, the rate in every row, draft tokens reconciled."""
+    text = await _demo(7, engine="llamacpp", duration=6.0)
+    seen, counted = map(int, re.findall(r"(\d+) draft tokens seen by specwatch, (\d+)", text)[0])
+    assert seen == counted > 0
+    rollup = re.search(r"│\s*all\s*│\s*all\s*│(.*)", text)
+    assert rollup is not None, text
+    requests, trials, alpha, rate, tau, _zone = (cell.strip() for cell in rollup[1].split("│")[:6])
+    assert int(requests) > 0
+    assert (trials, alpha, tau) == ("0", "-", "-")
+    assert 0.0 < float(rate) < 1.0

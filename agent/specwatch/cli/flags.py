@@ -211,3 +211,19 @@ def settings_from(args: argparse.Namespace, **extra: Any) -> Settings:
             node = node.setdefault(part, {})
         node[flag.path[-1]] = value
     return load_settings(getattr(args, "config", None), **overrides)
+
+
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    description: str,
+    usage: str | None = None,
+) -> argparse.ArgumentParser:
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=f"{summary[0].upper()}{summary[1:]}.\n\n{description}",
+        formatter_class=Help,
+        usage=usage,
+    )

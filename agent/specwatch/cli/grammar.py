@@ -7,41 +7,18 @@ settings themselves (flags.py), so the help cannot drift from what runs.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from specwatch import __version__
-from specwatch.cli.flags import ANALYSIS_FLAGS, Help, add_setting_flags, setting_defaults
-from specwatch.conventions import CauseKind, Extreme
-
-# the causes the simulator makes (sim/causes.py SIMULATED); the demo also configures the others
-SIM_CAUSES = (
-    CauseKind.COLLAPSE_AFTER_PAUSE,
-    CauseKind.DRAFT_CONTEXT_LIMIT,
-    CauseKind.ENGINE_DISAGREEMENT,
-    CauseKind.FIRST_POSITION_DEFICIT,
-    CauseKind.NO_ACCEPTANCE,
-    CauseKind.NO_PER_REQUEST_DATA,
-    CauseKind.NOT_DRAFTING,
-    CauseKind.POSITION_CLIFF,
-    CauseKind.REPETITION_SUSPECTED,
+from specwatch.cli import simulated
+from specwatch.cli.flags import (
+    ANALYSIS_FLAGS,
+    Help,
+    add_command,
+    add_setting_flags,
+    setting_defaults,
 )
-
-
-def _command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    name: str,
-    summary: str,
-    description: str,
-    usage: str | None = None,
-) -> argparse.ArgumentParser:
-    return commands.add_parser(
-        name,
-        help=summary,
-        description=f"{summary[0].upper()}{summary[1:]}.\n\n{description}",
-        formatter_class=Help,
-        usage=usage,
-    )
+from specwatch.conventions import Extreme
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,12 +33,12 @@ def parser() -> argparse.ArgumentParser:
     _live(commands)
     _offline(commands)
     _fleet(commands)
-    _simulated(commands)
+    simulated.add_commands(commands)
     return top
 
 
 def _live(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = _command(
+    serve = add_command(
         commands,
         "serve",
         "start vLLM as a child process and proxy it",
@@ -72,7 +49,7 @@ def _live(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         usage="specwatch serve [options] -- VLLM_COMMAND ...",
     )
     add_setting_flags(serve)
-    proxy = _command(
+    proxy = add_command(
         commands,
         "proxy",
         "reverse proxy in front of a vLLM that runs elsewhere",
@@ -82,7 +59,7 @@ def _live(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--speculative-config (the same JSON) so its numbers name the config they belong to.",
     )
     add_setting_flags(proxy)
-    check = _command(
+    check = add_command(
         commands,
         "check-config",
         "validate the settings serve and proxy would run with, and print them",
@@ -110,7 +87,7 @@ def _offline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _replay_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    replay = _command(
+    replay = add_command(
         commands,
         "replay",
         "analyse cycle logs as the live sidecar would have",
@@ -131,7 +108,7 @@ def _replay_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _worst_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    worst = _command(
+    worst = add_command(
         commands,
         "worst",
         "the requests behind extremes and red slices, from cycle logs",
@@ -152,7 +129,7 @@ def _worst_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _generate_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    generate = _command(
+    generate = add_command(
         commands,
         "generate",
         "write the Prometheus rules, Alertmanager config, dashboards and runbooks",
@@ -173,7 +150,7 @@ def _generate_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def _advise_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    advise = _command(
+    advise = add_command(
         commands,
         "advise",
         "best draft length K from recorded traffic (cycle logs)",
@@ -205,7 +182,7 @@ def _advise_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _snapshot_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    snap = _command(
+    snap = add_command(
         commands,
         "snapshot",
         "the overview dashboard's key panels as a PNG, from Prometheus",
@@ -238,7 +215,7 @@ def _fleet_flags(command: argparse.ArgumentParser) -> None:
 
 
 def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    analyze = _command(
+    analyze = add_command(
         commands,
         "analyze",
         "acceptance over many cycle logs (a fleet's, a week of them) on DuckDB",
@@ -276,7 +253,7 @@ def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     _fleet_flags(analyze)
 
-    compare = _command(
+    compare = add_command(
         commands,
         "compare",
         "config B against config A (canary, upgrade, new draft) from cycle logs",
@@ -302,98 +279,3 @@ def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     compare.add_argument("--json", action="store_true", help="one JSON document on stdout")
     _fleet_flags(compare)
-
-
-def _simulated(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    _sim_command(commands)
-    _demo_command(commands)
-
-
-def _sim_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sim = _command(
-        commands,
-        "sim",
-        "run the simulated vLLM speculative server",
-        "An OpenAI-compatible server that answers like vLLM with speculative decoding: per-\n"
-        "request draft/accept data, /metrics, /version and vLLM's log lines, with acceptance\n"
-        "by task and context length. For the demo, tests and benchmarks, not a model.",
-    )
-    sim.add_argument("--host", default="127.0.0.1", help="bind address")
-    sim.add_argument("--port", type=int, default=8001, help="port")
-    sim.add_argument(
-        "--model", "--served-model-name", dest="model", default="sim-llama", help="model name"
-    )
-    sim.add_argument("--num-spec-tokens", type=int, default=4, help="draft length K")
-    sim.add_argument(
-        "--speculative-config",
-        "--speculative_config",
-        metavar="JSON",
-        help="vLLM's own flag, so `serve -- specwatch sim` reads like a vLLM command line: its "
-        "num_speculative_tokens is K",
-    )
-    sim.add_argument("--seed", type=int, default=0, help="random seed")
-    sim.add_argument(
-        "--per-request-spec-decode-metrics",
-        "--spec-metrics",
-        dest="spec_metrics",
-        choices=("detailed", "summary", "none"),
-        default="detailed",
-        help="per-request acceptance in responses, like vLLM's flag (but on by default)",
-    )
-    sim.add_argument("--enable-per-request-metrics", action="store_true", help="accepted, as vLLM")
-    sim.add_argument("--enable-request-id-headers", action="store_true", help="accepted, as vLLM")
-    sim.add_argument(
-        "--log-stats-interval",
-        type=float,
-        default=float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10")),
-        help="seconds between vLLM-style stats lines on stdout (VLLM_LOG_STATS_INTERVAL)",
-    )
-    sim.add_argument("--step-ms", type=float, default=4.0, help="target step time, ms")
-    sim.add_argument("--draft-cost", type=float, default=0.05, help="draft/target step cost c")
-    sim.add_argument("--no-sleep", action="store_true", help="answer without simulated latency")
-    sim.add_argument(
-        "--drop-after", type=float, help="seconds after start of an acceptance drop (none)"
-    )
-    sim.add_argument(
-        "--drop-factor", type=float, default=0.7, help="acceptance multiplied by this at the drop"
-    )
-    sim.add_argument("--drop-task", help="the task the drop hits (all)")
-    sim.add_argument(
-        "--cause",
-        choices=SIM_CAUSES,
-        help="show one cause of poor or suspicious acceptance (docs/causes.md)",
-    )
-    sim.add_argument(
-        "--request-icc",
-        type=float,
-        default=None,
-        help="between-request variance of acceptance / m (1 - m) (default: calibrated, 0.17)",
-    )
-
-    from specwatch.cli.bench import add_parser as add_bench
-
-    add_bench(commands)
-
-
-def _demo_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = _command(
-        commands,
-        "demo",
-        "simulator, proxy and a mixed workload in one process, with a live table",
-        "Runs the simulated server, the sidecar in front of it and a workload of several\n"
-        "tasks and context lengths, on a shortened time scale (a one-minute window): zones\n"
-        "settle within the run, and halfway one task's draft gets worse.",
-    )
-    demo.add_argument("--duration", type=float, default=45.0, help="seconds of load")
-    demo.add_argument("--seed", type=int, default=7, help="random seed")
-    demo.add_argument("--concurrency", type=int, default=16, help="requests in flight")
-    demo.add_argument(
-        "--cause",
-        choices=sorted(CauseKind),
-        help="simulate (or configure) one cause of poor acceptance and watch it named",
-    )
-    demo.add_argument("--port", type=int, default=0, help="proxy port (default: any free)")
-    demo.add_argument("--admin-port", type=int, default=0, help="admin port (default: any free)")
-    demo.add_argument(
-        "--keep-running", action="store_true", help="keep serving after the summary (Ctrl-C)"
-    )

@@ -20,7 +20,7 @@ from rich.live import Live
 from specwatch.analysis.analyzer import Snapshot
 from specwatch.commands.shared.table import ZONE_STYLE, slice_table
 from specwatch.commands.shared.table import console as terminal
-from specwatch.conventions import VLLM_NUM_DRAFTS
+from specwatch.conventions import VLLM_NUM_DRAFT_TOKENS, VLLM_NUM_DRAFTS
 from specwatch.core.logs import configure
 from specwatch.core.loop import run_command
 from specwatch.settings import Settings, load_settings
@@ -68,7 +68,8 @@ async def demo(args: argparse.Namespace, settings: Settings, console: Console | 
         drops=(Drop(after=args.duration / 2, factor=0.5, task="summarization"),)
     )
     cause = getattr(args, "cause", None)  # one cause of poor acceptance, on request
-    sim = SimServer(with_cause(SimConfig(seed=args.seed, acceptance=acceptance), cause))
+    config = SimConfig(seed=args.seed, acceptance=acceptance, engine=args.engine)
+    sim = SimServer(with_cause(config, cause))
     sim_runner = web.AppRunner(sim.app(), handler_cancellation=True, access_log=None)
     await sim_runner.setup()
     await web.TCPSite(sim_runner, "127.0.0.1", 0).start()
@@ -125,15 +126,18 @@ def _summary(
     zones: dict[str, int] = {}
     for view in snapshot.slices:
         zones[view.zone] = zones.get(view.zone, 0) + 1
-    steps = sum(view.since_start.steps for view in snapshot.slices)
-    drafts = sim.metrics.total(VLLM_NUM_DRAFTS)
+    # steps where the engine's data has them; draft tokens where it sends totals (llama.cpp)
+    what, ours, theirs = "speculative steps", "steps", VLLM_NUM_DRAFTS
+    if sim.config.engine == "llamacpp":
+        what, ours, theirs = "draft tokens", "drafted", VLLM_NUM_DRAFT_TOKENS
+    seen = sum(getattr(view.since_start, ours) for view in snapshot.slices)
     console.print(
         f"\n[bold]summary[/]: {ok} requests served ({failed} failed); slices by zone: "
         + ", ".join(f"[{ZONE_STYLE[z]}]{z}[/] {n}" for z, n in sorted(zones.items()))
     )
     console.print(
-        f"reconciliation: {steps} speculative steps seen by specwatch, "
-        f"{int(drafts)} counted by the simulator"
+        f"reconciliation: {seen} {what} seen by specwatch, "
+        f"{int(sim.metrics.total(theirs))} counted by the simulator"
     )
     alarmed = [
         f"{view.key.task} at {view.key.ctx_bucket}"

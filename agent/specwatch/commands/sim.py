@@ -52,11 +52,15 @@ async def sim(args: argparse.Namespace) -> int:
         acceptance=AcceptanceModel(drops=drops, request_icc=request_icc),
         cost=CostModel(target_step_ms=args.step_ms, draft_cost_ratio=args.draft_cost),
         sleep=not args.no_sleep,
+        engine=args.engine,
     )
     server = SimServer(with_cause(config, args.cause))
     # handler cancellation: a client that leaves stops its simulated generation, as in vLLM
     runner = await serve_app(server.app(), args.host, args.port, "--port", cancel=True)
-    print(f"specwatch sim: {config.model} (K={config.num_spec_tokens}) on {runner.addresses}")
+    print(
+        f"specwatch sim: {config.model} (K={config.num_spec_tokens}, as {config.engine}) "
+        f"on {runner.addresses}"
+    )
     stats = asyncio.create_task(server.log_stats(args.log_stats_interval, _print_line))
     try:
         await until_signal()

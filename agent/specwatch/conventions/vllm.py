@@ -22,9 +22,14 @@ LLAMACPP_NUM_DRAFT_TOKENS: Final = "llamacpp:spec_decode_num_draft_tokens"
 LLAMACPP_NUM_ACCEPTED_TOKENS: Final = "llamacpp:spec_decode_num_accepted_tokens"
 LLAMACPP_NUM_ACCEPTED_PER_POS: Final = "llamacpp:spec_decode_num_accepted_tokens_per_pos"
 LLAMACPP_REQUESTS_RUNNING: Final = "llamacpp:requests_processing"
+# TensorRT-LLM's (PR #12545): draft and accepted tokens, no count of steps, no model label
+TRTLLM_NUM_DRAFT_TOKENS: Final = "trtllm_spec_decode_num_draft_tokens"
+TRTLLM_NUM_ACCEPTED_TOKENS: Final = "trtllm_spec_decode_num_accepted_tokens"
 
-# Paths of vLLM's OpenAI API whose responses carry per-request speculative metrics.
-OBSERVED_PATHS: Final = ("/v1/completions", "/v1/chat/completions")
+# Paths of vLLM's API whose responses carry per-request speculative metrics: the OpenAI ones,
+# and its token-in, token-out endpoint (vLLM PR #43310), whose streams are not OpenAI's
+GENERATE_PATH: Final = "/inference/v1/generate"
+OBSERVED_PATHS: Final = ("/v1/completions", "/v1/chat/completions", GENERATE_PATH)
 
 # The flags that make vLLM attach its per-request speculative data (from 0.32 on)
 PER_REQUEST_FLAGS: Final = (

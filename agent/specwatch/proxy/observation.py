@@ -118,7 +118,7 @@ def to_record(
         model=model,
         task=task,
         outcome=outcome,
-        prompt_tokens=parsed.prompt_tokens if parsed else None,
+        prompt_tokens=(parsed.prompt_tokens if parsed else None) or obs.features.prompt_tokens,
         completion_tokens=parsed.completion_tokens if parsed else None,
         spec=parsed.spec if parsed else None,
         totals=parsed.totals if parsed else None,

@@ -22,7 +22,14 @@ import aiohttp
 import orjson
 import structlog
 
-from specwatch.conventions import OBSERVED_PATHS, Header, Outcome, ParseReason, ParseSource
+from specwatch.conventions import (
+    GENERATE_PATH,
+    OBSERVED_PATHS,
+    Header,
+    Outcome,
+    ParseReason,
+    ParseSource,
+)
 from specwatch.core.health import Health
 from specwatch.proxy import wire
 from specwatch.proxy.ab import ABRouter
@@ -304,7 +311,8 @@ class Proxy:
             if not isinstance(body, dict):
                 body = None
             stream = body is not None and body.get("stream") is True
-            if body is not None and stream and self.ask_usage():
+            openai = request.path != GENERATE_PATH  # the token endpoint's streams are its own
+            if body is not None and stream and openai and self.ask_usage():
                 options = body.get("stream_options")
                 if not (isinstance(options, dict) and options.get("include_usage") is True):
                     asked = with_usage(raw, body)

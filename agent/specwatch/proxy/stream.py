@@ -89,10 +89,13 @@ class StreamRewriter:
             elif event.startswith(b'data: {"error"'):
                 self.errored = True
             elif finishes(event) and (
-                b'"speculative_decoding_stats"' in event or b'"timings"' in event
+                b'"speculative_decoding' in event
+                or b'"timings"' in event
+                or b'"meta_info"' in event
             ):
                 # the per-request data on the finishing chunk: some vLLM builds' per-choice
-                # block; llama.cpp's `timings` (with usage, which it sends unasked there)
+                # block, TensorRT-LLM's; llama.cpp's `timings` (with usage, which it sends
+                # unasked there); SGLang's `meta_info`
                 self.choice_stats = event
             if self._inject:
                 if self._held is not None:

@@ -57,6 +57,9 @@ class RequestFeatures:
     structured: bool
     prompt_sample: str
     is_chat: bool
+    # the prompt's length where the request gives its tokens (`token_ids`, vLLM's token-in,
+    # token-out endpoint, whose answer has no usage)
+    prompt_tokens: int | None = None
 
 
 def _text_of(content: Any) -> str:
@@ -105,6 +108,7 @@ def features_of(
         structured=structured,
         prompt_sample=prompt_sample(body),
         is_chat=isinstance(body.get("messages"), list),
+        prompt_tokens=len(tokens) if isinstance(tokens := body.get("token_ids"), list) else None,
     )
 
 

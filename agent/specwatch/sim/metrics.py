@@ -64,6 +64,15 @@ class IntervalStats:
 class SimMetrics:
     """vLLM's own metric names, on a registry of this server's."""
 
+    def totals(self) -> dict[str, float]:
+        """Steps, draft tokens and accepted tokens counted so far (other engines' pages)."""
+        value = self.registry.get_sample_value
+        return {
+            "drafts": value(C.VLLM_NUM_DRAFTS + "_total", self._labels) or 0.0,
+            "draft_tokens": value(C.VLLM_NUM_DRAFT_TOKENS + "_total", self._labels) or 0.0,
+            "accepted": value(C.VLLM_NUM_ACCEPTED_TOKENS + "_total", self._labels) or 0.0,
+        }
+
     def __init__(self, model: str, num_spec_tokens: int) -> None:
         self.registry = CollectorRegistry()
         labels = ["model_name", "engine"]

@@ -55,7 +55,7 @@ def count_prompt_tokens(body: dict[str, Any]) -> int:
                 content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
             total += 4 + (len(content.split()) if isinstance(content, str) else 0)
         return total
-    prompt = body.get("prompt")
+    prompt = body.get("prompt", body.get("token_ids"))  # token_ids: /inference/v1/generate
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
         return len(prompt)
     if isinstance(prompt, list) and len(prompt) == 1:

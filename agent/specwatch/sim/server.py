@@ -24,7 +24,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from specwatch import conventions as C
-from specwatch.sim import shapes
+from specwatch.sim import engines, shapes
 from specwatch.sim.acceptance import AcceptanceModel, CostModel, plan_steps
 from specwatch.sim.metrics import SimMetrics
 from specwatch.sim.requests import BadRequest, Fault, error_response, fault_of, limits, task_of
@@ -54,6 +54,8 @@ class SimConfig:
     version: str = SIM_VERSION  # what GET /version answers, as vLLM does
     # vLLM's --enable-force-include-usage: usage in every stream, in every chunk too
     force_include_usage: bool = False
+    # answer like another engine (sim/engines.py): llamacpp, trtllm, sglang
+    engine: str = "vllm"
 
 
 class SimServer:
@@ -84,8 +86,13 @@ class SimServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/health", self._health)
-        app.router.add_get("/version", self._version)
+        if self.config.engine == "llamacpp":  # no /version: its build is in /props
+            app.router.add_get("/props", self._props)
+        else:
+            app.router.add_get("/version", self._version)
         app.router.add_get("/metrics", self._metrics)
+        if self.config.engine == "vllm":
+            app.router.add_post(C.GENERATE_PATH, self._token_generate)
         return app
 
     async def log_stats(self, interval: float, write: Callable[[str], None]) -> None:
@@ -107,11 +114,22 @@ class SimServer:
     async def _version(self, _request: web.Request) -> web.Response:
         return web.json_response({"version": self.config.version})
 
+    async def _props(self, _request: web.Request) -> web.Response:
+        return web.json_response({"build_info": engines.BUILD_INFO, "total_slots": 1})
+
     async def _metrics(self, _request: web.Request) -> web.Response:
-        return web.Response(
-            body=generate_latest(self.metrics.registry),
-            headers={"Content-Type": CONTENT_TYPE_LATEST},
-        )
+        if self.config.engine == "vllm":
+            page = generate_latest(self.metrics.registry)
+        else:
+            page = engines.metrics_page(
+                self.config.engine, self.metrics.totals(), self.config.model
+            )
+        return web.Response(body=page, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _token_generate(self, request: web.Request) -> web.StreamResponse:
+        """vLLM's token-in, token-out endpoint: `token_ids` in, `metrics` out as on the OpenAI
+        paths (its own body: the choice's `token_ids`, no usage)."""
+        return await self._generate(request, chat=False)
 
     async def _models(self, _request: web.Request) -> web.Response:
         card = {
@@ -239,6 +257,16 @@ class SimServer:
     async def _sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds if self.config.sleep else 0)
 
+    def _dressed(self, obj: dict[str, Any], gen: Generation, generation: float) -> dict[str, Any]:
+        """A body or finishing chunk in the configured engine's shape (vLLM's as it is)."""
+        cfg = self.config
+        if cfg.engine == "vllm" or cfg.spec_metrics == "none":
+            return obj
+        fields = engines.engine_fields(cfg.engine, gen, cfg.num_spec_tokens, generation)
+        if cfg.engine == "llamacpp":  # usage on the finishing chunk, asked or not
+            obj["usage"] = shapes.usage(gen)
+        return engines.dress(obj, fields)
+
     def _metrics_block(self, gen: Generation, ttft: float, generation: float) -> dict[str, Any]:
         cfg = self.config
         block = shapes.metrics_block(gen, cfg.spec_metrics, cfg.num_spec_tokens, ttft, generation)
@@ -266,7 +294,8 @@ class SimServer:
             return web.Response(status=500)
         generation = time.perf_counter() - started - ttft
         metrics = self._metrics_block(gen, ttft, generation)
-        data = orjson.dumps(shapes.body(gen, "".join(texts), metrics))
+        whole = self._dressed(shapes.body(gen, "".join(texts), metrics), gen, generation)
+        data = orjson.dumps(whole)
         if gen.fault == Fault.TRUNCATE:
             data = data[: len(data) // 2]
         elif gen.fault == Fault.BAD_JSON:
@@ -295,7 +324,11 @@ class SimServer:
                     await response.write(b'data: {"id": broken\n\n')
                 if gen.fault == Fault.SLOW:
                     await asyncio.sleep(0.05)
-                await response.write(shapes.event(shapes.chunk(gen, text, finished)))
+                piece = shapes.chunk(gen, text, finished)
+                if finished and self.config.engine != "vllm":
+                    piece = self._dressed(piece, gen, time.perf_counter() - started - ttft)
+                    self.reported_steps += self._listed(gen)
+                await response.write(shapes.event(piece))
         except ConnectionAbortedError:
             assert request.transport is not None
             request.transport.close()
@@ -303,10 +336,14 @@ class SimServer:
         except ConnectionResetError:  # the client went away mid-stream: vLLM aborts quietly
             self.metrics.finished.labels(**self.metrics.labels(), finished_reason="abort").inc()
             return response
-        if gen.include_usage:
+        if gen.include_usage and self.config.engine != "llamacpp":
             metrics = self._metrics_block(gen, ttft, time.perf_counter() - started - ttft)
-            await response.write(shapes.event(shapes.usage_chunk(gen, metrics)))
-            self.reported_steps += self._listed(gen)
+            usage = shapes.usage_chunk(gen, metrics)
+            if self.config.engine != "vllm":
+                usage.pop("metrics")  # its data went on the finishing chunk
+            else:
+                self.reported_steps += self._listed(gen)
+            await response.write(shapes.event(usage))
         if gen.fault == Fault.SLOW:
             await asyncio.sleep(0.05)
         await response.write(b"data: [DONE]\n\n")

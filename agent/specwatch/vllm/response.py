@@ -16,7 +16,7 @@ import orjson
 
 from specwatch.conventions import ParseReason
 from specwatch.core.records import Latency, SpecDecodeBlock, SpecTotals
-from specwatch.engines import llamacpp
+from specwatch.engines import llamacpp, shapes
 
 
 class ParseFailure(Exception):
@@ -234,7 +234,9 @@ def parse_response_object(obj: Any) -> ParsedResponse:
     elif metrics is not None:
         raise ParseFailure(ParseReason.BAD_METRICS, "metrics is not an object")
     totals = None
-    if spec is None and llamacpp.is_llamacpp(obj):
+    if spec is None:
+        spec, totals = _other_engine(obj)
+    if spec is None and totals is None and llamacpp.is_llamacpp(obj):
         try:
             totals = llamacpp.totals(obj)
         except llamacpp.Contradiction as contradiction:
@@ -254,6 +256,31 @@ def parse_response_object(obj: Any) -> ParsedResponse:
         bad_fields=tuple(bad),
         totals=totals,
     )
+
+
+def _other_engine(obj: dict[str, Any]) -> tuple[SpecDecodeBlock | None, SpecTotals | None]:
+    """TensorRT-LLM's per-choice `speculative_decoding`, SGLang's `meta_info` spec fields
+    (top level, or on the one choice), read by engines/shapes.py; (None, None) when neither."""
+    choice = first_choice(obj)
+    choices = obj.get("choices")
+    single = choice if isinstance(choices, list) and len(choices) == 1 else None
+    try:
+        if single is not None and isinstance(single.get("speculative_decoding"), dict):
+            found = shapes.trtllm_block(single["speculative_decoding"])
+        else:
+            meta = obj.get("meta_info")
+            if not isinstance(meta, dict) and single is not None:
+                meta = single.get("meta_info")
+            if not isinstance(meta, dict) or shapes.SGLANG_STEPS not in meta:
+                return None, None
+            found = shapes.sglang_block(meta, None)
+    except shapes.Contradiction as contradiction:
+        raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, str(contradiction)) from None
+    except shapes.Unreadable as unreadable:
+        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, str(unreadable)) from None
+    if isinstance(found, SpecTotals):
+        return None, found
+    return found, None
 
 
 def first_choice(obj: Any) -> dict[str, Any] | None:

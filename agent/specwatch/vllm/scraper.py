@@ -34,6 +34,8 @@ _COUNTERS = {
     C.LLAMACPP_NUM_DRAFTS + "_total": "drafts",
     C.LLAMACPP_NUM_DRAFT_TOKENS + "_total": "draft_tokens",
     C.LLAMACPP_NUM_ACCEPTED_TOKENS + "_total": "accepted_tokens",
+    C.TRTLLM_NUM_DRAFT_TOKENS + "_total": "draft_tokens",
+    C.TRTLLM_NUM_ACCEPTED_TOKENS + "_total": "accepted_tokens",
 }
 _PER_POSITION = frozenset(
     {C.VLLM_NUM_ACCEPTED_PER_POS + "_total", C.LLAMACPP_NUM_ACCEPTED_PER_POS + "_total"}
@@ -56,7 +58,8 @@ class ScrapeFailure(Exception):
 
 def parse_vllm_metrics(text: str, ts: float, unlabelled: str = "") -> list[EngineSample]:
     """One sample per served model that has speculative counters: vLLM's (by `model_name`),
-    or llama.cpp's, whose one model has no label and is called `unlabelled`."""
+    or llama.cpp's and TensorRT-LLM's, whose one model has no label and is called
+    `unlabelled`. SGLang has gauges only (they reset every log interval): none is read."""
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     positions: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     running: dict[str, float] = defaultdict(float)
@@ -78,14 +81,14 @@ def parse_vllm_metrics(text: str, ts: float, unlabelled: str = "") -> list[Engin
         raise ScrapeFailure(ParseReason.BAD_FORMAT) from error
     out = []
     for model, values in sorted(sums.items()):
-        if "drafts" not in values:
-            continue  # a model served without speculation
+        if "drafts" not in values and "draft_tokens" not in values:
+            continue  # a model served without speculation (TensorRT-LLM counts no drafts)
         per_position = positions.get(model, {})
         out.append(
             EngineSample(
                 ts=ts,
                 model=model,
-                drafts=values["drafts"],
+                drafts=values.get("drafts", 0.0),
                 draft_tokens=values.get("draft_tokens", 0.0),
                 accepted_tokens=values.get("accepted_tokens", 0.0),
                 accepted_per_position=tuple(per_position[i] for i in sorted(per_position)),
@@ -142,7 +145,8 @@ class Scraper:
                 if response.status != 200:
                     raise ScrapeFailure(ParseReason.BAD_STATUS)
                 text = await response.text(errors="replace")
-            if self._unlabelled is None and C.LLAMACPP_NUM_DRAFTS in text:
+            unlabelled = C.LLAMACPP_NUM_DRAFTS in text or C.TRTLLM_NUM_DRAFT_TOKENS in text
+            if self._unlabelled is None and unlabelled:
                 self._unlabelled = await self._served_model(session)
             samples = parse_vllm_metrics(text, self._clock(), self._unlabelled or "")
         except ScrapeFailure as failure:

@@ -94,7 +94,7 @@ def test_the_simulator_draws_requests_with_the_dispersion_it_claims() -> None:
 
 
 def test_every_cause_the_simulator_makes_is_a_choice_of_sim_cause() -> None:
-    from specwatch.cli.grammar import SIM_CAUSES
+    from specwatch.cli.simulated import SIM_CAUSES
     from specwatch.sim.causes import SIMULATED
 
     assert set(SIMULATED) == set(SIM_CAUSES)

@@ -1,0 +1,102 @@
+"""Other engines through the real proxy, against the simulator answering like each
+(`specwatch sim --engine`): llama.cpp's totals, TensorRT-LLM's fixed-width histogram (per-step
+data), SGLang's `meta_info`; vLLM's token-in, token-out endpoint. What each engine's data
+supports is what /status says it supports, and where the engine has counters specwatch's
+totals equal them (coverage 1); where it has only a resetting gauge (SGLang), no coverage is
+claimed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import pytest
+from specwatch import conventions as C
+from specwatch.sidecar.sidecar import Sidecar
+from specwatch.sim.acceptance import CostModel
+from specwatch.sim.server import SimConfig, SimServer
+
+from tests.support import assert_status_valid
+from tests.support.http import eventually, get_json, post, scrape, serve, sidecar_settings, total
+from tests.support.workloads import mixed_requests
+
+SUPPORTS = {
+    "llamacpp": ("totals", {"alpha_hat": False, "rate": True, "tau": False, "per_position": False}),
+    "trtllm": ("per_step", {"alpha_hat": True, "rate": True, "tau": True, "per_position": True}),
+    "sglang": ("per_step", {"alpha_hat": True, "rate": True, "tau": True, "per_position": True}),
+}
+
+
+@asynccontextmanager
+async def proxied(engine: str) -> AsyncIterator[tuple[SimServer, Sidecar]]:
+    server = SimServer(SimConfig(engine=engine, sleep=False, cost=CostModel(target_step_ms=0.1)))
+    runner, url = await serve(server.app())
+    settings = sidecar_settings(
+        url, scrape_interval_seconds=0.2, limits={"version_wait_seconds": 5}
+    )
+    car = Sidecar(settings)
+    await car.start()
+    try:
+        yield server, car
+    finally:
+        await car.stop()
+        await runner.cleanup()
+
+
+async def send(car: Sidecar, requests: list[tuple[str, dict[str, Any], dict[str, str]]]) -> None:
+    proxy = f"http://127.0.0.1:{car.ports.proxy}"
+    async with aiohttp.ClientSession() as session:
+        answers = await asyncio.gather(*(post(session, proxy + p, b, h) for p, b, h in requests))
+    assert [200] * len(requests) == [status for status, _ in answers]
+
+
+@pytest.mark.parametrize("engine", sorted(SUPPORTS))
+async def test_each_engines_data_is_read_and_judged_for_what_it_supports(engine: str) -> None:
+    requests = mixed_requests(seed=3, n=24)
+    async with proxied(engine) as (server, car):
+        await send(car, requests)
+        await car.drained()
+        admin = f"http://127.0.0.1:{car.ports.admin}"
+        status: dict[str, Any] = {}
+
+        async def settled() -> bool:  # the engine known, the scrape after the last request in
+            status.update(await get_json(admin + "/status"))
+            coverage = total(await scrape(admin + "/metrics"), C.COVERAGE_RATIO)
+            return status["config"]["engine"] == (
+                "llamacpp" if engine == "llamacpp" else "vllm"
+            ) and (engine == "sglang" or coverage == 1.0)
+
+        await eventually(settled, seconds=15)
+        metrics = await scrape(admin + "/metrics")
+    assert_status_valid(status)
+    model = server.config.model
+    kind, supports = SUPPORTS[engine]
+    assert {"data": kind, "supports": supports}.items() <= status["per_request_data"][model].items()
+    assert status["per_request_data"][model]["with"] == len(requests)
+    counted = server.metrics.totals()
+    ours = (total(metrics, C.DRAFT_TOKENS + "_total"), total(metrics, C.ACCEPTED_TOKENS + "_total"))
+    if engine == "sglang":  # proposed = verify count x width: the sim's steps all draft K
+        assert ours == (counted["draft_tokens"], counted["accepted"])
+        assert total(metrics, C.COVERAGE_RATIO) == 0.0  # a gauge only: nothing to reconcile
+    else:
+        assert ours == (counted["draft_tokens"], counted["accepted"])
+        assert total(metrics, C.COVERAGE_RATIO) == 1.0
+    (rollup,) = status["models"]
+    assert rollup["zone_metric"] == ("rate" if engine == "llamacpp" else "alpha")
+    assert (rollup["alpha"] is None) == (engine == "llamacpp")
+
+
+async def test_vllms_token_endpoint_is_observed_like_the_openai_paths() -> None:
+    async with proxied("vllm") as (server, car):
+        body = {"token_ids": list(range(100, 260)), "max_tokens": 30, "stream": False}
+        await send(car, [(C.GENERATE_PATH, body, {"X-Task-Type": "code"})])
+        await car.drained()
+        status = await get_json(f"http://127.0.0.1:{car.ports.admin}/status")
+    assert status["requests_by_outcome"] == {C.Outcome.OBSERVED: 1}
+    (rollup,) = status["models"]
+    assert rollup["since_start"]["draft_tokens"] == server.metrics.totals()["draft_tokens"] > 0
+    (piece,) = status["slices"]
+    assert piece["ctx_bucket"] == "0-512"  # its 160 prompt tokens, from the request's token_ids

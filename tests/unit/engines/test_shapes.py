@@ -1,0 +1,95 @@
+"""SGLang's and TensorRT-LLM's per-request data, read from their documented shapes
+(tests/fixtures/engines): per step where a fixed width makes the histogram per-step data,
+totals with steps where it does not, and nothing read from a record that contradicts itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from specwatch.conventions import ParseReason
+from specwatch.core.records import SpecDecodeBlock, SpecTotals
+from specwatch.vllm.response import ParseFailure, parse_response_object
+
+from tests.support import ROOT
+
+SHAPES = ROOT / "tests" / "fixtures" / "engines"
+
+
+def body(name: str) -> dict[str, Any]:
+    value: dict[str, Any] = orjson.loads((SHAPES / name).read_bytes())
+    return value
+
+
+def rebuilt(histogram: list[int], k: int) -> SpecDecodeBlock:
+    accepted = tuple(j for j, n in enumerate(histogram) for _ in range(n))
+    return SpecDecodeBlock(k, (k,) * len(accepted), accepted, ordered=False)
+
+
+def test_sglang_native_and_chat_give_steps_from_the_fixed_width_histogram() -> None:
+    native = parse_response_object(body("sglang_generate.json"))
+    assert native.spec == rebuilt([2, 2, 2, 3], 3)
+    assert native.totals is None
+    chat = parse_response_object(body("sglang_chat.json"))
+    assert chat.spec == rebuilt([2, 2, 1, 1], 3)
+    assert chat.prompt_tokens == 30
+
+
+def test_sglangs_accept_length_is_not_read_as_tau() -> None:
+    """spec_accept_length = completion tokens / verify count (the prefill token counted)."""
+    meta = body("sglang_generate.json")["meta_info"]
+    spec = parse_response_object(body("sglang_generate.json")).spec
+    assert spec is not None
+    tau = 1 + sum(spec.accepted) / spec.steps
+    assert meta["spec_accept_length"] == pytest.approx(24 / 9, abs=1e-4)
+    assert tau == pytest.approx(1 + 15 / 9)
+    assert spec.reported_tau is None
+
+
+def test_trtllm_at_one_k_is_per_step_and_under_a_schedule_totals_with_steps() -> None:
+    fixed = parse_response_object(body("trtllm_completion.json"))
+    assert fixed.spec == rebuilt([2, 2, 2, 2], 3)
+    scheduled = parse_response_object(body("trtllm_schedule.json"))
+    assert scheduled.spec is None
+    assert scheduled.totals == SpecTotals(16, 7, 6, engine="trtllm")
+
+
+def test_sglang_without_a_histogram_is_totals_with_its_steps() -> None:
+    obj = body("sglang_generate.json")
+    del obj["meta_info"]["spec_correct_drafts_histogram"]
+    assert parse_response_object(obj).totals == SpecTotals(27, 15, 9, engine="sglang")
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "value", "reason"),
+    [
+        ("sglang_generate.json", ("meta_info", "spec_correct_drafts_histogram"), [2, 2, 3, 3],
+         ParseReason.INCONSISTENT_SPEC_BLOCK),  # 10 steps in the histogram, 9 verified
+        ("sglang_generate.json", ("meta_info", "spec_num_correct_drafts"), 30,
+         ParseReason.INCONSISTENT_SPEC_BLOCK),  # more accepted than proposed
+        ("sglang_generate.json", ("meta_info", "spec_num_proposed_drafts"), 28,
+         ParseReason.INCONSISTENT_SPEC_BLOCK),  # 28 is not 9 steps x a width, histogram given
+        ("sglang_generate.json", ("meta_info", "spec_verify_ct"), "9", ParseReason.BAD_SPEC_BLOCK),
+        ("trtllm_completion.json", ("choices", 0, "speculative_decoding", "total_draft_tokens"),
+         25, ParseReason.INCONSISTENT_SPEC_BLOCK),  # not 8 steps x K = 3
+        ("trtllm_completion.json", ("choices", 0, "speculative_decoding", "acceptance_histogram"),
+         [2, 2, 2, 1, 1], ParseReason.INCONSISTENT_SPEC_BLOCK),  # a step past K
+        ("trtllm_completion.json", ("choices", 0, "speculative_decoding", "num_spec_steps"),
+         True, ParseReason.BAD_SPEC_BLOCK),
+        ("trtllm_schedule.json", ("choices", 0, "speculative_decoding",
+                                  "total_accepted_draft_tokens"),
+         17, ParseReason.INCONSISTENT_SPEC_BLOCK),  # more accepted than drafted
+    ],
+)  # fmt: skip
+def test_a_record_that_contradicts_itself_is_malformed(
+    name: str, path: tuple[Any, ...], value: Any, reason: str
+) -> None:
+    obj = body(name)
+    target: Any = obj
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    with pytest.raises(ParseFailure) as failure:
+        parse_response_object(obj)
+    assert failure.value.reason == reason
