@@ -24,6 +24,7 @@ from tests.support.vllm import (
     Served,
     TinyModels,
     by_slice,
+    chat_requests,
     copyable,
     send_all,
     specwatch_serve,
@@ -69,13 +70,7 @@ def workload(cycles: list[list[int]]) -> list[Request]:
         if i % 2:
             body["stream"] = True
         requests.append(("/v1/completions", body, {"X-Task-Type": task}))
-    for i in range(4):
-        messages = [{"role": "user", "content": f"def f{i}(x): return x + {i}"}]
-        body = {"model": "tiny", "max_tokens": MAX_TOKENS, "temperature": 0, "messages": messages}
-        if i % 2:
-            body["stream"] = True
-        requests.append(("/v1/chat/completions", body, {"X-Task-Type": "chat"}))
-    return requests
+    return requests + chat_requests(4, MAX_TOKENS)
 
 
 async def reconciled(served: Served, sent: int) -> tuple[float, float]:

@@ -29,6 +29,7 @@ from tests.support.vllm import (
     Served,
     TinyModels,
     by_slice,
+    chat_requests,
     copyable,
     misleading,
     send_all,
@@ -69,13 +70,7 @@ def workload(cycles: list[list[int]]) -> list[Request]:
         if i % 3 == 2:
             body["stream_options"] = {"include_usage": True}
         requests.append(("/v1/completions", body, {"X-Task-Type": task}))
-    for i in range(8):
-        messages = [{"role": "user", "content": f"def f{i}(x): return x + {i}"}]
-        body = {"model": "tiny", "max_tokens": MAX_TOKENS, "temperature": 0, "messages": messages}
-        if i % 2:
-            body["stream"] = True
-        requests.append(("/v1/chat/completions", body, {"X-Task-Type": "chat"}))
-    return requests
+    return requests + chat_requests(8, MAX_TOKENS)
 
 
 async def test_ngram_run_reconciles_slices_and_replays(

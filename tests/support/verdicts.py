@@ -4,11 +4,10 @@ them fixed)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from tests.support.analysis import replay_zone_changes
 
 LOGS = ("anchor.jsonl.gz", "gain.jsonl.gz", "overdispersed.jsonl.gz")
 
@@ -16,22 +15,9 @@ LOGS = ("anchor.jsonl.gz", "gain.jsonl.gz", "overdispersed.jsonl.gz")
 def verdicts(path: Path) -> dict[str, Any]:
     """Every zone change in order, as logged (but its wall-clock timestamp), and each slice's
     and model's zone at the end, as a user of `replay --json --verbose` sees them."""
-    command = ["replay", "--json", "--verbose", "--log-format", "json", str(path)]
-    done = subprocess.run(
-        [sys.executable, "-m", "specwatch", *command],
-        capture_output=True,
-        check=True,
-    )
-    changes = []
-    for line in done.stderr.decode().splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if event.get("event") == "zone_changed":
-            event.pop("timestamp", None)
-            changes.append(event)
-    document = json.loads(done.stdout)
+    document, changes = replay_zone_changes(path)
+    for event in changes:
+        event.pop("timestamp", None)
     zones = sorted(
         [row["model"], row["ctx_bucket"], row["task"], row["zone"]] for row in document["slices"]
     ) + sorted([row["model"], "all", "all", row["zone"]] for row in document["models"])

@@ -154,6 +154,18 @@ def misleading(cycles: list[list[int]], i: int, length: int) -> list[int]:
     return [*prompt, cycle[-1]]
 
 
+def chat_requests(n: int, max_tokens: int) -> list[Request]:
+    """`n` short chat requests for the tiny model, every other one streamed."""
+    out: list[Request] = []
+    for i in range(n):
+        messages = [{"role": "user", "content": f"def f{i}(x): return x + {i}"}]
+        body = {"model": "tiny", "max_tokens": max_tokens, "temperature": 0, "messages": messages}
+        if i % 2:
+            body["stream"] = True
+        out.append(("/v1/chat/completions", body, {"X-Task-Type": "chat"}))
+    return out
+
+
 async def send_all(served: Served, requests: list[Request], concurrency: int = 4) -> None:
     limit = asyncio.Semaphore(concurrency)
 

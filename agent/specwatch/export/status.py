@@ -96,6 +96,21 @@ def _goodput_models(snapshot: Snapshot) -> dict[str, Any]:
     return out
 
 
+def _per_request_data(snapshot: Snapshot) -> dict[str, Any]:
+    """Per model: requests with and without per-request data, where its acceptance comes
+    from, and what its data supports."""
+    rollups = {view.key.model: view.since_start for view in snapshot.rollups}
+    return {
+        model: {
+            "with": with_data,
+            "without": without,
+            "source": _data_source(with_data),
+            **_supported(rollups.get(model) if with_data else None),
+        }
+        for model, (with_data, without) in sorted((snapshot.per_request_data or {}).items())
+    }
+
+
 def _supported(counts: Counts | None) -> dict[str, Any]:
     """What the model's per-request data since the start can support (docs/engines.md): per
     step (vLLM: alpha-hat, rate, tau, per position), totals (llama.cpp: the rate; tau where the
@@ -172,7 +187,6 @@ def status_document(reading: Reading) -> dict[str, Any]:
     for (key, outcome), n in snapshot.requests.items():
         requests[outcome] = requests.get(outcome, 0) + n
         variants[key.variant] = variants.get(key.variant, 0) + n
-    rollups = {view.key.model: view.since_start for view in snapshot.rollups}
     document: dict[str, Any] = {
         "at": snapshot.at,
         "started": snapshot.started,
@@ -185,15 +199,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "goodput": _goodput_models(snapshot),
         "requests_by_outcome": dict(sorted(requests.items())),
         "requests_by_variant": dict(sorted(variants.items())),
-        "per_request_data": {
-            model: {
-                "with": with_data,
-                "without": without,
-                "source": _data_source(with_data),
-                **_supported(rollups.get(model) if with_data else None),
-            }
-            for model, (with_data, without) in sorted((snapshot.per_request_data or {}).items())
-        },
+        "per_request_data": _per_request_data(snapshot),
         "extreme_requests": {
             model: dict(sorted(kinds.items())) for model, kinds in (snapshot.extremes or {}).items()
         },

@@ -189,19 +189,18 @@ def spec_config(
 
 def read_build_info(body: bytes) -> str | None:
     """llama.cpp's `GET /props` answer's `build_info` ("b11434-..."); None when not that."""
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return None
-    version = value.get("build_info") if isinstance(value, dict) else None
-    return version if isinstance(version, str) and version else None
+    return _text_field(body, "build_info")
 
 
 def read_version(body: bytes) -> str | None:
     """vLLM's `GET /version` answer, {"version": "0.32.0"}; None when it is not that."""
+    return _text_field(body, "version")
+
+
+def _text_field(body: bytes, key: str) -> str | None:
     try:
         value = json.loads(body)
     except ValueError:
         return None
-    version = value.get("version") if isinstance(value, dict) else None
-    return version if isinstance(version, str) and version else None
+    text = value.get(key) if isinstance(value, dict) else None
+    return text if isinstance(text, str) and text else None
