@@ -30,6 +30,13 @@ fi
 final=$out
 out=$cache
 
+# a fresh Debian may lack the compilers: installed as `make tools` installs Prometheus (root or
+# sudo), else said in one line
+missing=$(for tool in cmake g++ curl; do command -v "$tool" >/dev/null || printf '%s ' "$tool"; done)
+if [ -n "$missing" ] && command -v apt-get >/dev/null; then
+    sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq cmake g++ curl >/dev/null || true
+fi
 for tool in cmake g++ curl; do
     command -v "$tool" >/dev/null || { echo "build_llamacpp: $tool is needed (apt-get install cmake g++ curl)" >&2; exit 1; }
 done
