@@ -71,8 +71,10 @@ async def sidecar(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `--dist loadgroup` (make test) the tests that start vLLM must share one worker:
-    fail loudly if xdist stopped grouping them (it did, silently, with pytest 9.2)."""
+    """Under `--dist loadgroup` (make test) the tests that start an engine (vLLM, llama.cpp)
+    must share one worker, group "vllm": fail loudly if xdist stopped grouping them (it did,
+    silently, with pytest 9.2), or a test names another group (a worker raising this under
+    xdist shows only as a crash of the first grouped test)."""
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:

@@ -32,7 +32,9 @@ from tests.support.vllm import (
     wait_ready,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("llamacpp")]
+# one group with the vLLM tests: a second engine server beside vLLM on two cores would starve
+# both (and tests/conftest.py holds every grouped test to that one group)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("vllm")]
 
 NGRAM = (
     "--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "2",
