@@ -13,16 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from specwatch.conventions import ParseReason
 from specwatch.core.records import SpecTotals
+from specwatch.engines import Contradiction, Unreadable
 
 ENGINE = "llamacpp"
-
-
-class Contradiction(ValueError):
-    """Totals that contradict themselves: counted as malformed, never analysed."""
-
-    reason = ParseReason.INCONSISTENT_SPEC_BLOCK
 
 
 def _count(value: Any) -> int | None:
@@ -47,7 +41,7 @@ def totals(obj: dict[str, Any]) -> SpecTotals:
     drafted, accepted = _count(timings.get("draft_n")), _count(timings.get("draft_n_accepted"))
     predicted = _count(timings.get("predicted_n"))
     if drafted is None or accepted is None:
-        raise ValueError("timings.draft_n / draft_n_accepted are not counts")
+        raise Unreadable("timings.draft_n / draft_n_accepted are not counts")
     if accepted > drafted:
         raise Contradiction(f"draft_n_accepted {accepted} > draft_n {drafted}")
     if predicted is not None and accepted > predicted:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from specwatch.core.records import SpecDecodeBlock, SpecTotals
+from specwatch.engines import Contradiction, Unreadable
 
 SGLANG = "sglang"
 TRTLLM = "trtllm"
@@ -28,14 +29,6 @@ SGLANG_ACCEPTED = "spec_num_correct_drafts"
 SGLANG_PROPOSED = "spec_num_proposed_drafts"
 SGLANG_HISTOGRAM = "spec_correct_drafts_histogram"
 SGLANG_ACCEPT_LENGTH = "spec_accept_length"
-
-
-class Contradiction(ValueError):
-    """A record that contradicts itself (the parse-error reason inconsistent_spec_block)."""
-
-
-class Unreadable(ValueError):
-    """A field that is not what its engine documents (bad_spec_block)."""
 
 
 def _count(value: Any, field: str) -> int:

@@ -16,7 +16,7 @@ import orjson
 
 from specwatch.conventions import ParseReason
 from specwatch.core.records import Latency, SpecDecodeBlock, SpecTotals
-from specwatch.engines import llamacpp, shapes
+from specwatch.engines import Contradiction, Unreadable, llamacpp, shapes
 
 
 class ParseFailure(Exception):
@@ -235,15 +235,14 @@ def parse_response_object(obj: Any) -> ParsedResponse:
         raise ParseFailure(ParseReason.BAD_METRICS, "metrics is not an object")
     totals = None
     if spec is None:
-        spec, totals = _other_engine(obj)
-    if spec is None and totals is None and llamacpp.is_llamacpp(obj):
         try:
-            totals = llamacpp.totals(obj)
-        except llamacpp.Contradiction as contradiction:
-            raise ParseFailure(contradiction.reason, str(contradiction)) from None
-        except ValueError as unreadable:
+            spec, totals = _other_engine(obj)
+        except Contradiction as contradiction:
+            raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, str(contradiction)) from None
+        except Unreadable as unreadable:
             raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, str(unreadable)) from None
-        latency = Latency(tpot=llamacpp.tpot_seconds(obj))
+        if totals is not None and totals.engine == llamacpp.ENGINE:
+            latency = Latency(tpot=llamacpp.tpot_seconds(obj))
     model = obj.get("model")
     response_id = obj.get("id")
     return ParsedResponse(
@@ -260,24 +259,23 @@ def parse_response_object(obj: Any) -> ParsedResponse:
 
 def _other_engine(obj: dict[str, Any]) -> tuple[SpecDecodeBlock | None, SpecTotals | None]:
     """TensorRT-LLM's per-choice `speculative_decoding`, SGLang's `meta_info` spec fields
-    (top level, or on the one choice), read by engines/shapes.py; (None, None) when neither."""
+    (top level, or on the one choice), llama.cpp's `timings` (engines/); (None, None) when
+    none. Raises engines' Contradiction or Unreadable."""
     choice = first_choice(obj)
     choices = obj.get("choices")
     single = choice if isinstance(choices, list) and len(choices) == 1 else None
-    try:
-        if single is not None and isinstance(single.get("speculative_decoding"), dict):
-            found = shapes.trtllm_block(single["speculative_decoding"])
-        else:
-            meta = obj.get("meta_info")
-            if not isinstance(meta, dict) and single is not None:
-                meta = single.get("meta_info")
-            if not isinstance(meta, dict) or shapes.SGLANG_STEPS not in meta:
-                return None, None
-            found = shapes.sglang_block(meta, None)
-    except shapes.Contradiction as contradiction:
-        raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, str(contradiction)) from None
-    except shapes.Unreadable as unreadable:
-        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, str(unreadable)) from None
+    meta = obj.get("meta_info")
+    if not isinstance(meta, dict) and single is not None:
+        meta = single.get("meta_info")
+    found: SpecDecodeBlock | SpecTotals
+    if single is not None and isinstance(single.get("speculative_decoding"), dict):
+        found = shapes.trtllm_block(single["speculative_decoding"])
+    elif isinstance(meta, dict) and shapes.SGLANG_STEPS in meta:
+        found = shapes.sglang_block(meta, None)
+    elif llamacpp.is_llamacpp(obj):
+        found = llamacpp.totals(obj)
+    else:
+        return None, None
     if isinstance(found, SpecTotals):
         return None, found
     return found, None
