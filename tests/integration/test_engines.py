@@ -1,6 +1,7 @@
 """Other engines through the real proxy, against the simulator answering like each
 (`specwatch sim --engine`): llama.cpp's totals, TensorRT-LLM's fixed-width histogram (per-step
-data), SGLang's `meta_info`; vLLM's token-in, token-out endpoint. What each engine's data
+data), SGLang's `sglext` (asked for on the client's behalf, and taken out again); vLLM's
+token-in, token-out endpoint. What each engine's data
 supports is what /status says it supports, and where the engine has counters specwatch's
 totals equal them (coverage 1); where it has only a resetting gauge (SGLang), no coverage is
 claimed."""
@@ -8,6 +9,7 @@ claimed."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -39,6 +41,7 @@ async def proxied(engine: str) -> AsyncIterator[tuple[SimServer, Sidecar]]:
     )
     car = Sidecar(settings)
     await car.start()
+    await car.config.resolved.wait()  # what to ask each engine for depends on which it is
     try:
         yield server, car
     finally:
@@ -65,9 +68,7 @@ async def test_each_engines_data_is_read_and_judged_for_what_it_supports(engine:
         async def settled() -> bool:  # the engine known, the scrape after the last request in
             status.update(await get_json(admin + "/status"))
             coverage = total(await scrape(admin + "/metrics"), C.COVERAGE_RATIO)
-            return status["config"]["engine"] == (
-                "llamacpp" if engine == "llamacpp" else "vllm"
-            ) and (engine == "sglang" or coverage == 1.0)
+            return status["config"]["engine"] == engine and (engine == "sglang" or coverage == 1.0)
 
         await eventually(settled, seconds=15)
         metrics = await scrape(admin + "/metrics")
@@ -100,3 +101,31 @@ async def test_vllms_token_endpoint_is_observed_like_the_openai_paths() -> None:
     assert rollup["since_start"]["draft_tokens"] == server.metrics.totals()["draft_tokens"] > 0
     (piece,) = status["slices"]
     assert piece["ctx_bucket"] == "0-512"  # its 160 prompt tokens, from the request's token_ids
+
+
+def _unstamped(answer: bytes) -> bytes:
+    """An answer without the second it was made in (`created`), which two runs need not share."""
+    return re.sub(rb'"created":\d+', b'"created":0', answer)
+
+
+async def test_sglang_is_asked_for_its_details_and_its_client_gets_what_it_would_have() -> None:
+    requests = mixed_requests(seed=5, n=6)  # chat and completions; whole, streamed, with usage
+    asked_itself: tuple[str, dict[str, Any], dict[str, str]] = (
+        "/v1/completions",
+        {**requests[1][1], "return_spec_tokens_details": True},
+        {},
+    )
+    requests.append(asked_itself)
+    async with proxied("sglang") as (server, car):
+        proxy, direct = f"http://127.0.0.1:{car.ports.proxy}", car.settings.upstream
+        async with aiohttp.ClientSession() as session:
+            through = [await post(session, proxy + p, b, h) for p, b, h in requests]
+            alone = [await post(session, direct + p, b, h) for p, b, h in requests]
+        await car.drained()
+        status = await get_json(f"http://127.0.0.1:{car.ports.admin}/status")
+    assert [_unstamped(body) for _, body in through] == [_unstamped(body) for _, body in alone]
+    assert b"sglext" not in b"".join(body for _, body in through[:-1])
+    assert b'"spec_tokens_details"' in through[-1][1]  # the client that asked has them still
+    # every request read: the details were there for specwatch though the clients never saw them
+    assert status["requests_by_outcome"] == {C.Outcome.OBSERVED: len(requests)}
+    assert status["per_request_data"][server.config.model]["with"] == len(requests)

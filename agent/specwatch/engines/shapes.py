@@ -18,12 +18,11 @@ from typing import Any
 
 from specwatch.core.records import SpecDecodeBlock, SpecTotals
 from specwatch.engines import Contradiction, Unreadable
+from specwatch.engines.detect import SGLANG, TRTLLM
 
-SGLANG = "sglang"
-TRTLLM = "trtllm"
-
-# SGLang's fields (sglang PR #33518), on a response's `meta_info` when the request asked with
-# `return_spec_tokens_details: true`
+# SGLang's fields (sglang PR #33518): on its OpenAI answers under `sglext.spec_tokens_details`
+# when the request asked `return_spec_tokens_details: true` (engines/sglang.py), in the
+# `meta_info` of its native /generate answers
 SGLANG_STEPS = "spec_verify_ct"
 SGLANG_ACCEPTED = "spec_num_correct_drafts"
 SGLANG_PROPOSED = "spec_num_proposed_drafts"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from specwatch.conventions import Outcome, ParseReason
+from specwatch.engines import sglang
 from specwatch.proxy import wire
 from specwatch.proxy.budget import ByteBudget, Held
 from specwatch.proxy.replies import UPSTREAM_LOST_EVENT, openai_error
@@ -49,6 +50,7 @@ class Exchange:
     __slots__ = (
         "_budget",
         "_client",
+        "_deferred",
         "_head_sent",
         "_health",
         "_held",
@@ -69,6 +71,7 @@ class Exchange:
         "outcome",
         "parse_failure",
         "payload",
+        "strip",
         "upstream",
     )
 
@@ -102,6 +105,11 @@ class Exchange:
         self.parse_failure: str | None = None
         self.capture: list[bytes] | None = None  # a shadowed stream's bytes (a body is the payload)
         self.inject = False  # specwatch asked for the usage chunk: the client must not see it
+        # specwatch asked SGLang for its details: taken out of the answer (engines/sglang.py)
+        self.strip = False
+        # the head of an answer held whole to take the details out: (status, reason, headers,
+        # the upstream's length)
+        self._deferred: tuple[int, bytes, wire.Headers, int | None] | None = None
         self.upstream: UpstreamConnection | None = None
         self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -132,9 +140,15 @@ class Exchange:
                 self.parse_failure = ParseReason.ENCODED_BODY
             kind = wire.header(headers, b"content-type") or b""
             if self.outcome is None and kind.split(b";", 1)[0].strip().lower() == _EVENT_STREAM:
-                self._rewriter = StreamRewriter(self.inject, self._max, Held(self._budget))
+                self._rewriter = StreamRewriter(
+                    self.inject, self._max, Held(self._budget), strip=self.strip
+                )
                 length = None  # the stream may be rewritten: chunked to the client
         size = int(length) if length is not None and length.isdigit() else None
+        if self._rewriter is None and self.outcome is None and self.strip:
+            # its length changes when the details come out: the head goes with the body
+            self._deferred = (status, reason, wire.forwardable(headers), size)
+            return
         self._client.start(status, reason, wire.forwardable(headers), size)
         self._head_sent = True
 
@@ -143,6 +157,11 @@ class Exchange:
             self.first_byte = time.perf_counter() - self._started
         rewriter = self._rewriter
         if rewriter is None:
+            if self._deferred is not None:
+                self._keep(data)
+                if self._unread is not None:  # too large to hold: relayed as it comes on
+                    self._client.write(data)
+                return
             self._client.write(data)
             if self._observed and self._unread is None and self.outcome is None:
                 self._keep(data)
@@ -169,8 +188,20 @@ class Exchange:
         else:
             self._parts.append(data)
             return
+        if self._deferred is not None:  # what was held goes out as it was, details and all
+            self._send_head(self._deferred[3])
+            for part in self._parts:
+                self._client.write(part)
         self._parts = []
         self._held.release()
+
+    def _send_head(self, length: int | None) -> None:
+        """The deferred head, at last."""
+        assert self._deferred is not None
+        status, reason, headers, _ = self._deferred
+        self._deferred = None
+        self._client.start(status, reason, headers, length)
+        self._head_sent = True
 
     def settle(self) -> Held | None:
         """Once the exchange is over: what of the budget its payload (and a stream's finishing
@@ -202,6 +233,10 @@ class Exchange:
             else:
                 self.payload = b"".join(self._parts)
                 self._parts = []
+                if self._deferred is not None:
+                    answer = sglang.without_details(self.payload) or self.payload
+                    self._send_head(len(answer))
+                    self._client.write(answer)
         self._client.end()
         self._finish()
 

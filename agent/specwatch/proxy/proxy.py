@@ -1,11 +1,13 @@
 """The reverse proxy in front of vLLM's OpenAI API, on asyncio protocols (uvloop) and httptools.
 
 Bytes go back to the client as they arrive, one write per piece the upstream sent. The only
-change made on the way: a stream whose client did not ask for usage gets
+changes made on the way: a stream whose client did not ask for usage gets
 `stream_options.include_usage` upstream, and the usage chunk it then brings is taken out of
-what the client receives (proxy/stream.py). The final JSON body, or the usage chunk, is
-handed to the analysis queue after the response is done; nothing here parses more than it must
-to find it, and nothing here can fail a request the upstream served. Every other path is
+what the client receives (proxy/stream.py); and SGLang is asked for its per-request details,
+which are taken out again (engines/sglang.py; its non-streamed answer is then held whole). The
+final JSON body, or the usage chunk, is handed to the analysis queue after the response is
+done; nothing here parses more than it must to find it, and nothing here can fail a request
+the upstream served. Every other path is
 relayed unobserved. Upstream connections are kept alive in a pool per upstream (A/B: two).
 """
 
@@ -31,6 +33,7 @@ from specwatch.conventions import (
     ParseSource,
 )
 from specwatch.core.health import Health
+from specwatch.engines import sglang
 from specwatch.proxy import wire
 from specwatch.proxy.ab import ABRouter
 from specwatch.proxy.budget import ByteBudget
@@ -112,6 +115,8 @@ class Proxy:
         # whether to ask the upstream for a stream's usage on its client's behalf: vLLM's
         # per-request data comes with usage; llama.cpp sends its own unasked (the sidecar)
         self.ask_usage: Callable[[], bool] = lambda: True
+        # whether to ask for SGLang's per-request details on the client's behalf (engines/sglang)
+        self.ask_details: Callable[[], bool] = lambda: False
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -320,6 +325,8 @@ class Proxy:
                         self._health.parse_error(ParseSource.REQUEST, ParseReason.UNENCODABLE)
                     else:
                         raw, exchange.inject = asked, True
+            if body and openai and self.ask_details() and not sglang.wants(body):
+                raw, exchange.strip = sglang.asking(raw), True
             features = self._features(request, body)
             shadowed = self.shadow.wanted(body, variant)
             exchange.begin(stream, started, capture=shadowed and stream)

@@ -7,7 +7,9 @@ last content chunk is held until it is known whether usage follows, to put back 
 `system_fingerprint` vLLM moves into the usage chunk: the client gets exactly the stream it
 would have got without specwatch. Unless vLLM sends usage unasked (`--enable-force-include-
 usage`, which also puts usage in every content chunk): a finishing chunk with usage says so, and
-the usage event then goes to the client as it would direct.
+the usage event then goes to the client as it would direct. When specwatch asked SGLang for
+its details (`strip` True), they come out of the chunk of their own that carries them, and the
+chunk goes when nothing the client asked for is left in it (engines/sglang.py).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specwatch.conventions import ParseReason
+from specwatch.engines import sglang
 from specwatch.proxy.sse import SseSplitter
 from specwatch.vllm.response import (
     event_data,
     finishes,
+    is_details_event,
     is_usage_event,
     restore_fingerprint,
 )
@@ -34,7 +38,9 @@ class StreamRewriter:
         "_forced",
         "_held",
         "_inject",
+        "_rewrite",
         "_splitter",
+        "_strip",
         "choice_stats",
         "done",
         "errored",
@@ -42,14 +48,19 @@ class StreamRewriter:
         "usage",
     )
 
-    def __init__(self, inject: bool, max_event_bytes: int, room: Held | None = None) -> None:
+    def __init__(
+        self, inject: bool, max_event_bytes: int, room: Held | None = None, strip: bool = False
+    ) -> None:
         self._inject = inject
+        self._strip = strip  # specwatch asked SGLang for its details: their chunk comes out
+        self._rewrite = inject or strip  # else every chunk goes out as it came
         self._forced = False  # vLLM sends usage whether asked or not: nothing to take out
         self._splitter = SseSplitter(max_event_bytes, room)  # room: for a partial event
         self._held: bytes | None = None  # the last content chunk, until we know if usage follows
         self.usage: bytes | None = None  # the final usage event, as vLLM sent it
-        # the finishing chunk, when its choice carries `speculative_decoding_stats` (the
-        # per-choice shape of some vLLM builds puts the per-request block there)
+        # the event with the per-request block when it is not the usage chunk: the finishing
+        # chunk of some vLLM builds (per choice), TensorRT-LLM's and llama.cpp's; SGLang's
+        # sglext chunk
         self.choice_stats: bytes | None = None
         self.done = False  # `data: [DONE]` was seen
         self.errored = False  # an error event was seen
@@ -97,6 +108,15 @@ class StreamRewriter:
                 # block, TensorRT-LLM's; llama.cpp's `timings` (with usage, which it sends
                 # unasked there); SGLang's `meta_info`
                 self.choice_stats = event
+            elif is_details_event(event):
+                self.choice_stats = event  # SGLang's details come in a chunk of their own
+                if self._strip:
+                    data = event_data(event)
+                    stripped = None if data is None else sglang.without_details(data)
+                    if stripped is not None and b'"sglext"' not in stripped:
+                        continue  # sent only for what the client did not ask: it never was
+                    if stripped is not None:
+                        event = b"data: " + stripped + b"\n\n"
             if self._inject:
                 if self._held is not None:
                     forward.append(self._held)
@@ -108,7 +128,9 @@ class StreamRewriter:
                     self._held = event
                     continue
                 forward.append(event)
-        if not self._inject:
+            elif self._strip:
+                forward.append(event)
+        if not self._rewrite:
             return chunk
         return b"".join(forward)
 
@@ -121,7 +143,7 @@ class StreamRewriter:
             self.parse_failure = ParseReason.MEMORY_BUDGET
         elif rest.strip() or not self.done:
             self.parse_failure = ParseReason.TRUNCATED_STREAM
-        if not self._inject:
+        if not self._rewrite:
             return b""  # every byte went out as it came
         held, self._held = self._held or b"", None
         return held + rest

@@ -18,7 +18,7 @@ from specwatch.core.health import Health
 from specwatch.core.listening import binding, serve_app
 from specwatch.core.records import SpecConfig
 from specwatch.core.turns import ReadGate
-from specwatch.engines.detect import LLAMACPP, VLLM
+from specwatch.engines.detect import LLAMACPP, SGLANG, VLLM
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
 from specwatch.proxy.ab import ABRouter
@@ -80,6 +80,7 @@ class Sidecar:
         )
         # llama.cpp sends its per-request data unasked, and asking for usage moves it
         self.proxy.ask_usage = lambda: self.config.config.engine != LLAMACPP
+        self.proxy.ask_details = lambda: self.config.config.engine == SGLANG
         self.log_line, self.drained = self.intake.log_line, self.intake.drained
         # the readings in turns, and what the admin port exports of them
         readings = Readings(

@@ -8,8 +8,11 @@ engine's names. vLLM's shapes are sim/shapes.py; these replace its `metrics` blo
 - trtllm: the one choice's `speculative_decoding` (the histogram and `num_spec_tokens`, null
   when steps drafted different lengths, as under `draft_len_schedule`); the usage chunk
   without `metrics`; `trtllm_spec_decode_*` counters.
-- sglang: the one choice's `meta_info` spec fields (as when the request asked
-  `return_spec_tokens_details`); `sglang:spec_accept_length`, a gauge: no counters to reconcile.
+- sglang: `sglext.spec_tokens_details` only when the request asked
+  `return_spec_tokens_details`, on the body, or in a stream's chunk of its own before usage
+  (sglang PR #33518); `sglang:spec_accept_length`, a gauge: no counters to reconcile.
+
+Each names itself in /v1/models' `owned_by` as the engine does.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from specwatch import conventions as C
 from specwatch.sim.shapes import Generation
 
 ENGINES = ("vllm", "llamacpp", "trtllm", "sglang")
+OWNED_BY = {"vllm": "vllm", "llamacpp": "llamacpp", "trtllm": "tensorrt_llm", "sglang": "sglang"}
 BUILD_INFO = "b11434-sim"  # what the simulated llama.cpp's /props names as its build
 
 
@@ -59,15 +63,18 @@ def engine_fields(engine: str, gen: Generation, k: int, generation: float) -> di
             "num_spec_tokens": k if fixed else None,
         }
         return {"top": {}, "choice": {"speculative_decoding": block}}
-    meta = {  # sglang: proposed is verify count x the configured width, as SGLang counts it
-        "spec_verify_ct": steps,
+    details = {  # sglang: proposed is verify count x the configured width, as SGLang counts it
+        "spec_accept_rate": sum(accepted) / (steps * k) if steps else 0.0,
+        "spec_accept_length": gen.max_tokens / steps if steps else 0.0,
+        "spec_cap_length": 0.0,
+        "spec_block_accept_length": 0.0,
         "spec_num_correct_drafts": sum(accepted),
         "spec_num_proposed_drafts": steps * k,
-        "spec_accept_rate": sum(accepted) / (steps * k) if steps else 0.0,
-        "spec_accept_length": gen.max_tokens / steps if steps else 1.0,
+        "spec_verify_ct": steps,
         "spec_correct_drafts_histogram": histogram[: k + 1],
+        "spec_cap_lens_histogram": [],
     }
-    return {"top": {}, "choice": {"meta_info": meta}}
+    return {"top": {"sglext": {"spec_tokens_details": details}}, "choice": {}}
 
 
 def dress(obj: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:

@@ -136,7 +136,7 @@ class SimServer:
             "id": self.config.model,
             "object": "model",
             "created": self._created,
-            "owned_by": "vllm",
+            "owned_by": engines.OWNED_BY[self.config.engine],
             "root": self.config.model,
             "parent": None,
             "max_model_len": self.config.max_model_len,
@@ -193,6 +193,7 @@ class SimServer:
             text_rng=random.Random(hashlib.sha256(key + b"text").digest()),
             corrupt_at=self._corrupt_at(key, max_tokens),
             return_ids=body.get("return_token_ids") is True,
+            spec_details=body.get("return_spec_tokens_details") is True,
         )
 
     async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
@@ -262,10 +263,18 @@ class SimServer:
         cfg = self.config
         if cfg.engine == "vllm" or cfg.spec_metrics == "none":
             return obj
+        if cfg.engine == "sglang" and not gen.spec_details:  # sent only when asked
+            obj.pop("metrics", None)
+            return obj
         fields = engines.engine_fields(cfg.engine, gen, cfg.num_spec_tokens, generation)
         if cfg.engine == "llamacpp":  # usage on the finishing chunk, asked or not
             obj["usage"] = shapes.usage(gen)
         return engines.dress(obj, fields)
+
+    def _event(self, piece: dict[str, Any]) -> bytes:
+        if self.config.engine == "sglang":  # SGLang sends no system_fingerprint
+            piece.pop("system_fingerprint", None)
+        return shapes.event(piece)
 
     def _metrics_block(self, gen: Generation, ttft: float, generation: float) -> dict[str, Any]:
         cfg = self.config
@@ -277,7 +286,11 @@ class SimServer:
 
     def _listed(self, gen: Generation) -> int:
         """The steps the metrics block lists (0 when no block is sent)."""
-        return 0 if self.config.spec_metrics == "none" else len(gen.listed())
+        if self.config.spec_metrics == "none" or (
+            self.config.engine == "sglang" and not gen.spec_details
+        ):
+            return 0
+        return len(gen.listed())
 
     async def _whole(self, request: web.Request, gen: Generation) -> web.StreamResponse:
         started = time.perf_counter()
@@ -295,6 +308,8 @@ class SimServer:
         generation = time.perf_counter() - started - ttft
         metrics = self._metrics_block(gen, ttft, generation)
         whole = self._dressed(shapes.body(gen, "".join(texts), metrics), gen, generation)
+        if self.config.engine == "sglang":
+            whole.pop("system_fingerprint", None)
         data = orjson.dumps(whole)
         if gen.fault == Fault.TRUNCATE:
             data = data[: len(data) // 2]
@@ -311,7 +326,7 @@ class SimServer:
         started = time.perf_counter()
         ttft = 0.0
         if gen.chat:
-            await response.write(shapes.event(shapes.role_chunk(gen)))
+            await response.write(self._event(shapes.role_chunk(gen)))
         half = (len(gen.steps) + 1) // 2
         try:
             async for i, (text, finished) in _enumerate(self._run(gen)):
@@ -325,10 +340,15 @@ class SimServer:
                 if gen.fault == Fault.SLOW:
                     await asyncio.sleep(0.05)
                 piece = shapes.chunk(gen, text, finished)
-                if finished and self.config.engine != "vllm":
+                if finished and self.config.engine not in ("vllm", "sglang"):
                     piece = self._dressed(piece, gen, time.perf_counter() - started - ttft)
                     self.reported_steps += self._listed(gen)
-                await response.write(shapes.event(piece))
+                await response.write(self._event(piece))
+            if self.config.engine == "sglang" and gen.spec_details:
+                # SGLang's details: a chunk of their own, before usage
+                piece = self._dressed(shapes.empty_chunk(gen), gen, 0.0)
+                self.reported_steps += self._listed(gen)
+                await response.write(self._event(piece))
         except ConnectionAbortedError:
             assert request.transport is not None
             request.transport.close()
@@ -343,7 +363,7 @@ class SimServer:
                 usage.pop("metrics")  # its data went on the finishing chunk
             else:
                 self.reported_steps += self._listed(gen)
-            await response.write(shapes.event(usage))
+            await response.write(self._event(usage))
         if gen.fault == Fault.SLOW:
             await asyncio.sleep(0.05)
         await response.write(b"data: [DONE]\n\n")

@@ -60,6 +60,8 @@ class Generation:
     # usage in every chunk too: vLLM's continuous_usage_stats, which it honours only with
     # include_usage (should_include_usage in vLLM 0.32)
     continuous_usage: bool = False
+    # SGLang's `return_spec_tokens_details`: its details sent only when asked
+    spec_details: bool = False
 
     def text(self, n: int) -> str:
         """The next `n` output tokens (the same for the same request at any K: lossless)."""
@@ -238,6 +240,17 @@ def chunk(gen: Generation, text: str, finished: bool) -> dict[str, Any]:
     if finished and not gen.include_usage:
         out["system_fingerprint"] = FINGERPRINT  # vLLM moves it to the usage chunk if asked
     return out
+
+
+def empty_chunk(gen: Generation) -> dict[str, Any]:
+    """A stream's chunk with no choice: what usage, or another engine's extensions, ride on."""
+    return {
+        "id": gen.request_id,
+        "object": "chat.completion.chunk" if gen.chat else "text_completion",
+        "created": gen.created,
+        "model": gen.model,
+        "choices": [],
+    }
 
 
 def usage_chunk(gen: Generation, metrics: dict[str, Any]) -> dict[str, Any]:

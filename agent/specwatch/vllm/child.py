@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from specwatch.engines.detect import LLAMACPP, LLAMACPP_FLAGS, engine_of
+from specwatch.engines.detect import LLAMACPP, LLAMACPP_FLAGS, VLLM, engine_of
 
 log = structlog.get_logger("specwatch.child")
 
@@ -58,12 +58,16 @@ class VllmCommand:
 
 def prepare_command(argv: Sequence[str], port: int | None = None) -> VllmCommand:
     """The user's vLLM command plus what is missing: per-request metrics, loopback host, port
-    (llama.cpp's server: its /metrics, loopback host, port; engines/detect.py)."""
+    (llama.cpp's server: its /metrics, loopback host, port; SGLang's and TensorRT-LLM's: host
+    and port; engines/detect.py)."""
     if not argv:
         raise ValueError("no vLLM command given: specwatch serve [options] -- vllm serve MODEL ...")
     added: list[str] = []
     speculative = any(_has_flag(argv, flag) is not None for flag in SPECULATIVE_FLAGS)
-    required = LLAMACPP_FLAGS if engine_of(argv) == LLAMACPP else REQUIRED_FLAGS
+    engine = engine_of(argv)
+    # SGLang's and TensorRT-LLM's per-request data is asked per request, or in a config file
+    # the user writes (docs/engines.md): nothing to add but where to listen
+    required = {LLAMACPP: LLAMACPP_FLAGS, VLLM: REQUIRED_FLAGS}.get(engine, ())
     for flag, value in required:
         if flag in SPEC_ONLY_FLAGS and not speculative:
             continue  # vLLM 0.32 refuses to start with it when nothing is speculative

@@ -1,5 +1,6 @@
 """The config a running sidecar reports, resolved once: the speculative config it was given (or
-read off vLLM's command line) and vLLM's version from `GET /version`.
+read off vLLM's command line), vLLM's version from `GET /version` (llama.cpp's build from
+`/props`), and the engine from `/v1/models`' `owned_by`.
 
 The config labels every counter, so it is known before the first request is analysed: the
 analysis' intake waits for `resolved` (requests are relayed meanwhile; their observations wait
@@ -20,16 +21,18 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
+import orjson
 import structlog
 
 from specwatch.core.records import SpecConfig
-from specwatch.engines.detect import LLAMACPP, VLLM
+from specwatch.engines.detect import LLAMACPP, VLLM, owner_engine
 from specwatch.vllm.specconfig import read_build_info, read_version, spec_config
 
 log = structlog.get_logger("specwatch.config")
 
 VERSION_PATH = "/version"
 PROPS_PATH = "/props"  # llama.cpp's server: no /version, its build in /props
+MODELS_PATH = "/v1/models"  # every engine's: its `owned_by` names the engine
 RECHECK_SECONDS = 60.0
 
 
@@ -46,6 +49,7 @@ class ConfigWatch:
         everything else in it fixed at start (run_label)."""
         self._url = upstream.rstrip("/") + VERSION_PATH
         self._props = upstream.rstrip("/") + PROPS_PATH
+        self._models = upstream.rstrip("/") + MODELS_PATH
         self._label = label
         self._timeout, self._clock = timeout, clock
         self.config: SpecConfig = label(None, engine)
@@ -73,12 +77,24 @@ class ConfigWatch:
             return True, build, LLAMACPP
         return True, None, None  # an older vLLM without /version: known to be unknown
 
+    async def _owner(self, session: aiohttp.ClientSession) -> str | None:
+        """The engine /v1/models names (`owned_by`): SGLang and TensorRT-LLM may answer
+        /version as vLLM does; what they own is theirs alone."""
+        try:
+            async with session.get(self._models) as response:
+                body = await response.read()
+            return owner_engine(orjson.loads(body)) if response.status == 200 else None
+        except (aiohttp.ClientError, TimeoutError, OSError, orjson.JSONDecodeError):
+            return None
+
     async def run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=5.0)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             deadline = None if self._timeout is None else self._clock() + self._timeout
             while not self.resolved.is_set():
                 answered, version, engine = await self._version(session)
+                if answered and engine != LLAMACPP:
+                    engine = await self._owner(session) or engine
                 if answered or (deadline is not None and self._clock() >= deadline):
                     self._resolve(version, engine, answered)
                     break

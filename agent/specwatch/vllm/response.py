@@ -16,7 +16,7 @@ import orjson
 
 from specwatch.conventions import ParseReason
 from specwatch.core.records import Latency, SpecDecodeBlock, SpecTotals
-from specwatch.engines import Contradiction, Unreadable, llamacpp, shapes
+from specwatch.engines import Contradiction, Unreadable, llamacpp, sglang, shapes
 
 
 class ParseFailure(Exception):
@@ -258,13 +258,14 @@ def parse_response_object(obj: Any) -> ParsedResponse:
 
 
 def _other_engine(obj: dict[str, Any]) -> tuple[SpecDecodeBlock | None, SpecTotals | None]:
-    """TensorRT-LLM's per-choice `speculative_decoding`, SGLang's `meta_info` spec fields
-    (top level, or on the one choice), llama.cpp's `timings` (engines/); (None, None) when
-    none. Raises engines' Contradiction or Unreadable."""
+    """TensorRT-LLM's per-choice `speculative_decoding`; SGLang's details (`sglext` on its
+    OpenAI answers, `meta_info` on its native ones, top level or on the one choice);
+    llama.cpp's `timings` (engines/); (None, None) when none. Raises engines' Contradiction or
+    Unreadable."""
     choice = first_choice(obj)
     choices = obj.get("choices")
     single = choice if isinstance(choices, list) and len(choices) == 1 else None
-    meta = obj.get("meta_info")
+    meta = sglang.details(obj) or obj.get("meta_info")
     if not isinstance(meta, dict) and single is not None:
         meta = single.get("meta_info")
     found: SpecDecodeBlock | SpecTotals
@@ -331,6 +332,11 @@ _EMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*\]')
 def is_usage_event(event: bytes) -> bool:
     """The final usage chunk of an OpenAI stream: `"choices": []` with usage (cheap byte test)."""
     return b'"usage"' in event and _EMPTY_CHOICES.search(event) is not None
+
+
+def is_details_event(event: bytes) -> bool:
+    """SGLang's chunk of its own for `sglext` (`"choices": []`, before the usage chunk)."""
+    return b'"sglext"' in event and _EMPTY_CHOICES.search(event) is not None
 
 
 def finishes(event: bytes) -> bool:
