@@ -8,7 +8,7 @@ import os
 
 from specwatch.cli.flags import add_command
 from specwatch.conventions import CauseKind
-from specwatch.sim.engines import ENGINES
+from specwatch.engines.detect import ENGINES  # not sim/: the grammar is built at every start
 
 # the causes the simulator makes (sim/causes.py SIMULATED); the demo also configures the others
 SIM_CAUSES = (

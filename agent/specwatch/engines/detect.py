@@ -17,6 +17,7 @@ VLLM = "vllm"
 LLAMACPP = "llamacpp"
 SGLANG = "sglang"
 TRTLLM = "trtllm"
+ENGINES = (VLLM, LLAMACPP, TRTLLM, SGLANG)
 
 # `owned_by` in /v1/models, as each engine's source sets it (vllm/entrypoints/openai protocol,
 # sglang/srt/entrypoints/openai/protocol.py, tensorrt_llm/serve/openai_protocol.py, llama.cpp's

@@ -22,7 +22,6 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.sim.shapes import Generation
 
-ENGINES = ("vllm", "llamacpp", "trtllm", "sglang")
 OWNED_BY = {"vllm": "vllm", "llamacpp": "llamacpp", "trtllm": "tensorrt_llm", "sglang": "sglang"}
 BUILD_INFO = "b11434-sim"  # what the simulated llama.cpp's /props names as its build
 
