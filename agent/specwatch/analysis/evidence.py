@@ -149,25 +149,147 @@ def _change(newer: Sums, effect: float, older: Sums, bar: float) -> float:
     return difference * difference / (2.0 * variance)
 
 
-@dataclass(frozen=True, slots=True)
+class _Basis:
+    """What a window's ratios are computed from when first asked (`gathered`): an evaluation
+    reads one or two of a window's eight figures, the deciding window's, and the change ratios
+    on its way to it; `/status` and a verdict change's log read them all. Each is computed as
+    `gathered` computed it before, the same operations in the same order."""
+
+    __slots__ = ("bars", "cfg", "effect", "longer", "p")
+
+    def __init__(
+        self,
+        sums: Sums,
+        cfg: ZoneSettings,
+        bars: tuple[float, float, float],
+        longer: list[tuple[float, Sums]],
+    ) -> None:
+        self.p = sums.x / sums.y
+        self.effect: float | None = None  # the design effect, once one figure needs it
+        self.cfg, self.bars, self.longer = cfg, bars, longer
+
+
 class WindowEvidence:
     """One window's evidence about each threshold (positive above it, negative below), and
-    `change`: the evidence that its data differ from the older rest of the window it was
-    compared with (`Evidence.deciding`; 0 for the longest window)."""
+    `changes`: the evidence that its data differ from the older rest of each longer window
+    (`Evidence.deciding`; none for the longest window). Given outright, or (`gathered`)
+    computed from the window's sums the first time each is read."""
 
-    seconds: float
-    full: bool  # past the whole sample gates (else half of them: enough to keep a verdict)
-    green: float
-    red: float
-    sums: Sums
-    changes: tuple[tuple[float, float], ...] = ()  # (longer window's seconds, change ratio)
-    # about the exit thresholds (green - exit_margin, red + exit_margin): what leaves a verdict
-    green_exit: float = 0.0
-    red_exit: float = 0.0
+    __slots__ = ("_basis", "_changes", "_values", "full", "seconds", "sums")
+
+    def __init__(
+        self,
+        seconds: float,
+        full: bool,  # past the whole sample gates (else half of them: enough to keep a verdict)
+        green: float,
+        red: float,
+        sums: Sums,
+        changes: tuple[tuple[float, float], ...] = (),  # (longer window's seconds, change ratio)
+        # about the exit thresholds (green - exit_margin, red + exit_margin): what leaves a
+        # verdict
+        green_exit: float = 0.0,
+        red_exit: float = 0.0,
+    ) -> None:
+        self.seconds, self.full, self.sums = seconds, full, sums
+        self._values: list[float | None] = [green, red, green_exit, red_exit]
+        self._changes: dict[float, float] = dict(changes)
+        self._basis: _Basis | None = None
+
+    @classmethod
+    def _deferred(cls, seconds: float, full: bool, sums: Sums, basis: _Basis) -> WindowEvidence:
+        window = cls.__new__(cls)
+        window.seconds, window.full, window.sums = seconds, full, sums
+        window._values = [None, None, None, None]
+        window._changes = {}
+        window._basis = basis
+        return window
+
+    def _scale(self, basis: _Basis, which: int) -> float:
+        """effect x widening at the bar of green (`which` 0) or red (1)."""
+        effect = basis.effect
+        if effect is None:
+            effect = basis.effect = _design_effect(self.sums)
+        return effect * _widening(self.sums.requests, basis.bars[which])
+
+    def _value(self, index: int) -> float:
+        value = self._values[index]
+        if value is None:
+            basis = self._basis
+            assert basis is not None
+            cfg = basis.cfg
+            threshold = (
+                cfg.green,
+                cfg.red,
+                cfg.green - cfg.exit_margin,
+                cfg.red + cfg.exit_margin,
+            )[index]
+            scale = self._scale(basis, index % 2)
+            value = _ratio(basis.p, scale, self.sums.y, threshold, cfg.indifference)
+            self._values[index] = value
+        return value
+
+    @property
+    def green(self) -> float:
+        return self._value(0)
+
+    @property
+    def red(self) -> float:
+        return self._value(1)
+
+    @property
+    def green_exit(self) -> float:
+        return self._value(2)
+
+    @property
+    def red_exit(self) -> float:
+        return self._value(3)
+
+    @property
+    def changes(self) -> tuple[tuple[float, float], ...]:
+        """Against each longer window, shortest first."""
+        if self._basis is None:
+            return tuple(self._changes.items())
+        return tuple((longer, self.change_from(longer)) for longer, _ in self._basis.longer)
+
+    def _figures(self) -> tuple[object, ...]:
+        return (
+            self.seconds,
+            self.full,
+            self.green,
+            self.red,
+            self.sums,
+            self.changes,
+            self.green_exit,
+            self.red_exit,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WindowEvidence):
+            return NotImplemented
+        return self._figures() == other._figures()
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, as a dataclass was
+
+    def __repr__(self) -> str:
+        names = ("seconds", "full", "green", "red", "sums", "changes", "green_exit", "red_exit")
+        figures = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._figures(), strict=True))
+        return f"WindowEvidence({figures})"
 
     def change_from(self, longer: float) -> float:
-        for seconds, value in self.changes:
+        value = self._changes.get(longer)
+        if value is not None:
+            return value
+        basis = self._basis
+        if basis is None:
+            return 0.0
+        for seconds, other in basis.longer:
             if seconds == longer:
+                effect = basis.effect
+                if effect is None:
+                    effect = basis.effect = _design_effect(self.sums)
+                value = self._changes[longer] = _change(
+                    self.sums, effect, rest(other, self.sums), basis.bars[2]
+                )
                 return value
         return 0.0
 
@@ -240,31 +362,12 @@ def gathered(
         passing.append((seconds, sums))
     if not passing:
         return None
+    bars = (cfg.bar("green"), cfg.bar("red"), cfg.change_evidence)
     kept = []
-    green_bar, red_bar, change_bar = cfg.bar("green"), cfg.bar("red"), cfg.change_evidence
-    indifference = cfg.indifference
-    green_exit, red_exit = cfg.green - cfg.exit_margin, cfg.red + cfg.exit_margin
     for i, (seconds, sums) in enumerate(passing):
-        n, y = sums.requests, sums.y
-        full = y >= cfg.min_trials and n >= cfg.min_requests
-        effect, p = _design_effect(sums), sums.x / y
-        at_green, at_red = effect * _widening(n, green_bar), effect * _widening(n, red_bar)
-        changes = tuple(
-            (longer, _change(sums, effect, rest(other, sums), change_bar))
-            for longer, other in passing[i + 1 :]
-        )
-        kept.append(
-            WindowEvidence(
-                seconds,
-                full,
-                _ratio(p, at_green, y, cfg.green, indifference),
-                _ratio(p, at_red, y, cfg.red, indifference),
-                sums,
-                changes,
-                _ratio(p, at_green, y, green_exit, indifference),
-                _ratio(p, at_red, y, red_exit, indifference),
-            )
-        )
+        full = sums.y >= cfg.min_trials and sums.requests >= cfg.min_requests
+        basis = _Basis(sums, cfg, bars, passing[i + 1 :])
+        kept.append(WindowEvidence._deferred(seconds, full, sums, basis))
     if entering and not any(window.full for window in kept):
         return None
     return Evidence(tuple(kept), cfg.change_evidence)
