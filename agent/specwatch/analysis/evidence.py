@@ -204,12 +204,24 @@ class WindowEvidence:
         window._basis = basis
         return window
 
-    def _scale(self, basis: _Basis, which: int) -> float:
-        """effect x widening at the bar of green (`which` 0) or red (1)."""
+    def _effect(self, basis: _Basis) -> float:
         effect = basis.effect
         if effect is None:
             effect = basis.effect = _design_effect(self.sums)
-        return effect * _widening(self.sums.requests, basis.bars[which])
+        return effect
+
+    def _scale(self, basis: _Basis, which: int) -> float:
+        """effect x widening at the bar of green (`which` 0) or red (1)."""
+        return self._effect(basis) * _widening(self.sums.requests, basis.bars[which])
+
+    def ratio_at(self, threshold: float, indifference: float, bar: float) -> float:
+        """`log_ratio` of the window's sums about another threshold, on its one design
+        effect."""
+        basis = self._basis
+        if basis is None:
+            return log_ratio(self.sums, threshold, indifference, bar)
+        scale = self._effect(basis) * _widening(self.sums.requests, bar)
+        return _ratio(basis.p, scale, self.sums.y, threshold, indifference)
 
     def _value(self, index: int) -> float:
         value = self._values[index]
@@ -284,11 +296,8 @@ class WindowEvidence:
             return 0.0
         for seconds, other in basis.longer:
             if seconds == longer:
-                effect = basis.effect
-                if effect is None:
-                    effect = basis.effect = _design_effect(self.sums)
                 value = self._changes[longer] = _change(
-                    self.sums, effect, rest(other, self.sums), basis.bars[2]
+                    self.sums, self._effect(basis), rest(other, self.sums), basis.bars[2]
                 )
                 return value
         return 0.0
@@ -301,8 +310,9 @@ class Evidence:
 
     windows: tuple[WindowEvidence, ...]
     change_bar: float = math.inf
-    # what `deciding` chose, per (full, horizon): an evaluation asks up to seven times
-    _chosen: dict[tuple[bool, float | None], WindowEvidence | None] = field(
+    # what `deciding` chose, per (full, windows within the horizon): an evaluation asks up to
+    # seven times, and the next ones ask again while the evidence has not changed
+    _chosen: dict[tuple[bool, int], WindowEvidence | None] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -315,7 +325,12 @@ class Evidence:
         longest down, so after a change long ago the window that holds only the new data
         decides, and the shortest only when it differs from that. Entering, keeping and
         leaving a verdict read the same window."""
-        asked = (full, horizon)
+        # what the horizon lets in is the windows no longer than it: the choice is kept per
+        # how many those are (a horizon grows at every evaluation; the windows it admits, not)
+        within = len(self.windows)
+        if horizon is not None:
+            within = sum(1 for window in self.windows if window.seconds <= horizon)
+        asked = (full, within)
         if asked in self._chosen:
             return self._chosen[asked]
         chosen = self._chosen[asked] = self._decide(full, horizon)

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from specwatch.analysis.evidence import Evidence, log_ratio
+from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.speedup import MEASURED, Gain
 from specwatch.analysis.stats import Interval, proportion_interval
 from specwatch.conventions import Zone
@@ -231,7 +231,7 @@ def _collapsed(evidence: Evidence, cfg: ZoneSettings) -> bool:
     if window is None:
         return False
     floor, bar = cfg.red - cfg.collapse_margin, cfg.bar("red")
-    return log_ratio(window.sums, floor, cfg.indifference, bar) <= -bar
+    return window.ratio_at(floor, cfg.indifference, bar) <= -bar
 
 
 def _rounded(source: object | None, field: str, digits: int) -> float | None:
