@@ -82,6 +82,7 @@ bench: setup
 	else echo "make bench: mtail not installed: no replay or analyze comparison with mtail"; fi
 	$(BIN)/python benchmarks/proxy_overhead.py
 	$(BIN)/python benchmarks/proxy_overhead.py --step-ms 15 --requests 1000
+	$(BIN)/python benchmarks/observation_cost.py --rounds 5 --requests 2000 --gap 0.002
 	@if command -v nginx >/dev/null && command -v wrk >/dev/null; then \
 	  EVENTS=8 GAP=0 CONN=32 benchmarks/proxy_cpu.sh; \
 	  EVENTS=64 GAP=0.001 CONN=32 benchmarks/proxy_cpu.sh; \
@@ -89,7 +90,7 @@ bench: setup
 	@if command -v nginx >/dev/null && [ -x $(VLLM_VENV)/bin/python ]; then \
 	  models=$$(mktemp -d) && $(VLLM_VENV)/bin/python tools/build_tiny_models.py $$models >/dev/null && \
 	  VLLM_PY=$(VLLM_VENV)/bin/python MODEL_DIR=$$models SW=$(CURDIR)/$(BIN)/specwatch \
-	    benchmarks/vllm_real_cpu.sh 300 8 3; \
+	    benchmarks/vllm_real_cpu.sh 300 8 5; \
 	else echo "make bench: nginx or $(VLLM_VENV) missing: no comparison on real vLLM traffic"; fi
 
 # every guarded line mutated in turn: a test must fail for each (about 7 minutes)
