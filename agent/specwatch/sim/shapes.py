@@ -256,11 +256,7 @@ def empty_chunk(gen: Generation) -> dict[str, Any]:
 def usage_chunk(gen: Generation, metrics: dict[str, Any]) -> dict[str, Any]:
     """A stream's final usage event (`choices: []`), with the metrics block."""
     return {
-        "id": gen.request_id,
-        "object": "chat.completion.chunk" if gen.chat else "text_completion",
-        "created": gen.created,
-        "model": gen.model,
-        "choices": [],
+        **empty_chunk(gen),
         "usage": usage(gen),
         "system_fingerprint": FINGERPRINT,
         "metrics": metrics,
