@@ -110,7 +110,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a late record counted in a window that no longer holds its bucket",
-        "analysis/evidence.py",
+        "analysis/evidence_windows.py",
         "            if index >= edge:\n                for i, value",
         "            if True:\n                for i, value",
     ),
@@ -514,8 +514,8 @@ MUTATIONS = (
     Mutation(
         "the change ratio against the whole longer window, not its older rest",
         "analysis/evidence.py",
-        "(longer, _change(sums, effect, rest(other, sums), change_bar))",
-        "(longer, _change(sums, effect, other, change_bar))",
+        "self.sums, self._effect(basis), rest(other, self.sums), basis.bars[2]",
+        "self.sums, self._effect(basis), other, basis.bars[2]",
     ),
     Mutation(
         "the rules' deciding window: a shorter window's change taken where it is not",
@@ -526,8 +526,8 @@ MUTATIONS = (
     Mutation(
         "red's evidence at green's bar",
         "analysis/evidence.py",
-        "at_red = effect * _widening(n, green_bar), effect * _widening(n, red_bar)",
-        "at_red = effect * _widening(n, green_bar), effect * _widening(n, green_bar)",
+        "scale = self._scale(basis, index % 2)",
+        "scale = self._scale(basis, 0)",
     ),
     Mutation(
         "compare: a model's rollup outside its slices' family",
@@ -686,14 +686,27 @@ MUTATIONS = (
     Mutation(
         "a verdict left at its threshold, not past the exit margin",
         "analysis/evidence.py",
-        "    green_exit, red_exit = cfg.green - cfg.exit_margin, cfg.red + cfg.exit_margin",
-        "    green_exit, red_exit = cfg.green, cfg.red + cfg.exit_margin",
+        "                cfg.green - cfg.exit_margin,\n",
+        "                cfg.green,\n",
+    ),
+    Mutation(
+        "SGLang: an empty sglext left in an answer that never had one",
+        "engines/sglang.py",
+        "    if len(inner) == 1:",
+        "    if False:",
+    ),
+    Mutation(
+        "SGLang: the client asked for its details and loses them all the same",
+        "proxy/proxy.py",
+        "and self.ask_details() and not sglang.wants(body):",
+        "and self.ask_details():",
+        ("tests/integration/test_engines.py",),
     ),
     Mutation(
         "red left at its threshold, not past the exit margin",
         "analysis/evidence.py",
-        "    green_exit, red_exit = cfg.green - cfg.exit_margin, cfg.red + cfg.exit_margin",
-        "    green_exit, red_exit = cfg.green - cfg.exit_margin, cfg.red",
+        "                cfg.red + cfg.exit_margin,\n",
+        "                cfg.red,\n",
     ),
 )
 

@@ -38,42 +38,19 @@ windows that slide and are looked at every 10 s. Leaving a verdict takes evidenc
 way (below the green threshold, above the red one) at the lower bar: a verdict stands until
 the data turns against it, not until one estimate crosses a far exit.
 
-The long windows keep, per key and per bucket of a minute, only the sums a proportion's
-interval needs, and running totals per window: memory is keys x buckets, never requests.
+The windows' sums come from analysis/evidence_windows.py.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Generic, TypeVar
 
-from specwatch.analysis.counts import Counts
 from specwatch.analysis.stats import robust_variance, t_quantile, tail_confidence
 from specwatch.analysis.sums import Sums
 from specwatch.settings import ZoneSettings
-
-K = TypeVar("K")
-
-# the fields a bucket keeps: requests, then (successes, trials, ss, st, tt) of alpha-hat and
-# of the rate (accepted over drafted)
-_FIELDS = 9
-
-
-def _fields(counts: Counts) -> tuple[int, ...]:
-    c = counts
-    return (c.requests, c.accepted, c.trials, c.aa, c.at, c.tt, c.drafted, c.ad, c.dd)
-
-
-def _pick(values: tuple[int, ...] | array[int], metric: str) -> Sums:
-    n, a, t, aa, at, tt, d, ad, dd = values
-    if metric == "alpha":
-        return Sums(n, a, t, aa, at, tt)
-    return Sums(n, a, d, aa, ad, dd)
 
 
 @lru_cache(maxsize=4096)
@@ -386,107 +363,3 @@ def gathered(
     if entering and not any(window.full for window in kept):
         return None
     return Evidence(tuple(kept), cfg.change_evidence)
-
-
-class _Key:
-    __slots__ = ("buckets", "edges", "totals", "version")
-
-    def __init__(self, windows: int) -> None:
-        self.buckets: deque[tuple[int, array[int]]] = deque()  # oldest first
-        self.totals = [array("q", bytes(8 * _FIELDS)) for _ in range(windows)]
-        # per window, the oldest bucket index its total still holds (what a read moved to)
-        self.edges: list[float] = [-math.inf] * windows
-        self.version = 0
-
-
-class EvidenceWindows(Generic[K]):
-    """Per key, the sums of `Sums` over each window of `lengths` seconds ending at the time of
-    the latest read, in buckets of `bucket` seconds.
-
-    Time comes from the records and the reads, as in windows.SlidingWindow. A record joins its
-    bucket and the total of every window that still holds that bucket; a read at `now` takes
-    out of each window's total the buckets that have left it since the last read (reads move
-    forward in time: a read earlier than the last one sees the later one's windows). Integer
-    sums, so every total is exact.
-    """
-
-    def __init__(self, lengths: tuple[float, ...], bucket: float) -> None:
-        self.lengths = tuple(sorted(lengths))  # the longest last: it keeps the buckets
-        self.bucket = bucket
-        self._spans = [max(1, round(length / bucket)) for length in self.lengths]
-        self._keys: dict[K, _Key] = {}
-
-    def add(self, key: K, ts: float, counts: Counts) -> None:
-        if not self.lengths:  # a verdict window as long as every evidence window: it decides
-            return
-        entry = self._keys.get(key)
-        if entry is None:
-            entry = self._keys[key] = _Key(len(self.lengths))
-        index = int(ts // self.bucket)
-        values = _fields(counts)
-        buckets = entry.buckets
-        target = None
-        if buckets and buckets[-1][0] == index:
-            target = buckets[-1][1]
-        elif not buckets or buckets[-1][0] < index:
-            target = array("q", bytes(8 * _FIELDS))
-            buckets.append((index, target))
-        else:  # late: an older bucket, if the longest window still holds it
-            for bucket_index, held in buckets:
-                if bucket_index == index:
-                    target = held
-                    break
-            else:
-                if index < entry.edges[-1]:
-                    return
-                target = array("q", bytes(8 * _FIELDS))
-                buckets.append((index, target))
-                entry.buckets = deque(sorted(buckets, key=lambda item: item[0]))
-        for i, value in enumerate(values):
-            target[i] += value
-        for total, edge in zip(entry.totals, entry.edges, strict=True):
-            if index >= edge:
-                for i, value in enumerate(values):
-                    total[i] += value
-        entry.version += 1
-
-    def read(self, key: K, now: float, metric: str) -> list[tuple[float, Sums]]:
-        """Each window's sums at `now` (windows that hold nothing included), for `metric`
-        (alpha: accepted over trials; rate: over drafted)."""
-        entry = self._keys.get(key)
-        if entry is None:
-            return []
-        self._advance(entry, int(now // self.bucket))
-        return [
-            (length, _pick(total, metric))
-            for length, total in zip(self.lengths, entry.totals, strict=True)
-        ]
-
-    def _advance(self, entry: _Key, newest: int) -> None:
-        changed = False
-        for w, span in enumerate(self._spans):
-            edge = newest - span + 1
-            if edge <= entry.edges[w]:
-                continue
-            total = entry.totals[w]
-            for index, values in entry.buckets:
-                if index >= edge:
-                    break
-                if index >= entry.edges[w]:
-                    for i in range(_FIELDS):
-                        total[i] -= values[i]
-                    changed = True
-            entry.edges[w] = edge
-        buckets = entry.buckets
-        while buckets and buckets[0][0] < entry.edges[-1]:
-            buckets.popleft()
-        if changed:
-            entry.version += 1
-
-    def version(self, key: K, now: float) -> int:
-        """Changes whenever one of the key's window totals does, reads at `now` included."""
-        entry = self._keys.get(key)
-        if entry is None:
-            return -1
-        self._advance(entry, int(now // self.bucket))
-        return entry.version

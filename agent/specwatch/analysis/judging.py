@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
-from specwatch.analysis.evidence import Evidence, EvidenceWindows, gathered
+from specwatch.analysis.evidence import Evidence, gathered
+from specwatch.analysis.evidence_windows import EvidenceWindows
 from specwatch.analysis.stats import Interval, alpha_interval, rate_interval, tau_interval
 from specwatch.analysis.sums import Sums
 from specwatch.analysis.windows import SlidingWindow

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from specwatch.analysis.counts import Counts
-from specwatch.analysis.evidence import EvidenceWindows
+from specwatch.analysis.evidence_windows import EvidenceWindows
 from specwatch.analysis.sums import Sums
 
 K = 4
