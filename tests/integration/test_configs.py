@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 import structlog
 from aiohttp import web
 from specwatch import conventions as C
@@ -202,3 +203,44 @@ async def test_a_vllm_that_is_down_is_waited_for_by_serve_and_for_a_while_by_pro
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.mark.parametrize("loads", ["/version", "/props"])
+async def test_an_engine_still_loading_is_asked_again_not_taken_for_one_without_a_version(
+    loads: str,
+) -> None:
+    """llama.cpp's server answers every path 503 while it loads its model: the version is
+    learnt once it has loaded, not left unknown. Each probe on its own: a server that loads
+    behind /version (vLLM-like: its version there once loaded), and one that has no /version
+    and loads behind /props (llama.cpp's build)."""
+    loaded = asyncio.Event()
+    asked = [0]
+
+    async def answer(request: web.Request) -> web.Response:
+        asked[0] += 1
+        if request.path == loads and not loaded.is_set():
+            body = {"error": {"message": "Loading model", "code": 503}}
+            return web.json_response(body, status=503)
+        if request.path == loads == "/version":
+            return web.json_response({"version": "0.32.0"})
+        if request.path == loads == "/props":
+            return web.json_response({"build_info": "b11434-test", "total_slots": 1})
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/version", answer)
+    app.router.add_get("/props", answer)
+    runner, url = await serve(app)
+    watch = ConfigWatch(url, run_label(NGRAM, "stable", None), None)
+    task = asyncio.create_task(watch.run())
+    try:
+        await eventually(lambda: asked[0] >= 3 or watch.resolved.is_set(), seconds=10)
+        assert not watch.resolved.is_set()  # still loading: not an answer
+        loaded.set()
+        await asyncio.wait_for(watch.resolved.wait(), 10)
+        expected = ("vllm", "0.32.0") if loads == "/version" else ("llamacpp", "b11434-test")
+        assert (watch.config.engine, watch.config.vllm_version) == expected
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await runner.cleanup()

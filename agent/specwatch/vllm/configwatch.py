@@ -34,6 +34,9 @@ VERSION_PATH = "/version"
 PROPS_PATH = "/props"  # llama.cpp's server: no /version, its build in /props
 MODELS_PATH = "/v1/models"  # every engine's: its `owned_by` names the engine
 RECHECK_SECONDS = 60.0
+# an engine that is up but not serving yet: llama.cpp's server answers every path so while it
+# loads its model (server-http.cpp, "Loading model"); asked again, not taken for an answer
+_LOADING = 503
 
 
 class ConfigWatch:
@@ -57,9 +60,9 @@ class ConfigWatch:
         self.version_changes = 0
 
     async def _version(self, session: aiohttp.ClientSession) -> tuple[bool, str | None, str | None]:
-        """(answered, version, engine): answered is False while the engine cannot be reached,
-        engine None when it did not say. vLLM answers /version; llama.cpp's server has none,
-        and names its build in /props."""
+        """(answered, version, engine): answered is False while the engine cannot be reached
+        or is still loading (503), engine None when it did not say. vLLM answers /version;
+        llama.cpp's server has none, and names its build in /props."""
         try:
             async with session.get(self._url) as response:
                 body = await response.read()
@@ -67,11 +70,15 @@ class ConfigWatch:
             return False, None, None
         if response.status == 200:
             return True, read_version(body), VLLM
+        if response.status == _LOADING:
+            return False, None, None
         try:
             async with session.get(self._props) as response:
                 props = await response.read()
         except (aiohttp.ClientError, TimeoutError, OSError):
             props = b""
+        if response.status == _LOADING:
+            return False, None, None
         build = read_build_info(props) if response.status == 200 else None
         if build is not None:
             return True, build, LLAMACPP
