@@ -166,20 +166,15 @@ class WindowEvidence:
         # verdict
         green_exit: float = 0.0,
         red_exit: float = 0.0,
+        *,
+        basis: _Basis | None = None,  # (gathered) the figures computed from it when read
     ) -> None:
         self.seconds, self.full, self.sums = seconds, full, sums
-        self._values: list[float | None] = [green, red, green_exit, red_exit]
+        self._values: list[float | None] = (
+            [green, red, green_exit, red_exit] if basis is None else [None, None, None, None]
+        )
         self._changes: dict[float, float] = dict(changes)
-        self._basis: _Basis | None = None
-
-    @classmethod
-    def _deferred(cls, seconds: float, full: bool, sums: Sums, basis: _Basis) -> WindowEvidence:
-        window = cls.__new__(cls)
-        window.seconds, window.full, window.sums = seconds, full, sums
-        window._values = [None, None, None, None]
-        window._changes = {}
-        window._basis = basis
-        return window
+        self._basis = basis
 
     def _effect(self, basis: _Basis) -> float:
         effect = basis.effect
@@ -359,7 +354,7 @@ def gathered(
     for i, (seconds, sums) in enumerate(passing):
         full = sums.y >= cfg.min_trials and sums.requests >= cfg.min_requests
         basis = _Basis(sums, cfg, bars, passing[i + 1 :])
-        kept.append(WindowEvidence._deferred(seconds, full, sums, basis))
+        kept.append(WindowEvidence(seconds, full, 0.0, 0.0, sums, basis=basis))
     if entering and not any(window.full for window in kept):
         return None
     return Evidence(tuple(kept), cfg.change_evidence)
