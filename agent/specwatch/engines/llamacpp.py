@@ -15,14 +15,9 @@ from typing import Any
 
 from specwatch.core.records import SpecTotals
 from specwatch.engines import Contradiction, Unreadable
+from specwatch.engines.fields import count as _count
 
 ENGINE = "llamacpp"
-
-
-def _count(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
 
 
 def is_llamacpp(obj: dict[str, Any]) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from specwatch.core.records import SpecDecodeBlock, SpecTotals
-from specwatch.engines import Contradiction, Unreadable
+from specwatch.engines import Contradiction, Unreadable, fields
 from specwatch.engines.detect import SGLANG, TRTLLM
 
 # SGLang's fields (sglang PR #33518): on its OpenAI answers under `sglext.spec_tokens_details`
@@ -31,23 +31,10 @@ SGLANG_ACCEPT_LENGTH = "spec_accept_length"
 
 
 def _count(value: Any, field: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    raise Unreadable(f"{field} is not a count")
-
-
-def _histogram(value: Any, field: str) -> tuple[int, ...]:
-    """A dense list of step counts by accepted tokens, or a map with string keys "j"."""
-    if isinstance(value, dict):
-        dense: dict[int, int] = {}
-        for key, n in value.items():
-            if not (isinstance(key, str) and key.isdigit() and len(key) <= 6):
-                raise Unreadable(f"{field} key {key!r}")
-            dense[int(key)] = _count(n, field)
-        return tuple(dense.get(j, 0) for j in range(max(dense, default=-1) + 1))
-    if not isinstance(value, list):
-        raise Unreadable(f"{field} is not a histogram")
-    return tuple(_count(n, field) for n in value)
+    found = fields.count(value)
+    if found is None:
+        raise Unreadable(f"{field} is not a count")
+    return found
 
 
 def _from_histogram(
@@ -82,7 +69,7 @@ def sglang_block(meta: dict[str, Any], width: int | None) -> SpecDecodeBlock | S
     histogram = meta.get(SGLANG_HISTOGRAM)
     if histogram is not None and fixed:
         return _from_histogram(
-            _histogram(histogram, SGLANG_HISTOGRAM), fixed, steps, accepted, SGLANG
+            fields.histogram(histogram, SGLANG_HISTOGRAM), fixed, steps, accepted, SGLANG
         )
     return SpecTotals(proposed, accepted, steps, engine=SGLANG)
 
@@ -105,5 +92,5 @@ def trtllm_block(block: dict[str, Any]) -> SpecDecodeBlock | SpecTotals:
     if drafted != steps * width:
         raise Contradiction(f"trtllm: {drafted} drafted is not {steps} steps x {width}")
     return _from_histogram(
-        _histogram(histogram, "acceptance_histogram"), width, steps, accepted, TRTLLM
+        fields.histogram(histogram, "acceptance_histogram"), width, steps, accepted, TRTLLM
     )

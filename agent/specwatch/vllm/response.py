@@ -16,7 +16,9 @@ import orjson
 
 from specwatch.conventions import ParseReason
 from specwatch.core.records import Latency, SpecDecodeBlock, SpecTotals
-from specwatch.engines import Contradiction, Unreadable, llamacpp, sglang, shapes
+from specwatch.engines import Contradiction, Unreadable, fields, llamacpp, sglang, shapes
+from specwatch.engines.fields import count as _count
+from specwatch.engines.fields import key as _key
 
 
 class ParseFailure(Exception):
@@ -41,23 +43,11 @@ class ParsedResponse:
     totals: SpecTotals | None = None  # an engine that sends totals only (engines/)
 
 
-def _count(value: Any) -> int | None:
-    """A non-negative int that is not a bool, else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
-
-
-_ONLY_INT = frozenset({int})
-
-
 def _counts(value: Any, field: str) -> tuple[int, ...]:
-    if not isinstance(value, list):
-        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, f"{field} is not a list")
-    # C-level checks, one pass each: exactly ints (a bool's type is bool), none negative
-    if value and (not _ONLY_INT.issuperset(map(type, value)) or min(value) < 0):
-        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, f"{field} holds a non-count")
-    return tuple(value)
+    try:
+        return fields.counts(value, field)
+    except Unreadable as unreadable:
+        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, str(unreadable)) from None
 
 
 def _seconds(value: Any) -> float | None:
@@ -76,25 +66,10 @@ def _check_total(block: dict[str, Any], key: str, expected: int) -> None:
 
 
 def _histogram(value: Any, field: str, k: int | None) -> tuple[int, ...]:
-    """A histogram of steps by accepted count: a dense list (index j), or a sparse map with
-    string keys "j" (the per-choice shape); as a dense tuple."""
-    if not isinstance(value, dict):
-        return _counts(value, field)
-    dense: dict[int, int] = {}
-    for key, n in value.items():
-        j, count = _key(key), _count(n)
-        if j is None or count is None:
-            raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, f"{field} holds a non-count")
-        dense[j] = count
-    size = max(dense, default=-1) + 1 if k is None else max(k + 1, max(dense, default=-1) + 1)
-    return tuple(dense.get(j, 0) for j in range(size))
-
-
-def _key(key: Any) -> int | None:
-    """A string key that spells a count ("3"), as JSON objects carry them."""
-    if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 6:
-        return int(key)
-    return None
+    try:
+        return fields.histogram(value, field, k)
+    except Unreadable as unreadable:
+        raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, str(unreadable)) from None
 
 
 def _by_draft_length(value: Any, k: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -77,6 +77,10 @@ def test_sglang_without_a_histogram_is_totals_with_its_steps() -> None:
          [2, 2, 2, 1, 1], ParseReason.INCONSISTENT_SPEC_BLOCK),  # a step past K
         ("trtllm_completion.json", ("choices", 0, "speculative_decoding", "num_spec_steps"),
          True, ParseReason.BAD_SPEC_BLOCK),
+        # a digit to str.isdigit that int() refuses: read by the one histogram reader vLLM's
+        # blocks use too (engines/fields.py), not a ValueError out of the parser
+        ("trtllm_completion.json", ("choices", 0, "speculative_decoding", "acceptance_histogram"),
+         {"0": 2, "²": 6}, ParseReason.BAD_SPEC_BLOCK),
         ("trtllm_schedule.json", ("choices", 0, "speculative_decoding",
                                   "total_accepted_draft_tokens"),
          17, ParseReason.INCONSISTENT_SPEC_BLOCK),  # more accepted than drafted
