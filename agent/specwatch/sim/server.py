@@ -271,10 +271,14 @@ class SimServer:
             obj["usage"] = shapes.usage(gen)
         return engines.dress(obj, fields)
 
-    def _event(self, piece: dict[str, Any]) -> bytes:
-        if self.config.engine == "sglang":  # SGLang sends no system_fingerprint
+    def _shaped(self, piece: dict[str, Any]) -> dict[str, Any]:
+        """A body or chunk as the engine writes it: SGLang sends no system_fingerprint."""
+        if self.config.engine == "sglang":
             piece.pop("system_fingerprint", None)
-        return shapes.event(piece)
+        return piece
+
+    def _event(self, piece: dict[str, Any]) -> bytes:
+        return shapes.event(self._shaped(piece))
 
     def _metrics_block(self, gen: Generation, ttft: float, generation: float) -> dict[str, Any]:
         cfg = self.config
@@ -308,9 +312,7 @@ class SimServer:
         generation = time.perf_counter() - started - ttft
         metrics = self._metrics_block(gen, ttft, generation)
         whole = self._dressed(shapes.body(gen, "".join(texts), metrics), gen, generation)
-        if self.config.engine == "sglang":
-            whole.pop("system_fingerprint", None)
-        data = orjson.dumps(whole)
+        data = orjson.dumps(self._shaped(whole))
         if gen.fault == Fault.TRUNCATE:
             data = data[: len(data) // 2]
         elif gen.fault == Fault.BAD_JSON:
