@@ -7,8 +7,8 @@ what the client receives (proxy/stream.py); and SGLang is asked for its per-requ
 which are taken out again (engines/sglang.py; its non-streamed answer is then held whole). The
 final JSON body, or the usage chunk, is handed to the analysis queue after the response is
 done; nothing here parses more than it must to find it, and nothing here can fail a request
-the upstream served. Every other path is
-relayed unobserved. Upstream connections are kept alive in a pool per upstream (A/B: two).
+the upstream served. Every other path is relayed unobserved. Upstream connections are kept
+alive in a pool per upstream (A/B: two).
 """
 
 from __future__ import annotations

@@ -110,13 +110,12 @@ class StreamRewriter:
                 self.choice_stats = event
             elif is_details_event(event):
                 self.choice_stats = event  # SGLang's details come in a chunk of their own
-                if self._strip:
-                    data = event_data(event)
-                    stripped = None if data is None else sglang.without_details(data)
-                    if stripped is not None and b'"sglext"' not in stripped:
+                data = event_data(event) if self._strip else None
+                stripped = None if data is None else sglang.without_details(data)
+                if stripped is not None:
+                    if b'"sglext"' not in stripped:
                         continue  # sent only for what the client did not ask: it never was
-                    if stripped is not None:
-                        event = b"data: " + stripped + b"\n\n"
+                    event = b"data: " + stripped + b"\n\n"
             if self._inject:
                 if self._held is not None:
                     forward.append(self._held)
