@@ -21,18 +21,17 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-import orjson
 import structlog
 
 from specwatch.core.records import SpecConfig
 from specwatch.engines.detect import LLAMACPP, VLLM, owner_engine
+from specwatch.vllm.models import listed_models
 from specwatch.vllm.specconfig import read_build_info, read_version, spec_config
 
 log = structlog.get_logger("specwatch.config")
 
 VERSION_PATH = "/version"
 PROPS_PATH = "/props"  # llama.cpp's server: no /version, its build in /props
-MODELS_PATH = "/v1/models"  # every engine's: its `owned_by` names the engine
 RECHECK_SECONDS = 60.0
 # an engine that is up but not serving yet: llama.cpp's server answers every path so while it
 # loads its model (server-http.cpp, "Loading model"); asked again, not taken for an answer
@@ -52,7 +51,7 @@ class ConfigWatch:
         everything else in it fixed at start (run_label)."""
         self._url = upstream.rstrip("/") + VERSION_PATH
         self._props = upstream.rstrip("/") + PROPS_PATH
-        self._models = upstream.rstrip("/") + MODELS_PATH
+        self._upstream = upstream
         self._label = label
         self._timeout, self._clock = timeout, clock
         self.config: SpecConfig = label(None, engine)
@@ -87,12 +86,7 @@ class ConfigWatch:
     async def _owner(self, session: aiohttp.ClientSession) -> str | None:
         """The engine /v1/models names (`owned_by`): SGLang and TensorRT-LLM may answer
         /version as vLLM does; what they own is theirs alone."""
-        try:
-            async with session.get(self._models) as response:
-                body = await response.read()
-            return owner_engine(orjson.loads(body)) if response.status == 200 else None
-        except (aiohttp.ClientError, TimeoutError, OSError, orjson.JSONDecodeError):
-            return None
+        return owner_engine(await listed_models(session, self._upstream))
 
     async def run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=5.0)

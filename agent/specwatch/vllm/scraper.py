@@ -23,6 +23,7 @@ from specwatch import conventions as C
 from specwatch.conventions import ParseReason, ParseSource
 from specwatch.core.health import Health
 from specwatch.core.records import EngineSample
+from specwatch.vllm.models import first_model, listed_models
 
 log = structlog.get_logger("specwatch.scraper")
 
@@ -121,13 +122,7 @@ class Scraper:
     async def _served_model(self, session: aiohttp.ClientSession) -> str | None:
         """The one model an unlabelled /metrics counts (llama.cpp's), or None (asked again at
         the next scrape)."""
-        try:
-            async with session.get(self._upstream + "/v1/models") as response:
-                body = await response.json(content_type=None)
-            model = body["data"][0]["id"]
-        except (aiohttp.ClientError, TimeoutError, ValueError, LookupError, TypeError):
-            return None
-        return model if isinstance(model, str) and model else None
+        return first_model(await listed_models(session, self._upstream))
 
     async def scrape_once(self, session: aiohttp.ClientSession) -> None:
         try:
