@@ -278,7 +278,7 @@ def baseline_of(moments: Moments) -> Baseline:
     # (a baseline shorter than the lags it needs has none to show)
     long_enough = len(lags) == WANDER_LAGS
     if long_enough and square > 0 and lags[0] / square > 2.0 / math.sqrt(count) and lags[1] > 0:
-        rho = min(0.99, max(0.2, sum(lags[1:]) / sum(lags[:-1])))
+        rho = min(0.99, max(0.2, sum(lags[1:], 0.0) / sum(lags[:-1], 0.0)))
         wander = min(lags[0] / rho, max(0.0, square - noise))
     excess = square - wander - noise
     icc = min(1.0, max(0.0, excess / cluster)) if cluster > 0 else 0.0

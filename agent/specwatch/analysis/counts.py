@@ -156,7 +156,7 @@ class Counts:
         # one K (the usual case): every field set once, not added to a fresh Counts
         n, a, t, reached = _one_k(k, accepted, max_position)
         d, length = k * n, min(k, max_position)
-        out = cls.__new__(cls)
+        out = cls(0)  # every field is set below (mypyc compiles no bare __new__)
         out.requests, out.steps, out.drafted, out.accepted, out.trials = 1, n, d, a, t
         out.max_drafted, out.by_position = k, reached
         out._steps_at, out._accepted_at = {length: n}, {length: a}
@@ -268,7 +268,7 @@ class Counts:
 
     def copy(self) -> Counts:
         """An equal, independent Counts (field by field: a window is copied at every read)."""
-        out = Counts.__new__(Counts)
+        out = Counts(0)  # every field is set below
         out.requests, out.steps, out.drafted = self.requests, self.steps, self.drafted
         out.accepted, out.trials, out.max_drafted = self.accepted, self.trials, self.max_drafted
         out.aa, out.at, out.tt = self.aa, self.at, self.tt

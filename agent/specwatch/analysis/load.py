@@ -45,9 +45,13 @@ class LoadBuckets:
     def __init__(self, bounds: Sequence[int]) -> None:
         self.bounds = tuple(bounds)
         lows = (1, *(b + 1 for b in self.bounds))
-        self.ranges = tuple(zip(lows, (*self.bounds, math.inf), strict=True))
+        # the last range is open (None), not math.inf: the bounds stay ints, so a label
+        # reads `2-4` whether this module runs as Python or compiled (mypyc would make them
+        # floats in a tuple typed by math.inf)
+        highs: tuple[int | None, ...] = (*self.bounds, None)
+        self.ranges = tuple(zip(lows, highs, strict=True))
         self.labels = tuple(
-            (str(lo) if lo == hi else f"{lo}-{hi}") if hi != math.inf else f"{lo}+"
+            f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}-{hi}"
             for lo, hi in self.ranges
         )
 
@@ -193,7 +197,7 @@ class LoadTable:
         ranges = []
         for index, (k, method, gain, lower, upper) in enumerate(chosen):
             first, bound = self.buckets.ranges[index]
-            end = self._largest[model] if index == last else int(bound)
+            end = self._largest[model] if index == last or bound is None else bound
             cell = cells.get(index)
             ranges.append(
                 LoadRange(

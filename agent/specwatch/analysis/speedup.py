@@ -67,6 +67,26 @@ class Gain:
     cost_lower: float | None = None  # an estimated c's interval (analysis/draft_cost.py)
     cost_upper: float | None = None
 
+    def __eq__(self, other: object) -> bool:
+        """Field by field, an insufficient gain's NaN equal to NaN: Python's tuple comparison
+        finds the shared `math.nan` identical, compiled code (mypyc) keeps floats unboxed and
+        would find no two insufficient gains equal, nor one to itself."""
+        if not isinstance(other, Gain):
+            return NotImplemented
+        return all(
+            mine == theirs or (mine != mine and theirs != theirs)
+            for mine, theirs in zip(self._fields(), other._fields(), strict=True)
+        )
+
+    def __hash__(self) -> int:  # equal gains hash alike: NaN hashed as None
+        return hash(tuple(None if value != value else value for value in self._fields()))
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.ratio, self.method, self.lower, self.upper, self.window_seconds,
+            self.cost_ratio, self.cost_source, self.cost_lower, self.cost_upper,
+        )  # fmt: skip
+
     @property
     def slower(self) -> bool:
         """Speculation is slower than none: the whole interval lies below 1."""

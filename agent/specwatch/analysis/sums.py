@@ -15,6 +15,11 @@ from collections.abc import Iterator
 
 from specwatch.analysis.counts import Counts
 
+# A count's sums stay ints (exact, and written as `70` to the state file and the logs), a
+# time's are floats. Spelled as a union, not `float` (which admits ints too): compiled by
+# mypyc, `float` is a C double and would turn every count into one.
+Number = int | float
+
 
 class Sums:
     __slots__ = ("requests", "x", "xx", "xy", "y", "yy")
@@ -22,11 +27,11 @@ class Sums:
     def __init__(
         self,
         requests: int = 0,
-        x: float = 0,
-        y: float = 0,
-        xx: float = 0,
-        xy: float = 0,
-        yy: float = 0,
+        x: Number = 0,
+        y: Number = 0,
+        xx: Number = 0,
+        xy: Number = 0,
+        yy: Number = 0,
     ) -> None:
         self.requests = requests
         self.x, self.y, self.xx, self.xy, self.yy = x, y, xx, xy, yy
@@ -40,7 +45,7 @@ class Sums:
             return cls(c.requests, c.accepted, c.trials, c.aa, c.at, c.tt)
         return cls(c.requests, c.accepted, c.drafted, c.aa, c.ad, c.dd)
 
-    def add(self, x: float, y: float) -> None:
+    def add(self, x: Number, y: Number) -> None:
         """One more request with its own x and y."""
         self.requests += 1
         self.x += x
@@ -81,7 +86,7 @@ class Sums:
         longer holds."""
         return min(self.requests, self.x, self.y, self.xx, self.xy, self.yy) < 0
 
-    def __iter__(self) -> Iterator[float]:
+    def __iter__(self) -> Iterator[Number]:
         """requests, x, y, xx, xy, yy: the order the state file and robust_variance take."""
         return iter((self.requests, self.x, self.y, self.xx, self.xy, self.yy))
 

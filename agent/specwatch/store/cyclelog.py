@@ -191,7 +191,7 @@ def from_line(line: bytes) -> RequestRecord:
     except ValueError:  # msgspec's errors and bad UTF-8 alike: the checks say what is wrong
         return _checked(line)
     variant = fields.variant if isinstance(fields.variant, str) else VARIANT_SPEC
-    spec = totals = None
+    spec = None
     if fields.draft_tokens is not None or fields.accepted_tokens is not None:
         return _checked(line)  # totals: rare enough to read field by field
     if variant != VARIANT_BASELINE:
@@ -212,7 +212,7 @@ def from_line(line: bytes) -> RequestRecord:
         prompt_tokens=fields.prompt_tokens,
         completion_tokens=fields.completion_tokens,
         spec=spec,
-        totals=totals,
+        totals=None,  # a line with totals is read by _checked
         latency=Latency(
             ttft=None if ttft is None else ttft / 1000.0,
             tpot=None if tpot is None else tpot / 1000.0,

@@ -1,9 +1,19 @@
 from __future__ import annotations
 
+from dataclasses import fields, replace
+from typing import Any
+
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.speedup import MEASURED, MODELLED, Cost, measured_gain, modelled_gain
+from specwatch.analysis.speedup import (
+    MEASURED,
+    MODELLED,
+    Cost,
+    Gain,
+    measured_gain,
+    modelled_gain,
+)
 from specwatch.analysis.stats import Interval
 from specwatch.analysis.sums import Sums
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
@@ -164,3 +174,19 @@ def test_the_live_gain_weighs_each_request_by_its_decode_tokens() -> None:
     expected = 0.020 / ((0.010 * 99 + 0.040 * 1) / 100)
     assert MEASURED == rollup.gain.method
     assert pytest.approx(expected) == rollup.gain.ratio
+
+
+def test_gains_equal_field_by_field_an_insufficient_ones_nan_equal_to_nan() -> None:
+    """Compiled (mypyc) floats are unboxed: without its own __eq__ no two insufficient gains,
+    nor one and itself, would be equal, and a view kept across snapshots never matched."""
+    gain = Gain.insufficient(3600.0)
+    assert gain == Gain.insufficient(3600.0)
+    assert hash(gain) == hash(Gain.insufficient(3600.0))
+    assert gain != Gain.insufficient(60.0)
+    assert len(fields(Gain)) == len(gain._fields())  # every field compared
+    modelled = modelled_gain(Interval(2.0, 1.8, 2.2), 3, Cost(0.1, "configured"))
+    for field in fields(Gain):
+        changed: dict[str, Any] = {field.name: "x" if "str" in str(field.type) else 0.5}
+        other = replace(modelled, **changed)
+        assert modelled != other, field.name
+    assert modelled == replace(modelled)
