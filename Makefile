@@ -77,7 +77,9 @@ bench: setup
 	$(BIN)/python benchmarks/sse_pieces.py
 	$(BIN)/python benchmarks/compare_fleet.py
 	@if command -v mtail >/dev/null; then \
+	  compiled=$$(mktemp -d) && PYTHON=$(BIN)/python tools/build_compiled.sh $$compiled/pkg $$compiled/dist && \
 	  benchmarks/mtail_anchor.sh 1 -- '$(CURDIR)/$(BIN)/specwatch replay "$$JSONL" --json > /dev/null' \
+	    "PYTHONPATH=$$compiled/pkg $(CURDIR)/$(BIN)/python -m specwatch replay \"\$$JSONL\" --json > /dev/null" \
 	    '$(CURDIR)/$(BIN)/specwatch analyze "$$JSONL" --threads 1 --quiet --json > /dev/null'; \
 	else echo "make bench: mtail not installed: no replay or analyze comparison with mtail"; fi
 	$(BIN)/python benchmarks/proxy_overhead.py

@@ -708,6 +708,22 @@ MUTATIONS = (
         "                cfg.red + cfg.exit_margin,\n",
         "                cfg.red,\n",
     ),
+    Mutation(
+        "compiled analysis: a count's sums typed as floats (mypyc writes 70.0 for 70)",
+        "analysis/sums.py",
+        "Number = int | float\n",
+        "Number = float\n",
+        (
+            "tests/e2e/test_wheel.py::test_the_compiled_analysis_replays_to_the_bytes_the_source_gives",
+        ),
+    ),
+    Mutation(
+        "compiled analysis: load bounds typed as floats (mypyc labels `2-4.0`)",
+        "analysis/load.py",
+        "        highs: tuple[int | None, ...] = (*self.bounds, None)\n",
+        "        highs: tuple[float | None, ...] = (*self.bounds, None)\n",
+        ("tests/e2e/test_wheel.py::test_the_analysis_tests_pass_against_the_compiled_build",),
+    ),
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specwatch import __version__
+from specwatch import __version__, analysis_build
 from specwatch.cli import simulated
 from specwatch.cli.flags import (
     ANALYSIS_FLAGS,
@@ -28,7 +28,8 @@ def parser() -> argparse.ArgumentParser:
         description="Monitoring sidecar and SLO alerting for speculative decoding on vLLM.",
         formatter_class=Help,
     )
-    top.add_argument("--version", action="version", version=f"specwatch {__version__}")
+    version = f"specwatch {__version__} (analysis: {analysis_build()})"
+    top.add_argument("--version", action="version", version=version)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _live(commands)
     _offline(commands)

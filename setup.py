@@ -1,0 +1,33 @@
+"""The build's one option: `SPECWATCH_COMPILE=1` compiles the analysis (specwatch/analysis) with
+mypyc; without it the wheel is pure Python. Both run the same source and give the same bytes
+(tests/e2e/test_compiled.py); the compiled analysis replays a cycle log in about 60% of the
+CPU (docs/benchmarks.md). The sidecar's image builds it compiled (Dockerfile).
+
+mypyc type-checks what it compiles, with the project's mypy settings and plugins, so a compiled
+build runs without build isolation, in an environment that has the runtime dependencies and
+the pinned mypy: `tools/build_compiled.sh` (or `pip wheel --no-build-isolation`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from setuptools import setup
+
+COMPILED = ["agent/specwatch/analysis"]
+
+
+def ext_modules() -> list[object]:
+    if os.environ.get("SPECWATCH_COMPILE", "") != "1":
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError as error:
+        raise SystemExit(
+            "SPECWATCH_COMPILE=1 needs mypy (with mypyc) in the build environment: "
+            "pip install 'mypy==2.4.1', then build with --no-build-isolation"
+        ) from error
+    return list(mypycify(["--config-file", "pyproject.toml", *COMPILED]))
+
+
+setup(ext_modules=ext_modules())
