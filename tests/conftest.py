@@ -69,14 +69,20 @@ async def sidecar(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
     await car.stop()
 
 
+# the xdist groups: "vllm", the tests that start an engine (vLLM, llama.cpp), in a row on one
+# worker; "compiled", the tests of one compiled build (tests/e2e/test_wheel.py), built once
+GROUPS = ("vllm", "compiled")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `--dist loadgroup` (make test) the tests that start an engine (vLLM, llama.cpp)
-    must share one worker, group "vllm": fail loudly if xdist stopped grouping them (it did,
-    silently, with pytest 9.2), or a test names another group (a worker raising this under
-    xdist shows only as a crash of the first grouped test)."""
+    """Under `--dist loadgroup` (make test) each group's tests must share one worker: fail
+    loudly if xdist stopped grouping them (it did, silently, with pytest 9.2), or a test names
+    a group not in GROUPS (a worker raising this under xdist shows only as a crash of the
+    first grouped test)."""
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:
-        if item.get_closest_marker("xdist_group") and not item.nodeid.endswith("@vllm"):
+        marker = item.get_closest_marker("xdist_group")
+        if marker is not None and not item.nodeid.endswith(tuple(f"@{g}" for g in GROUPS)):
             raise pytest.UsageError(f"xdist did not group {item.nodeid}: check pytest-xdist")

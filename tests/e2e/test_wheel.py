@@ -16,7 +16,7 @@ from tests.support import ROOT
 from tests.support.verdicts import LOGS
 
 # one build for the module's tests: on one xdist worker
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("wheel")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("compiled")]
 
 VERDICT_LOGS = ROOT / "tests" / "fixtures" / "verdicts"
 
