@@ -134,6 +134,17 @@ def test_the_wrap_image_runs_as_the_sidecars_user() -> None:
     assert {"HOME", "HF_HOME", "VLLM_CACHE_ROOT"} <= set(re.findall(r"(\w+)=/var/cache", wrap))
 
 
+def test_the_sidecar_image_compiles_the_analysis_with_the_mypy_the_project_pins() -> None:
+    """mypyc's generated C follows its version: the image builds with the one the project
+    type-checks with (and tests/e2e/test_wheel.py builds with), and builds compiled."""
+    sidecar = (ROOT / "Dockerfile").read_text()
+    pinned = re.search(r'"(mypy==[^"]+)"', (ROOT / "pyproject.toml").read_text())
+    assert pinned is not None
+    assert f"'{pinned.group(1)}'" in sidecar
+    assert "SPECWATCH_COMPILE=1 pip wheel" in sidecar
+    assert "SPECWATCH_COMPILE" not in (ROOT / "Dockerfile.wrap").read_text()
+
+
 def test_generated_objects_carry_exactly_the_generated_files() -> None:
     objects = kustomize("ngram")
     files = render(load_settings())
