@@ -526,8 +526,8 @@ MUTATIONS = (
     Mutation(
         "red's evidence at green's bar",
         "analysis/evidence.py",
-        "scale = self._scale(basis, index % 2)",
-        "scale = self._scale(basis, 0)",
+        "scale = self._scale(basis, basis.bars[index % 2])",
+        "scale = self._scale(basis, basis.bars[0])",
     ),
     Mutation(
         "compare: a model's rollup outside its slices' family",

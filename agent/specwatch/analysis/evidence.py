@@ -182,9 +182,9 @@ class WindowEvidence:
             effect = basis.effect = _design_effect(self.sums)
         return effect
 
-    def _scale(self, basis: _Basis, which: int) -> float:
-        """effect x widening at the bar of green (`which` 0) or red (1)."""
-        return self._effect(basis) * _widening(self.sums.requests, basis.bars[which])
+    def _scale(self, basis: _Basis, bar: float) -> float:
+        """The design effect x the widening at `bar`."""
+        return self._effect(basis) * _widening(self.sums.requests, bar)
 
     def ratio_at(self, threshold: float, indifference: float, bar: float) -> float:
         """`log_ratio` of the window's sums about another threshold, on its one design
@@ -192,7 +192,7 @@ class WindowEvidence:
         basis = self._basis
         if basis is None:
             return log_ratio(self.sums, threshold, indifference, bar)
-        scale = self._effect(basis) * _widening(self.sums.requests, bar)
+        scale = self._scale(basis, bar)
         return _ratio(basis.p, scale, self.sums.y, threshold, indifference)
 
     def _value(self, index: int) -> float:
@@ -207,7 +207,7 @@ class WindowEvidence:
                 cfg.green - cfg.exit_margin,
                 cfg.red + cfg.exit_margin,
             )[index]
-            scale = self._scale(basis, index % 2)
+            scale = self._scale(basis, basis.bars[index % 2])  # green's bar, or red's
             value = _ratio(basis.p, scale, self.sums.y, threshold, cfg.indifference)
             self._values[index] = value
         return value

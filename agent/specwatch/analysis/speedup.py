@@ -21,7 +21,7 @@ Always labelled with its method, the window it covers and, modelled, where c cam
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
 from specwatch.analysis.counts import Counts
@@ -82,10 +82,7 @@ class Gain:
         return hash(tuple(None if value != value else value for value in self._fields()))
 
     def _fields(self) -> tuple[object, ...]:
-        return (
-            self.ratio, self.method, self.lower, self.upper, self.window_seconds,
-            self.cost_ratio, self.cost_source, self.cost_lower, self.cost_upper,
-        )  # fmt: skip
+        return tuple(getattr(self, field.name) for field in fields(self))
 
     @property
     def slower(self) -> bool:
