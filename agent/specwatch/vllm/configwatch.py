@@ -38,6 +38,15 @@ RECHECK_SECONDS = 60.0
 _LOADING = 503
 
 
+async def _get(session: aiohttp.ClientSession, url: str) -> tuple[int, bytes] | None:
+    """(status, body), or None when the engine cannot be reached."""
+    try:
+        async with session.get(url) as response:
+            return response.status, await response.read()
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return None
+
+
 class ConfigWatch:
     def __init__(
         self,
@@ -62,23 +71,15 @@ class ConfigWatch:
         """(answered, version, engine): answered is False while the engine cannot be reached
         or is still loading (503), engine None when it did not say. vLLM answers /version;
         llama.cpp's server has none, and names its build in /props."""
-        try:
-            async with session.get(self._url) as response:
-                body = await response.read()
-        except (aiohttp.ClientError, TimeoutError, OSError):
+        version = await _get(session, self._url)
+        if version is None or version[0] == _LOADING:
             return False, None, None
-        if response.status == 200:
-            return True, read_version(body), VLLM
-        if response.status == _LOADING:
+        if version[0] == 200:
+            return True, read_version(version[1]), VLLM
+        props = await _get(session, self._props)
+        if props is not None and props[0] == _LOADING:
             return False, None, None
-        try:
-            async with session.get(self._props) as response:
-                props = await response.read()
-        except (aiohttp.ClientError, TimeoutError, OSError):
-            props = b""
-        if response.status == _LOADING:
-            return False, None, None
-        build = read_build_info(props) if response.status == 200 else None
+        build = read_build_info(props[1]) if props is not None and props[0] == 200 else None
         if build is not None:
             return True, build, LLAMACPP
         return True, None, None  # an older vLLM without /version: known to be unknown
