@@ -104,12 +104,16 @@ async def reconciled(served: Served, sent: int) -> tuple[float, float]:
     return drafted, accepted
 
 
-def busiest_copy(live: dict[str, Any]) -> dict[str, Any] | None:
-    """The copyable slice that drafted the most (None before one drafted)."""
-    copy = [
+def copy_slices(live: dict[str, Any]) -> list[dict[str, Any]]:
+    """The copyable slices that drafted."""
+    return [
         s for (_, task), s in by_slice(live).items() if task == "copyable" and s["draft_tokens"]
     ]
-    return max(copy, key=lambda s: s["draft_tokens"], default=None)
+
+
+def busiest_copy(live: dict[str, Any]) -> dict[str, Any] | None:
+    """The copyable slice that drafted the most (None before one drafted)."""
+    return max(copy_slices(live), key=lambda s: s["draft_tokens"], default=None)
 
 
 async def judged_status(served: Served, busiest: bool = False) -> dict[str, Any]:
@@ -123,8 +127,8 @@ async def judged_status(served: Served, busiest: bool = False) -> dict[str, Any]
 
     async def judged() -> bool:
         live = await status()
-        judged = [*live["models"], *([busiest_copy(live) or {}] if busiest else [])]
-        return all(s.get("zone", C.Zone.INSUFFICIENT) != C.Zone.INSUFFICIENT for s in judged)
+        waited = [*live["models"], *([busiest_copy(live) or {}] if busiest else [])]
+        return all(s.get("zone", C.Zone.INSUFFICIENT) != C.Zone.INSUFFICIENT for s in waited)
 
     await eventually(judged, seconds=15)
     live = await status()
@@ -164,9 +168,7 @@ async def test_ngram_totals_reconcile_and_zones_judge_the_rate(
     assert {"data": "totals", "supports": supports}.items() <= live["per_request_data"][
         "tiny"
     ].items()
-    copy = [
-        s for (_, task), s in by_slice(live).items() if task == "copyable" and s["draft_tokens"]
-    ]
+    copy = copy_slices(live)
     assert min(s["rate"] for s in copy) > 0.9
     assert {s["zone_metric"] for s in copy} == {"rate"}
     busiest = busiest_copy(live)
