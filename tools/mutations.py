@@ -724,6 +724,20 @@ MUTATIONS = (
         "        highs: tuple[float | None, ...] = (*self.bounds, None)\n",
         ("tests/e2e/test_wheel.py::test_the_analysis_tests_pass_against_the_compiled_build",),
     ),
+    Mutation(
+        "the analysis queue read whole in one turn: the loop held while it is read",
+        "sidecar/intake.py",
+        "                    await asyncio.sleep(0)  # relaying goes on between batches\n",
+        "                    pass\n",
+        ("tests/integration/test_intake.py",),
+    ),
+    Mutation(
+        "the analysis queue read as observations come, no batch gathered",
+        "sidecar/intake.py",
+        "            await self._gather()\n",
+        "            pass\n",
+        ("tests/integration/test_intake.py",),
+    ),
 )
 
 
