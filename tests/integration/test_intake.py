@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 import pytest
@@ -38,16 +39,9 @@ def observation(i: int) -> Observation:
 class Turns:
     """Counts the event loop's turns, and which turn each observation was read in."""
 
-    def __init__(self, intake: Intake) -> None:
+    def __init__(self) -> None:
         self.turn = 0
         self.read: list[int] = []  # the turn of each observation read, in order
-        ingest = intake.ingest
-
-        def counted(obs: Observation) -> None:
-            self.read.append(self.turn)
-            ingest(obs)
-
-        intake.ingest = counted  # type: ignore[method-assign]
 
     async def count(self) -> None:
         while True:
@@ -62,12 +56,22 @@ class Turns:
         return list(sizes.values())
 
 
+class CountedIntake(Intake):
+    def __init__(self, turns: Turns, *args: Any) -> None:
+        super().__init__(*args)
+        self.turns = turns
+
+    def ingest(self, observation: Observation) -> None:
+        self.turns.read.append(self.turns.turn)
+        super().ingest(observation)
+
+
 @contextlib.asynccontextmanager
 async def consuming(settings: Settings) -> AsyncIterator[tuple[Intake, Turns]]:
     health = Health()
     analyzer = Analyzer(settings, 0.0)
-    intake = Intake(settings, analyzer, health, ReadGate(lambda error: None))
-    turns = Turns(intake)
+    turns = Turns()
+    intake = CountedIntake(turns, settings, analyzer, health, ReadGate(lambda error: None))
 
     async def ready() -> SpecConfig:
         return CONFIG
