@@ -1,7 +1,9 @@
-"""The build's one option: `SPECWATCH_COMPILE=1` compiles the analysis (specwatch/analysis) with
-mypyc; without it the wheel is pure Python. Both run the same source and give the same bytes
-(tests/e2e/test_compiled.py); the compiled analysis replays a cycle log in about 60% of the
-CPU (docs/benchmarks.md). The sidecar's image builds it compiled (Dockerfile).
+"""The build's one option: `SPECWATCH_COMPILE=1` compiles the analysis (specwatch/analysis) and
+the proxy's reading of an observed answer (the stream rewriter, the SSE splitter, the response
+parser, the record) with mypyc; without it the wheel is pure Python. Both run the same source
+and give the same bytes (tests/e2e/test_wheel.py); the compiled analysis replays a cycle log in
+about 60% of the CPU, and the compiled reading makes observing a request cheaper
+(docs/benchmarks.md). The sidecar's image builds it compiled (Dockerfile).
 
 mypyc type-checks what it compiles, with the project's mypy settings and plugins, so a compiled
 build runs without build isolation, in an environment that has the runtime dependencies and
@@ -14,7 +16,16 @@ import os
 
 from setuptools import setup
 
-COMPILED = ["agent/specwatch/analysis"]
+COMPILED = [
+    "agent/specwatch/analysis",
+    # what the proxy runs per streamed event and per observed request, beside the relay
+    "agent/specwatch/proxy/sse.py",
+    "agent/specwatch/proxy/stream.py",
+    "agent/specwatch/proxy/observation.py",
+    "agent/specwatch/proxy/tasks.py",
+    "agent/specwatch/vllm/response.py",
+    "agent/specwatch/engines/fields.py",
+]
 
 
 def ext_modules() -> list[object]:

@@ -98,15 +98,23 @@ def test_the_compiled_analysis_replays_to_the_bytes_the_source_gives(
 
 
 def test_the_analysis_tests_pass_against_the_compiled_build(compiled: tuple[Path, Path]) -> None:
+    """And the tests of the proxy's compiled reading of an answer (setup.py's list)."""
     _, target = compiled
     # the nested run is no xdist worker of this one
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(target)
-    where = [sys.executable, "-c", "import specwatch.analysis.zones as m; print(m.__file__)"]
-    found = subprocess.run(where, capture_output=True, text=True, check=True, env=env, cwd=ROOT)
-    assert found.stdout.startswith(str(target)), found.stdout
-    assert ".so" in found.stdout, found.stdout
-    tests = ["tests/unit/analysis", "tests/integration/test_verdicts_unchanged.py"]
+    for module in ("analysis.zones", "proxy.stream", "vllm.response"):
+        where = [sys.executable, "-c", f"import specwatch.{module} as m; print(m.__file__)"]
+        found = subprocess.run(where, capture_output=True, text=True, check=True, env=env, cwd=ROOT)
+        assert found.stdout.startswith(str(target)), found.stdout
+        assert ".so" in found.stdout, found.stdout
+    tests = [
+        "tests/unit/analysis",
+        "tests/integration/test_verdicts_unchanged.py",
+        "tests/unit/proxy",
+        "tests/unit/vllm/test_response.py",
+        "tests/unit/engines",
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", *tests],
         capture_output=True, text=True, check=False, env=env, cwd=ROOT,

@@ -44,6 +44,7 @@ class StreamRewriter:
         "choice_stats",
         "done",
         "errored",
+        "fast",
         "parse_failure",
         "usage",
     )
@@ -65,8 +66,7 @@ class StreamRewriter:
         self.done = False  # `data: [DONE]` was seen
         self.errored = False  # an error event was seen
         self.parse_failure: str | None = None  # set by finish()
-
-    fast = True  # the one-event path below (tests turn it off to compare with the general)
+        self.fast = True  # the one-event path below (tests turn it off to compare with the general)
 
     def feed(self, chunk: bytes) -> bytes:
         """The bytes the client gets now for this chunk (b"" while something is held)."""

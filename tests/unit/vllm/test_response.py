@@ -391,7 +391,6 @@ def test_the_rewriters_fast_path_changes_no_byte(
     """However a stream is chunked (vLLM's real ones, or every kind of event with mixed
     separators; split, merged, one event per chunk), the rewriter with its one-event fast
     path sends what its general path alone sends."""
-    from unittest import mock
 
     from specwatch.proxy import stream as rewriting
 
@@ -406,14 +405,13 @@ def test_the_rewriters_fast_path_changes_no_byte(
     # arbitrary cuts, one event per chunk (vLLM's way), two events per chunk
     for pieces in (chunks, events, pairs):
 
-        def run(pieces: list[bytes] = pieces) -> tuple[bytes, bytes | None]:
+        def run(fast: bool, pieces: list[bytes] = pieces) -> tuple[bytes, bytes | None]:
             rewriter = rewriting.StreamRewriter(inject, 1 << 20)
+            rewriter.fast = fast
             out = b"".join(rewriter.feed(piece) for piece in pieces) + rewriter.finish()
             return out, rewriter.usage
 
-        fast = run()
-        with mock.patch.object(rewriting.StreamRewriter, "fast", False):
-            assert fast == run()
+        assert run(fast=True) == run(fast=False)
 
 
 def test_a_stream_without_vllms_timing_is_timed_by_the_stream_and_says_so(captures: Path) -> None:
