@@ -1,8 +1,8 @@
 """The build's one option: `SPECWATCH_COMPILE=1` compiles the analysis (specwatch/analysis) and
-the proxy's reading of an observed answer (the stream rewriter, the SSE splitter, the response
-parser, the record) with mypyc; without it the wheel is pure Python. Both run the same source
+what the proxy runs per streamed event and per observed request (the exchange, the stream
+rewriter, the SSE splitter, the response parser, the record) with mypyc; without it the wheel is pure Python. Both run the same source
 and give the same bytes (tests/e2e/test_wheel.py); the compiled analysis replays a cycle log in
-about 60% of the CPU, and the compiled reading makes observing a request cheaper
+about 60% of the CPU, and observing a request costs the proxy about two thirds
 (docs/benchmarks.md). The sidecar's image builds it compiled (Dockerfile).
 
 mypyc type-checks what it compiles, with the project's mypy settings and plugins, so a compiled
@@ -18,7 +18,10 @@ from setuptools import setup
 
 COMPILED = [
     "agent/specwatch/analysis",
-    # what the proxy runs per streamed event and per observed request, beside the relay
+    # what the proxy runs per streamed event and per observed request
+    "agent/specwatch/proxy/exchange.py",
+    "agent/specwatch/proxy/budget.py",
+    "agent/specwatch/proxy/wire.py",
     "agent/specwatch/proxy/sse.py",
     "agent/specwatch/proxy/stream.py",
     "agent/specwatch/proxy/observation.py",
