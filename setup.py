@@ -1,9 +1,10 @@
-"""The build's one option: `SPECWATCH_COMPILE=1` compiles the analysis (specwatch/analysis) and
-what the proxy runs per streamed event and per observed request (the exchange, the stream
-rewriter, the SSE splitter, the response parser, the record) with mypyc; without it the wheel is pure Python. Both run the same source
-and give the same bytes (tests/e2e/test_wheel.py); the compiled analysis replays a cycle log in
-about 60% of the CPU, and observing a request costs the proxy about two thirds
-(docs/benchmarks.md). The sidecar's image builds it compiled (Dockerfile).
+"""The build's one option: `SPECWATCH_COMPILE=1` compiles with mypyc the analysis
+(specwatch/analysis) and what the proxy runs per streamed event and per observed request (the
+exchange, the stream rewriter, the SSE splitter, the response parser, the record); without it
+the wheel is pure Python. Both run the same source and give the same bytes
+(tests/e2e/test_wheel.py); compiled, a replay of a cycle log takes about 60% of the CPU, and
+observing a request about two thirds (docs/benchmarks.md). The sidecar's image builds it
+compiled (Dockerfile).
 
 mypyc type-checks what it compiles, with the project's mypy settings and plugins, so a compiled
 build runs without build isolation, in an environment that has the runtime dependencies and
