@@ -6,7 +6,9 @@ in front of it, then posts rounds of streaming requests alternately to `/v1/comp
 (observed: the SSE rewriter, the usage event read, the record, the analysis' ingest) and to
 `/v2/other` (relayed unobserved), `--clients` at a time. CPU per request is the proxy process'
 utime + stime from /proc over the round, so a busy machine changes the wall time, not the
-figure. The difference of the two is the observation's cost.
+figure. The difference of the two is the observation's cost; it is user time (the observed
+path makes the same system calls), so its user part is printed too: the system time of a round
+moves with what else the machine does (network work is charged to whichever process runs).
 
     .venv/bin/python benchmarks/observation_cost.py [--rounds 5] [--requests 2000] [--gap 0.002]
 """
@@ -37,9 +39,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of process `pid`."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 async def wait_up(url: str) -> None:
@@ -78,23 +82,28 @@ async def measure(args: argparse.Namespace, port: int, admin: int, pid: int) -> 
     await round_of(base + OBSERVED, args.requests // 4, args.clients)  # warm both paths
     await round_of(base + UNOBSERVED, args.requests // 4, args.clients)
     costs: dict[str, list[float]] = {OBSERVED: [], UNOBSERVED: []}
+    users: dict[str, list[float]] = {OBSERVED: [], UNOBSERVED: []}
     for r in range(args.rounds):
         order = (OBSERVED, UNOBSERVED) if r % 2 == 0 else (UNOBSERVED, OBSERVED)
         for path in order:
-            before, started = cpu_seconds(pid), time.perf_counter()
+            (user, system), started = cpu_seconds(pid), time.perf_counter()
             await round_of(base + path, args.requests, args.clients)
             await asyncio.sleep(0.3)  # the analysis' queue drained: its ingest counted
-            costs[path].append((cpu_seconds(pid) - before) / args.requests * 1e6)
+            user_after, system_after = cpu_seconds(pid)
+            users[path].append((user_after - user) / args.requests * 1e6)
+            costs[path].append(users[path][-1] + (system_after - system) / args.requests * 1e6)
             print(
-                f"round {r + 1} {path:16} {costs[path][-1]:7.0f} us CPU a request "
-                f"({time.perf_counter() - started:.1f} s)"
+                f"round {r + 1} {path:16} {costs[path][-1]:7.0f} us CPU a request, "
+                f"{users[path][-1]:.0f} us of it user time ({time.perf_counter() - started:.1f} s)"
             )
     seen, unseen = costs[OBSERVED], costs[UNOBSERVED]
     diffs = [a - b for a, b in zip(seen, unseen, strict=True)]
+    user_diffs = [a - b for a, b in zip(users[OBSERVED], users[UNOBSERVED], strict=True)]
     print(
         f"observed {min(seen):.0f}-{max(seen):.0f} us, not observed {min(unseen):.0f}-"
         f"{max(unseen):.0f} us a request; the observation {statistics.median(diffs):.0f} us "
-        f"(median of {len(diffs)} rounds, {min(diffs):.0f}-{max(diffs):.0f})"
+        f"(median of {len(diffs)} rounds, {min(diffs):.0f}-{max(diffs):.0f}), of user time "
+        f"{statistics.median(user_diffs):.0f} us ({min(user_diffs):.0f}-{max(user_diffs):.0f})"
     )
 
 
