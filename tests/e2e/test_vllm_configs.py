@@ -11,13 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from specwatch import conventions as C
 from specwatch.vllm.specconfig import config_id
 
 from tests.support import assert_status_valid
-from tests.support.http import scrape, total
+from tests.support.http import eventually, get_json, scrape, total
 from tests.support.vllm import (
     TinyModels,
     copyable,
@@ -56,12 +55,14 @@ async def run(
         await wait_ready(served)
         work = requests(models.cycles, seed)
         await send_all(served, work)
-        async with aiohttp.ClientSession() as session:
-            for _ in range(60):
-                async with session.get(served.admin + "/status") as response:
-                    document: dict[str, Any] = await response.json()
-                if document["requests_by_outcome"].get(C.Outcome.OBSERVED, 0) >= len(work):
-                    break
+        document: dict[str, Any] = {}
+
+        async def counted() -> bool:  # the analysis reads observations in batches
+            nonlocal document
+            document = await get_json(served.admin + "/status")
+            return bool(document["requests_by_outcome"].get(C.Outcome.OBSERVED, 0) >= len(work))
+
+        await eventually(counted, seconds=60)
         samples = await scrape(served.admin + "/metrics")
     return document, samples
 
