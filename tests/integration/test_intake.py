@@ -4,6 +4,7 @@ event loop back between batches (sidecar/intake.py)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -50,10 +51,7 @@ class Turns:
 
     def batches(self) -> list[int]:
         """How many observations were read in each turn that read any, in order."""
-        sizes: dict[int, int] = {}
-        for turn in self.read:
-            sizes[turn] = sizes.get(turn, 0) + 1
-        return list(sizes.values())
+        return list(collections.Counter(self.read).values())  # in first-seen order
 
 
 class CountedIntake(Intake):
