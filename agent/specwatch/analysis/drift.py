@@ -142,7 +142,9 @@ class DriftDetector:
         """One request's (accepted, trials, steps) in the slice; or several requests' sums,
         with `squares` the sum of their steps squared (a benchmark's whole bucket at once).
         Without steps, as if every trial were a step (the deviation is then a / n - p0)."""
-        state = self._slices.setdefault(key, _SliceDrift())
+        state = self._slices.get(key)
+        if state is None:  # (not setdefault: a state is a dozen fields to make, per request)
+            state = self._slices[key] = _SliceDrift()
         index = int(ts // self._cfg.bucket_seconds)
         if state.processed is not None and index <= state.processed:
             return  # too late for a bucket already judged: counted elsewhere, not here
