@@ -738,6 +738,27 @@ MUTATIONS = (
         "            pass\n",
         ("tests/integration/test_intake.py",),
     ),
+    Mutation(
+        "a verdict passed over while its dwell runs: the change it holds back never comes",
+        "analysis/zones.py",
+        "    if not _dwelt(state, now, cfg):\n        return False\n",
+        "",
+        ("tests/unit/analysis/test_zones.py",),
+    ),
+    Mutation(
+        "a verdict passed over while its horizon keeps a longer window out",
+        "analysis/zones.py",
+        "    return reach is None or reach >= longest\n",
+        "    return True\n",
+        ("tests/unit/analysis/test_zones.py",),
+    ),
+    Mutation(
+        "an insufficient slice passed over while a measured slower gain is timed",
+        "analysis/zones.py",
+        "        return state.slower_since is None or not _measured(gain)\n",
+        "        return True\n",
+        ("tests/unit/analysis/test_zones.py",),
+    ),
 )
 
 

@@ -29,7 +29,14 @@ from specwatch.analysis.sums import Sums
 from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot, with_causes
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone, not_judged
+from specwatch.analysis.zones import (
+    ZoneState,
+    entering,
+    log_change,
+    next_zone,
+    not_judged,
+    settled,
+)
 from specwatch.core.records import (
     EngineLogRecord,
     EngineSample,
@@ -68,7 +75,9 @@ class Analyzer:
         )
         self._judging = Judging(settings, self._window)
         self._zones: dict[SliceKey, ZoneState] = {}
-        self._quiet: dict[SliceKey, tuple[int, int, Cost]] = {}  # see evaluate
+        self._quiet: dict[SliceKey, tuple[int, int, Cost, bool]] = {}  # see evaluate
+        # the longest window a zone is judged on: past it, the horizon restricts nothing
+        self._longest = max(settings.window.length_seconds, *settings.evidence_windows_seconds)
         self._kept = ViewCache(self._window, settings.zones.confidence)
         self._ordered = SliceOrder(self._buckets)
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
@@ -229,14 +238,16 @@ class Analyzer:
                 self._unchanged_since(changes)
                 last = clock()
             cost = costs.get(key.model, default_cost)
-            # A finer slice an evaluation left insufficient is a fixed point of the zone rules
-            # while its windows and the cost stay as they were: from insufficient the full gates
-            # apply, which its windows did not pass; its gain is modelled from the same tau, K
-            # and cost, and nothing else in its state moves. Most slices of a wide deployment
-            # are such at most evaluations (each state: tests/unit/analysis/test_analyzer.py).
+            # A finer slice an evaluation left `settled` (insufficient, or a verdict whose rules
+            # no longer read the clock) is a fixed point of the zone rules while its windows,
+            # the cost and the verifier stay as they were: its evidence is the same, its gain is
+            # modelled from the same tau, K and cost, and nothing else in its state moves. Most
+            # slices of a wide deployment are such at most evaluations (each state:
+            # tests/unit/analysis/test_analyzer.py).
             finer = key.ctx_bucket != C.ALL and source == C.SliceSource.PROXY
             if finer:
-                mark = (self._window.version(key), self._judging.windows.version(key, now), cost)
+                window, judged = self._window.version(key), self._judging.windows.version(key, now)
+                mark = (window, judged, cost, not_applicable)
                 if quiet.get(key) == mark:
                     continue
             state = self._zones.get(key)
@@ -250,7 +261,7 @@ class Analyzer:
             evidence = self._judging.evidence(key, counts, source, now, entering(state))
             change = next_zone(state, evidence, now, cfg, gain)
             if finer:
-                if state.zone == C.Zone.INSUFFICIENT:
+                if settled(state, change is not None, now, cfg, self._longest, gain):
                     quiet[key] = mark
                 else:
                     quiet.pop(key, None)

@@ -146,6 +146,36 @@ def next_zone(
     return ZoneChange(previous, target, state.decided_by if evidence is not None else None)
 
 
+def settled(
+    state: ZoneState,
+    changed: bool,
+    now: float,
+    cfg: ZoneSettings,
+    longest: float,
+    gain: Gain | None = None,
+) -> bool:
+    """Whether the next evaluation, on the same evidence and `gain`, leaves the state as this
+    one left it (`changed`: whether this one changed the zone), however much later it comes.
+
+    Insufficient is such a state, but while a measured gain below 1 is timed (it makes red
+    without evidence): from it the full gates apply, which the same windows did not pass. A
+    verdict is, once nothing in `next_zone` reads the clock: no gain below 1 being timed
+    (`slower_since`, `slow_method`), the dwell over (it only ends), and the horizon past
+    `longest`, the longest window judged (every window may decide, as at any later time). Then
+    the rules are a function of the evidence and the zone, and this evaluation kept the zone.
+    """
+    if state.zone == Zone.INSUFFICIENT:
+        return state.slower_since is None or not _measured(gain)
+    if changed or state.zone == Zone.NOT_APPLICABLE:
+        return False
+    if state.slow_method is not None or state.slower_since is not None:
+        return False
+    if not _dwelt(state, now, cfg):
+        return False
+    reach = horizon(state, now)
+    return reach is None or reach >= longest
+
+
 def _measured(gain: Gain | None) -> bool:
     return gain is not None and gain.method == MEASURED
 

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import copy
+import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import pytest
 from specwatch.analysis.evidence import Evidence, WindowEvidence, gathered, log_ratio
 from specwatch.analysis.speedup import Gain
 from specwatch.analysis.sums import Sums
-from specwatch.analysis.zones import ZoneState, entering, next_zone
+from specwatch.analysis.zones import ZoneState, entering, next_zone, settled
 from specwatch.conventions import Zone
 from specwatch.settings import ZoneSettings
 
@@ -341,3 +344,50 @@ def test_a_verdict_is_left_past_its_threshold_moved_by_the_exit_margin() -> None
         state = ZoneState(zone=Zone.RED, last_verdict_change=0.0, decided_by=3600.0)
         next_zone(state, evidence, 60.0, cfg)
         assert expected == state.zone
+
+
+def _random_evidence(rng: random.Random) -> Evidence | None:
+    """Up to three windows (some past only half the gates), each sure or unsure either way
+    about each threshold, some with newer data that differ from the longer ones'."""
+    lengths = sorted(rng.sample((300.0, 1800.0, 3600.0), rng.randint(0, 3)))
+    if not lengths:
+        return None
+    figures = (-4 * H, -2 * H, -1.0, 1.0, 2 * H, 4 * H)
+    out = []
+    for i, seconds in enumerate(lengths):
+        green, red = sorted((rng.choice(figures), rng.choice(figures)))
+        changed = CFG.change_evidence if rng.random() < 0.3 else 0.0
+        changes = tuple((longer, changed) for longer in lengths[i + 1 :])
+        full = rng.random() < 0.7
+        out.append(WindowEvidence(seconds, full, green, red, SOME, changes, green, red))
+    return Evidence(tuple(out), CFG.change_evidence)
+
+
+@pytest.mark.parametrize("dwell", [0.0, 120.0])
+def test_a_settled_state_is_a_fixed_point_of_the_rules_on_the_same_evidence(dwell: float) -> None:
+    """What the analyzer passes a quiet slice over on (analysis/analyzer.py): judged again at
+    any later time on the same evidence and gain, a state `settled` says is fixed gives no
+    change and stays as it is. Random evidence and gains (slower, not, measured, modelled)
+    through random sequences of evaluations; every zone is met settled, and not settled."""
+    cfg = ZoneSettings(min_dwell_seconds=dwell, slower_seconds=60.0)
+    gains = [None, gain(1.5, 0.1), gain(0.8, 0.1), gain(0.8, 0.1, "modelled")]
+    rng = random.Random(20261205)
+    met: Counter[tuple[str, bool]] = Counter()
+    for _ in range(400):
+        state, now = ZoneState(), 0.0
+        for _ in range(12):
+            seen, worth = _random_evidence(rng), rng.choice(gains)
+            for _ in range(rng.randint(1, 3)):  # the same evidence a few times in a row
+                now += rng.choice((10.0, 60.0, 400.0))
+                change = next_zone(state, seen, now, cfg, worth)
+                fixed = settled(state, change is not None, now, cfg, 3600.0, worth)
+                met[state.zone, fixed] += 1
+                if not fixed:
+                    continue
+                later = copy.copy(state)
+                for after in (10.0, 200.0, 4000.0):
+                    assert next_zone(later, seen, now + after, cfg, worth) is None
+                    assert later == state
+    zones = (Zone.INSUFFICIENT, Zone.GREEN, Zone.YELLOW, Zone.RED)
+    assert all(met[zone, True] and met[zone, False] for zone in zones[1:]), met
+    assert met[Zone.INSUFFICIENT, True]
