@@ -8,6 +8,7 @@ interval needs, and running totals per window: memory is keys x buckets, never r
 from __future__ import annotations
 
 import math
+import operator
 from array import array
 from collections import deque
 from typing import Generic, TypeVar
@@ -27,7 +28,7 @@ def _fields(counts: Counts) -> tuple[int, ...]:
     return (c.requests, c.accepted, c.trials, c.aa, c.at, c.tt, c.drafted, c.ad, c.dd)
 
 
-def _pick(values: tuple[int, ...] | array[int], metric: str) -> Sums:
+def _pick(values: tuple[int, ...] | list[int], metric: str) -> Sums:
     n, a, t, aa, at, tt, d, ad, dd = values
     if metric == "alpha":
         return Sums(n, a, t, aa, at, tt)
@@ -38,8 +39,10 @@ class _Key:
     __slots__ = ("buckets", "edges", "totals", "version")
 
     def __init__(self, windows: int) -> None:
-        self.buckets: deque[tuple[int, array[int]]] = deque()  # oldest first
-        self.totals = [array("q", bytes(8 * _FIELDS)) for _ in range(windows)]
+        # oldest first; a bucket is an array (a key keeps up to an hour of them), replaced
+        # whole when a record joins it: one C-level sum, not one boxed add per field
+        self.buckets: deque[tuple[int, array[int]]] = deque()
+        self.totals = [[0] * _FIELDS for _ in range(windows)]  # few: lists, summed in place
         # per window, the oldest bucket index its total still holds (what a read moved to)
         self.edges: list[float] = [-math.inf] * windows
         self.version = 0
@@ -71,29 +74,23 @@ class EvidenceWindows(Generic[K]):
         index = int(ts // self.bucket)
         values = _fields(counts)
         buckets = entry.buckets
-        target = None
         if buckets and buckets[-1][0] == index:
-            target = buckets[-1][1]
+            buckets[-1] = (index, array("q", map(operator.add, buckets[-1][1], values)))
         elif not buckets or buckets[-1][0] < index:
-            target = array("q", bytes(8 * _FIELDS))
-            buckets.append((index, target))
+            buckets.append((index, array("q", values)))
         else:  # late: an older bucket, if the longest window still holds it
-            for bucket_index, held in buckets:
+            for position, (bucket_index, held) in enumerate(buckets):
                 if bucket_index == index:
-                    target = held
+                    buckets[position] = (index, array("q", map(operator.add, held, values)))
                     break
             else:
                 if index < entry.edges[-1]:
                     return
-                target = array("q", bytes(8 * _FIELDS))
-                buckets.append((index, target))
+                buckets.append((index, array("q", values)))
                 entry.buckets = deque(sorted(buckets, key=lambda item: item[0]))
-        for i, value in enumerate(values):
-            target[i] += value
         for total, edge in zip(entry.totals, entry.edges, strict=True):
             if index >= edge:
-                for i, value in enumerate(values):
-                    total[i] += value
+                total[:] = map(operator.add, total, values)
         entry.version += 1
 
     def read(self, key: K, now: float, metric: str) -> list[tuple[float, Sums]]:
@@ -119,8 +116,7 @@ class EvidenceWindows(Generic[K]):
                 if index >= edge:
                     break
                 if index >= entry.edges[w]:
-                    for i in range(_FIELDS):
-                        total[i] -= values[i]
+                    total[:] = map(operator.sub, total, values)
                     changed = True
             entry.edges[w] = edge
         buckets = entry.buckets
