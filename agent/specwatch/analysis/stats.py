@@ -102,8 +102,24 @@ def _incomplete_beta(x: float, a: float, b: float) -> float:
     return 1.0 - front * _beta_fraction(1.0 - x, b, a) / b
 
 
-@lru_cache(maxsize=4096)
+# (confidence, df) -> `t_quantile`, emptied when full (as evidence._WIDENINGS, and why a dict)
+_T_QUANTILES: dict[tuple[float, float], float] = {}
+_T_QUANTILES_KEPT = 4096
+
+
 def t_quantile(confidence: float, df: float) -> float:
+    """Student's t two-sided quantile on `df` degrees of freedom (at least 1): `_t_quantile`,
+    kept per (confidence, df) (every interval of every slice asks it at each evaluation)."""
+    key = (confidence, df)
+    value = _T_QUANTILES.get(key)
+    if value is None:
+        if len(_T_QUANTILES) >= _T_QUANTILES_KEPT:
+            _T_QUANTILES.clear()
+        value = _T_QUANTILES[key] = _t_quantile(confidence, df)
+    return value
+
+
+def _t_quantile(confidence: float, df: float) -> float:
     """Student's t two-sided quantile on `df` degrees of freedom (at least 1), to about 1e-12:
     the t > 0 whose two tails hold 1 - confidence, I_x(df/2, 1/2) = 1 - confidence at
     x = df / (df + t^2). Newton's method on the tails from the Cornish-Fisher value, which lies

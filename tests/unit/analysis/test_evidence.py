@@ -80,3 +80,19 @@ def test_a_record_older_than_the_longest_window_is_dropped_and_reads_move_the_ve
     assert [0, 1] == [sums.requests for _, sums in windows.read("k", 170.0, "alpha")]
     assert [] == windows.read("other", 170.0, "alpha")
     assert -1 == windows.version("other", 170.0)
+
+
+def test_the_kept_widenings_and_t_quantiles_stay_bounded_and_equal_to_computing_afresh() -> None:
+    """Kept per argument, as a pod whose request counts wander asks them: never more than the
+    bound, and each what computing it afresh gives."""
+    from specwatch.analysis import evidence, stats
+
+    for requests in range(2, 2 * evidence._WIDENINGS_KEPT):
+        kept = evidence._widening(requests, 8.0)
+        assert len(evidence._WIDENINGS) <= evidence._WIDENINGS_KEPT
+        df = float(requests - 1)
+        assert stats.t_quantile(0.95, df) == stats._t_quantile(0.95, df)
+        assert len(stats._T_QUANTILES) <= stats._T_QUANTILES_KEPT
+        if requests % 509 == 0:
+            fresh = stats._t_quantile(stats.tail_confidence(8.0), requests - 1) ** 2 / 16.0
+            assert kept == fresh
