@@ -93,8 +93,8 @@ MUTATIONS = (
     Mutation(
         "evidence without the widening for a variance known from few requests",
         "analysis/evidence.py",
-        "    return (t_quantile(tail_confidence(bar), requests - 1) ** 2) / (2.0 * bar)",
-        "    return 1.0",
+        "        value = (t_quantile(tail_confidence(bar), requests - 1) ** 2) / (2.0 * bar)",
+        "        value = 1.0",
     ),
     Mutation(
         "a verdict left at the entry bar, not the exit bar",
@@ -111,8 +111,8 @@ MUTATIONS = (
     Mutation(
         "a late record counted in a window that no longer holds its bucket",
         "analysis/evidence_windows.py",
-        "            if index >= edge:\n                for i, value",
-        "            if True:\n                for i, value",
+        "            if index >= edge:\n                total[:] = map(",
+        "            if True:\n                total[:] = map(",
     ),
     Mutation(
         "the model rollup's moments split at ctx buckets",
