@@ -29,14 +29,7 @@ from specwatch.analysis.sums import Sums
 from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot, with_causes
 from specwatch.analysis.windows import SlidingWindow
-from specwatch.analysis.zones import (
-    ZoneState,
-    entering,
-    log_change,
-    next_zone,
-    not_judged,
-    settled,
-)
+from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone, not_judged, settled
 from specwatch.core.records import (
     EngineLogRecord,
     EngineSample,
@@ -76,8 +69,6 @@ class Analyzer:
         self._judging = Judging(settings, self._window)
         self._zones: dict[SliceKey, ZoneState] = {}
         self._quiet: dict[SliceKey, tuple[int, int, Cost, bool]] = {}  # see evaluate
-        # the longest window a zone is judged on: past it, the horizon restricts nothing
-        self._longest = max(settings.window.length_seconds, *settings.evidence_windows_seconds)
         self._kept = ViewCache(self._window, settings.zones.confidence)
         self._ordered = SliceOrder(self._buckets)
         self._series = RequestSeries(self._buckets, settings.limits.max_models)
@@ -223,7 +214,8 @@ class Analyzer:
         """`evaluate` in turns of about `step` seconds, as `snapshot_in_turns`: nothing may change
         the analysis until it is done (RuntimeError), nor read it (the sidecar's gate)."""
         self._changes += 1
-        changes, cfg, clock = self._changes, self._cfg.zones, time.perf_counter
+        changes, rules, clock = self._changes, self._judging.thresholds, time.perf_counter
+        confidence = self._cfg.zones.confidence
         yield from self._drift.evaluate_in_turns(now, step)
         windows, _ = yield from self._windows_in_turns(now, step)
         self._unchanged_since(changes)
@@ -259,15 +251,15 @@ class Analyzer:
             interval, tau = self._judging.intervals(key, counts, source)
             gain = self._gain(key, counts, tau, now, cost)
             evidence = self._judging.evidence(key, counts, source, now, entering(state))
-            change = next_zone(state, evidence, now, cfg, gain)
+            change = next_zone(state, evidence, now, rules, gain)
             if finer:
-                if settled(state, change is not None, now, cfg, self._longest, gain):
+                if settled(state, change is not None, now, rules, self._judging.longest, gain):
                     quiet[key] = mark
                 else:
                     quiet.pop(key, None)
             if change is not None:
                 metric = self._judging.metric(counts, source)
-                args = (interval, evidence, counts, source, gain, cfg.confidence)
+                args = (interval, evidence, counts, source, gain, confidence)
                 log_change(key, now, change, metric, *args)
 
     def _say_missing_data(self, windows: dict[SliceKey, tuple[Counts, str]]) -> None:

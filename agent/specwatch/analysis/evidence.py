@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 from specwatch.analysis.stats import robust_variance, t_quantile, tail_confidence
 from specwatch.analysis.sums import Sums
-from specwatch.settings import ZoneSettings
+from specwatch.analysis.thresholds import Thresholds
 
 # (requests, bar) -> `_widening`, emptied when full: a pod whose request counts wander keeps
 # it bounded. A dict, not lru_cache: this lookup is the one an evaluation makes most often, and
@@ -148,7 +148,7 @@ class _Basis:
     def __init__(
         self,
         sums: Sums,
-        cfg: ZoneSettings,
+        cfg: Thresholds,
         bars: tuple[float, float, float],
         longer: list[tuple[float, Sums]],
     ) -> None:
@@ -347,7 +347,7 @@ class Evidence:
 
 
 def gathered(
-    windows: Iterable[tuple[float, Sums]], cfg: ZoneSettings, entering: bool
+    windows: Iterable[tuple[float, Sums]], cfg: Thresholds, entering: bool
 ) -> Evidence | None:
     """The evidence of the windows past half the sample gates, or None when there is none to
     judge on: no window past the whole gates when `entering` a verdict (the slice is

@@ -10,6 +10,7 @@ from specwatch.analysis.evidence import Evidence, gathered
 from specwatch.analysis.evidence_windows import EvidenceWindows
 from specwatch.analysis.stats import Interval, alpha_interval, rate_interval, tau_interval
 from specwatch.analysis.sums import Sums
+from specwatch.analysis.thresholds import Thresholds
 from specwatch.analysis.windows import SlidingWindow
 from specwatch.core.records import SliceKey
 from specwatch.settings import Settings
@@ -20,6 +21,9 @@ class Judging:
 
     def __init__(self, settings: Settings, window: SlidingWindow[SliceKey]) -> None:
         self._cfg = settings
+        self.thresholds = Thresholds(settings.zones)  # what the zone rules read, as they read it
+        # the longest window a zone is judged on: past it, a horizon restricts nothing
+        self.longest = max(settings.window.length_seconds, *settings.evidence_windows_seconds)
         self._window = window
         evidence = settings.evidence_windows_seconds
         self.windows: EvidenceWindows[SliceKey] = EvidenceWindows(
@@ -42,11 +46,11 @@ class Judging:
         cached = self._judged.get(key)
         if versions is not None and cached is not None and cached[0] == versions:
             return cached[1]
-        metric, cfg = self.metric(counts, source), self._cfg.zones
+        metric = self.metric(counts, source)
         windows = [(self._cfg.window.length_seconds, Sums.of(counts, metric))]
         if proxy:
             windows += self.windows.read(key, now, metric)
-        evidence = gathered(windows, cfg, entry)
+        evidence = gathered(windows, self.thresholds, entry)
         self._judged[key] = (versions or (-1, -1, entry), evidence)
         return evidence
 

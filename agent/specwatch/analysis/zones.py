@@ -48,8 +48,8 @@ import structlog
 from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.speedup import MEASURED, Gain
 from specwatch.analysis.stats import Interval, proportion_interval
+from specwatch.analysis.thresholds import Thresholds
 from specwatch.conventions import Zone
-from specwatch.settings import ZoneSettings
 
 if TYPE_CHECKING:
     from specwatch.analysis.counts import Counts
@@ -91,7 +91,7 @@ def horizon(state: ZoneState, now: float) -> float | None:
     return state.decided_by + (now - state.last_verdict_change)
 
 
-def _entry_verdict(evidence: Evidence, cfg: ZoneSettings, within: float | None = None) -> str:
+def _entry_verdict(evidence: Evidence, cfg: Thresholds, within: float | None = None) -> str:
     if evidence.decided("red", cfg.bar("red"), True, within) < 0:
         return Zone.RED
     if evidence.decided("green", cfg.bar("green"), True, within) > 0:
@@ -103,7 +103,7 @@ def next_zone(
     state: ZoneState,
     evidence: Evidence | None,
     now: float,
-    cfg: ZoneSettings,
+    cfg: Thresholds,
     gain: Gain | None = None,
 ) -> ZoneChange | None:
     """Advance one slice's state by one evaluation; return the change, if any.
@@ -150,7 +150,7 @@ def settled(
     state: ZoneState,
     changed: bool,
     now: float,
-    cfg: ZoneSettings,
+    cfg: Thresholds,
     longest: float,
     gain: Gain | None = None,
 ) -> bool:
@@ -180,7 +180,7 @@ def _measured(gain: Gain | None) -> bool:
     return gain is not None and gain.method == MEASURED
 
 
-def _slower_for_long(state: ZoneState, gain: Gain | None, now: float, cfg: ZoneSettings) -> bool:
+def _slower_for_long(state: ZoneState, gain: Gain | None, now: float, cfg: Thresholds) -> bool:
     """The gain's whole interval has been below 1 at every evaluation for `slower_seconds`."""
     if gain is None or not gain.slower:
         state.slower_since = None
@@ -190,7 +190,7 @@ def _slower_for_long(state: ZoneState, gain: Gain | None, now: float, cfg: ZoneS
     return now - state.slower_since >= cfg.slower_seconds
 
 
-def _dwelt(state: ZoneState, now: float, cfg: ZoneSettings) -> bool:
+def _dwelt(state: ZoneState, now: float, cfg: Thresholds) -> bool:
     return (
         state.last_verdict_change is None
         or now - state.last_verdict_change >= cfg.min_dwell_seconds
@@ -198,7 +198,7 @@ def _dwelt(state: ZoneState, now: float, cfg: ZoneSettings) -> bool:
 
 
 def _still_slow(
-    state: ZoneState, evidence: Evidence | None, gain: Gain | None, now: float, cfg: ZoneSettings
+    state: ZoneState, evidence: Evidence | None, gain: Gain | None, now: float, cfg: Thresholds
 ) -> str:
     """Red because slower: held until the same kind of gain is back at 1 for long enough,
     or until there is no evidence of any kind left (insufficient)."""
@@ -219,7 +219,7 @@ def _still_slow(
     return Zone.INSUFFICIENT if evidence is None else _entry_verdict(evidence, cfg)
 
 
-def _held_or_left(state: ZoneState, evidence: Evidence, now: float, cfg: ZoneSettings) -> str:
+def _held_or_left(state: ZoneState, evidence: Evidence, now: float, cfg: Thresholds) -> str:
     within = horizon(state, now)
     collapsed = _collapsed(evidence, cfg)
     zone, entry = state.zone, Zone.RED if collapsed else _entry_verdict(evidence, cfg, within)
@@ -237,7 +237,7 @@ def _held_or_left(state: ZoneState, evidence: Evidence, now: float, cfg: ZoneSet
     return target if target == Zone.RED and news else zone
 
 
-def _left(evidence: Evidence, cfg: ZoneSettings, threshold: str, within: float | None) -> bool:
+def _left(evidence: Evidence, cfg: Thresholds, threshold: str, within: float | None) -> bool:
     """Whether the deciding window says the verdict about `threshold` no longer holds: surely
     past its exit threshold (below green - `exit_margin`, above red + `exit_margin`) at the
     exit bar."""
@@ -254,7 +254,7 @@ def _news(state: ZoneState, evidence: Evidence, within: float | None) -> bool:
     return state.decided_by is None or window.seconds <= state.decided_by
 
 
-def _collapsed(evidence: Evidence, cfg: ZoneSettings) -> bool:
+def _collapsed(evidence: Evidence, cfg: Thresholds) -> bool:
     """Acceptance surely below red - `collapse_margin` in the deciding window, whatever its
     length: red at once, whatever the dwell and the horizon."""
     window = evidence.deciding(True)

@@ -4,17 +4,25 @@ import copy
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 from specwatch.analysis.evidence import Evidence, WindowEvidence, gathered, log_ratio
 from specwatch.analysis.speedup import Gain
 from specwatch.analysis.sums import Sums
+from specwatch.analysis.thresholds import Thresholds
 from specwatch.analysis.zones import ZoneState, entering, next_zone, settled
 from specwatch.conventions import Zone
 from specwatch.settings import ZoneSettings
 
-CFG = ZoneSettings(min_dwell_seconds=0.0, slower_seconds=0.0)
-H, EXIT = CFG.evidence, CFG.exit_evidence  # green's bars
+
+def rules(**settings: Any) -> Thresholds:
+    """The zone settings as the rules read them (analysis/thresholds.py)."""
+    return Thresholds(ZoneSettings(**settings))
+
+
+CFG = rules(min_dwell_seconds=0.0, slower_seconds=0.0)
+H, EXIT = CFG.bar("green"), CFG.exit_bar("green")
 RED_H, RED_EXIT = CFG.bar("red"), CFG.exit_bar("red")
 
 
@@ -45,7 +53,7 @@ RED = evidence(green=-4 * H, red=-2 * H)
 UNSURE = evidence(green=-1.0, red=1.0)  # neither way far enough
 
 
-def run(seen: Sequence[Evidence | None], cfg: ZoneSettings = CFG) -> list[str]:
+def run(seen: Sequence[Evidence | None], cfg: Thresholds = CFG) -> list[str]:
     state = ZoneState()
     zones = []
     for t, e in enumerate(seen):
@@ -102,7 +110,7 @@ def test_a_verdict_left_on_one_window_is_not_entered_again_on_another_within_the
     5 minutes' news only windows that hold nothing older decide: the hour, which mixes the
     time before, brings red back only once it is that new (at 3,600 - 300 s after the exit);
     a collapse seen by the window that decided the exit is news and enters at once."""
-    cfg = ZoneSettings(min_dwell_seconds=60.0)
+    cfg = rules(min_dwell_seconds=60.0)
     red_hour = windows((300.0, -2 * H, -0.5 * RED_H), (3600.0, -4 * H, -2 * RED_H))
     left_short = windows((300.0, -H, RED_EXIT, True), (3600.0, -4 * H, -2 * RED_H))
     zones = run([red_hour] * 7 + [left_short] + [red_hour] * 340, cfg)
@@ -116,7 +124,7 @@ def test_a_verdict_left_on_one_window_is_not_entered_again_on_another_within_the
 def test_acceptance_surely_below_red_minus_the_margin_is_red_at_once_whatever_the_window() -> None:
     """Left on the 5-minute window, the hour then says red: within the dwell and the horizon
     only if it is surely below red - collapse_margin (0.45), not merely below 0.50."""
-    cfg = ZoneSettings(min_dwell_seconds=600.0)
+    cfg = rules(min_dwell_seconds=600.0)
     low = sums(480, 16_000, 48_000, spread=6.0)  # 0.33: far below 0.45
     near = sums(480, 23_000, 48_000, spread=6.0)  # 0.479: below 0.50, not below 0.45
     for hour, expected in ((low, Zone.RED), (near, Zone.YELLOW)):
@@ -153,7 +161,7 @@ def test_yellow_takes_the_full_evidence_to_become_green_or_red() -> None:
 
 
 def test_no_two_verdict_changes_come_closer_than_the_dwell_time_but_for_red() -> None:
-    cfg = ZoneSettings(min_dwell_seconds=60.0)
+    cfg = rules(min_dwell_seconds=60.0)
     # evaluations every 10 s: yellow at t=0, could go green at t=10 but must wait until t=60
     zones = run([YELLOW] + [GREEN] * 8, cfg)
     assert Zone.YELLOW == zones[5]
@@ -180,7 +188,7 @@ def sums(requests: int, accepted: int, trials: int, spread: float = 0.0) -> Sums
 
 
 def test_the_sample_gates_have_hysteresis_so_a_slice_at_the_gate_does_not_flap() -> None:
-    cfg = ZoneSettings(min_trials=1000, min_requests=30)
+    cfg = rules(min_trials=1000, min_requests=30)
     state = ZoneState()
     assert entering(state)
     assert gathered([(300.0, sums(29, 3500, 5000))], cfg, entering(state)) is None
@@ -202,7 +210,7 @@ def test_evidence_holds_every_window_past_half_the_gates_shortest_first() -> Non
     assert seen is not None
     assert [300.0, 900.0, 3600.0] == [w.seconds for w in seen.windows]
     assert [True, False, True] == [w.full for w in seen.windows]
-    bar = CFG.evidence
+    bar = CFG.bar("green")
     for window, source in zip(seen.windows, (short, half, hour), strict=True):
         assert log_ratio(source, 0.70, CFG.indifference, bar) == window.green
         assert log_ratio(source, 0.50, CFG.indifference, CFG.bar("red")) == window.red
@@ -276,7 +284,7 @@ def test_red_for_slowness_ends_after_the_exit_streak_of_a_gain_back_at_one() -> 
 
 
 def test_slowness_must_persist_for_slower_seconds_before_the_slice_turns_red() -> None:
-    cfg = ZoneSettings(min_dwell_seconds=0.0, slower_seconds=30.0)
+    cfg = rules(min_dwell_seconds=0.0, slower_seconds=30.0)
     state = ZoneState()
     slow, fine = gain(0.80, 0.1), gain(1.2, 0.1)
     zones = []
@@ -317,7 +325,7 @@ def test_within_a_long_dwell_red_returns_only_on_news_not_on_a_window_the_horizo
     """With a dwell of 2,000 s, 1,600 s after leaving red on the 5 minutes' news the 30-minute
     window is new enough to decide (300 + 1,600 >= 1,800) but older than that news: its red
     waits for the dwell; the 5 minutes' own red would not."""
-    cfg = ZoneSettings(min_dwell_seconds=2000.0)
+    cfg = rules(min_dwell_seconds=2000.0)
     red_hour = windows((300.0, -2 * H, -0.5 * RED_H), (1800.0, -2 * H, -2 * RED_H))
     left_short = windows((300.0, -H, RED_EXIT, True), (1800.0, -4 * H, -2 * RED_H))
     state = ZoneState()
@@ -333,7 +341,7 @@ def test_within_a_long_dwell_red_returns_only_on_news_not_on_a_window_the_horizo
 def test_a_verdict_is_left_past_its_threshold_moved_by_the_exit_margin() -> None:
     """Red, then an hour of 4,800 requests at 0.505: surely above 0.50 at the exit bar, not
     surely above 0.51 (red + exit_margin): red stays. At 0.53 it is left."""
-    cfg = ZoneSettings(min_dwell_seconds=0.0)
+    cfg = rules(min_dwell_seconds=0.0)
     for accepted, expected in ((24_240, Zone.RED), (25_440, Zone.YELLOW)):
         hour = sums(4800, accepted, 48_000, spread=2.0)
         evidence = gathered([(3600.0, hour)], cfg, False)
@@ -369,7 +377,7 @@ def test_a_settled_state_is_a_fixed_point_of_the_rules_on_the_same_evidence(dwel
     any later time on the same evidence and gain, a state `settled` says is fixed gives no
     change and stays as it is. Random evidence and gains (slower, not, measured, modelled)
     through random sequences of evaluations; every zone is met settled, and not settled."""
-    cfg = ZoneSettings(min_dwell_seconds=dwell, slower_seconds=60.0)
+    cfg = rules(min_dwell_seconds=dwell, slower_seconds=60.0)
     gains = [None, gain(1.5, 0.1), gain(0.8, 0.1), gain(0.8, 0.1, "modelled")]
     rng = random.Random(20261205)
     met: Counter[tuple[str, bool]] = Counter()
