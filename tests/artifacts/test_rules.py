@@ -20,6 +20,7 @@ from specwatch.analysis.compare import compare_models
 from specwatch.analysis.evidence import gathered, log_ratio
 from specwatch.analysis.stats import proportion_interval, t_quantile, tail_confidence
 from specwatch.analysis.sums import Sums
+from specwatch.analysis.thresholds import Thresholds
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound, ratio_bound
 from specwatch.gen.writer import RECORDING_RULES
@@ -274,7 +275,9 @@ def test_the_deciding_window_is_the_sidecars_on_slices_that_changed(tmp_path: Pa
             increases: list[Any] = [_prometheus_increase(c, at, length, major) for c in columns]
             sums[name] = Sums(*increases)
         evidence = gathered(
-            [(float(length * 60), sums[name]) for name, length in windows.items()], cfg, False
+            [(float(length * 60), sums[name]) for name, length in windows.items()],
+            Thresholds(cfg),
+            False,
         )
         assert evidence is not None
         for w in evidence.windows:

@@ -23,7 +23,7 @@ class Judging:
         self._cfg = settings
         self.thresholds = Thresholds(settings.zones)  # what the zone rules read, as they read it
         # the longest window a zone is judged on: past it, a horizon restricts nothing
-        self.longest = max(settings.window.length_seconds, *settings.evidence_windows_seconds)
+        self.longest = max((settings.window.length_seconds, *settings.evidence_windows_seconds))
         self._window = window
         evidence = settings.evidence_windows_seconds
         self.windows: EvidenceWindows[SliceKey] = EvidenceWindows(
