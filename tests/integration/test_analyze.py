@@ -6,7 +6,6 @@ logs with variable K, steps that draft nothing and requests that cross ctx bucke
 from __future__ import annotations
 
 import base64
-import dataclasses
 import gzip
 import json
 import random
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import msgspec
 import orjson
 import pytest
 from specwatch import conventions as C
@@ -441,7 +441,7 @@ def test_compare_tpot_is_the_live_goodput_comparison_over_the_same_logs(tmp_path
 
     def slower(records: list[RequestRecord]) -> list[RequestRecord]:
         return [
-            dataclasses.replace(r, latency=Latency(tpot=(r.latency.tpot or 0) * 1.2))
+            msgspec.structs.replace(r, latency=Latency(tpot=(r.latency.tpot or 0) * 1.2))
             if r.model == "a"
             else r
             for r in records

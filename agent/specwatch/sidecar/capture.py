@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import replace
+
+import msgspec
 
 from specwatch.core.records import RequestRecord
 from specwatch.proxy.observation import Observation
@@ -50,7 +51,7 @@ class TextCapture:
             except ParseFailure:
                 choice = None
             completion = None if choice is None else choice_text(choice)
-        return replace(
+        return msgspec.structs.replace(
             record,
             prompt_text=self._text(observation.features.prompt_sample or None),
             completion_text=self._text(completion),

@@ -151,7 +151,7 @@ def test_without_per_request_data_the_model_is_judged_on_vllms_own_counters() ->
 def test_ab_baseline_requests_are_counted_apart_and_measure_the_gain() -> None:
     """Baseline requests land in request series with variant="baseline", never in acceptance
     counts (even if that upstream sent a spec block), and their TPOT makes the gain measured."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     a = analyzer(speedup={"min_baseline_requests": 3})
     for i in range(5):
@@ -170,7 +170,7 @@ def test_ab_baseline_requests_are_counted_apart_and_measure_the_gain() -> None:
 
 
 def test_a_thin_ab_window_gives_an_insufficient_gain_never_a_modelled_one() -> None:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     a = analyzer(speedup={"min_baseline_requests": 20, "cost_ratio": {"m": 0.05}})
     a.ingest(record(1.0, (3, 3)))
@@ -190,7 +190,7 @@ def test_a_thin_ab_window_gives_an_insufficient_gain_never_a_modelled_one() -> N
 
 def test_a_thin_window_is_measured_over_the_lookback() -> None:
     """20 requests a side over the hour, 2 in the last 5 minutes: the gain is the hour's."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     a = analyzer(speedup={"min_baseline_requests": 20})
     for i in range(20):

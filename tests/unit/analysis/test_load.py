@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.load import LoadBuckets, LoadTable

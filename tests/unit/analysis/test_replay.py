@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import gc
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 from specwatch.analysis import replay as replay_module
 from specwatch.analysis.replay import SpanTooLong, replay
 from specwatch.cli.main import main

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import msgspec
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from specwatch import conventions as C
@@ -172,7 +173,8 @@ def test_a_draft_longer_than_the_positions_counted_keeps_metrics_whole(k: int) -
     settings = load_settings(limits={"max_position": 5})
     analyzer = Analyzer(settings, started=0.0)
     accepted = (k, 2, 0, min(k, 5))
-    analyzer.ingest(replace(record(1, accepted), spec=SpecDecodeBlock(k, (k,) * 4, accepted)))
+    spec = SpecDecodeBlock(k, (k,) * 4, accepted)
+    analyzer.ingest(msgspec.structs.replace(record(1, accepted), spec=spec))
     collector = SpecwatchCollector(lambda: Reading(analyzer.snapshot(2.0), Health().snapshot()))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)

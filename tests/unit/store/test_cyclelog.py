@@ -7,10 +7,10 @@ gives the same record, or the same BadLine reason, either way.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -60,7 +60,7 @@ def test_a_tpot_from_the_streams_own_timing_says_so_and_reads_back() -> None:
     line = to_line(record)
     assert json.loads(line)["tpot_source"] == "stream"
     assert record == from_line(line) == _checked(line)
-    vllms = dataclasses.replace(record, latency=Latency(tpot=0.0125))
+    vllms = msgspec.structs.replace(record, latency=Latency(tpot=0.0125))
     assert "tpot_source" not in json.loads(to_line(vllms))  # vLLM's own: the default
     with pytest.raises(BadLine, match="tpot_source"):
         _checked(json.dumps({**GOOD, "tpot_source": "guess"}).encode())
