@@ -111,8 +111,8 @@ MUTATIONS = (
     Mutation(
         "a late record counted in a window that no longer holds its bucket",
         "analysis/evidence_windows.py",
-        "            if index >= edge:\n                total[:] = map(",
-        "            if True:\n                total[:] = map(",
+        "            if index >= edge:\n                _add_into(total, values)",
+        "            if True:\n                _add_into(total, values)",
     ),
     Mutation(
         "the model rollup's moments split at ctx buckets",
