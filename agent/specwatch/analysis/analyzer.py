@@ -134,7 +134,7 @@ class Analyzer:
             return
         keyed = request_parts(model, record.task, prompt, spec, self._buckets, self._max_position)
         self._spec_added(request_key, record.ts, keyed, sum(spec.drafted), sum(spec.accepted))
-        self._load.add(record, model, False, keyed[SliceKey(model, C.ALL, C.ALL)])
+        self._load.add(record, model, False, next(reversed(keyed.values())))  # the rollup's
         self._causes.add(model, record.ts, prompt, spec, keyed, record.in_flight)
 
     def _spec_added(
@@ -147,7 +147,7 @@ class Analyzer:
             self._add(key, ts, counts)
         model, (drafted, accepted) = request_key.model, tokens
         self._drafted_seen[model] = self._drafted_seen.get(model, 0) + drafted
-        steps = keyed[SliceKey(model, C.ALL, C.ALL)].steps  # the rollup's are the request's
+        steps = counts.steps  # the last of `keyed`: the rollup's, which are the request's
         if steps:
             self._series.observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + accepted / steps)
 
@@ -230,12 +230,10 @@ class Analyzer:
                 self._unchanged_since(changes)
                 last = clock()
             cost = costs.get(key.model, default_cost)
-            # A finer slice an evaluation left `settled` (insufficient, or a verdict whose rules
-            # no longer read the clock) is a fixed point of the zone rules while its windows,
-            # the cost and the verifier stay as they were: its evidence is the same, its gain is
-            # modelled from the same tau, K and cost, and nothing else in its state moves. Most
-            # slices of a wide deployment are such at most evaluations (each state:
-            # tests/unit/analysis/test_analyzer.py).
+            # A finer slice left `settled` (zones.py) is a fixed point of the rules while its
+            # windows, the cost and the verifier stay: the same evidence, a gain modelled from
+            # the same tau, K and cost. Most slices of a wide deployment are, at most
+            # evaluations (tests/unit/analysis/test_analyzer.py, test_zones.py).
             finer = key.ctx_bucket != C.ALL and source == C.SliceSource.PROXY
             if finer:
                 window, judged = self._window.version(key), self._judging.windows.version(key, now)

@@ -47,7 +47,7 @@ from specwatch import conventions as C
 from specwatch.analysis.counts import Counts
 from specwatch.analysis.drafting import DraftingTally
 from specwatch.analysis.positions import ContextPositions, FirstPositions, position_cliff
-from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.slicing import CtxBuckets, slice_key
 from specwatch.analysis.stats import SliceStats
 from specwatch.analysis.windows import SlidingWindow
 from specwatch.core.records import SliceKey, SpecConfig, SpecDecodeBlock
@@ -211,7 +211,7 @@ class CauseTracker:
     ) -> None:
         """One speculative request: `parts` its counts per slice, the model's rollup (its
         whole counts) included."""
-        whole = parts[SliceKey(model, C.ALL, C.ALL)]
+        whole = parts[slice_key(model, C.ALL, C.ALL)]
         tally = self._models.get(model)
         if tally is None:
             tally = self._models[model] = _ModelTally()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from specwatch import conventions as C
-from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.slicing import CtxBuckets, request_key
 from specwatch.core.histogram import Histogram
 from specwatch.core.records import RequestKey, RequestRecord
 
@@ -65,7 +65,7 @@ class RequestSeries:
         model = self.model_label(record.model, record.outcome)
         prompt = record.prompt_tokens
         ctx = self._buckets.label(prompt) if prompt is not None else C.UNKNOWN_CTX
-        key = RequestKey(model, ctx, record.task, record.variant)
+        key = request_key(model, ctx, record.task, record.variant)
         self.requests[key, record.outcome] += 1
         prompt_tokens, completion_tokens = self._tokens.get(key, (0, 0))
         self._tokens[key] = (

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from specwatch.analysis.slicing import CtxBuckets, split_steps
-from specwatch.core.records import SpecDecodeBlock
+from specwatch.analysis.slicing import CtxBuckets, request_key, slice_key, split_steps
+from specwatch.core.records import RequestKey, SliceKey, SpecDecodeBlock
 
 BUCKETS = CtxBuckets((512, 2048, 4096, 8192, 32768))
 
@@ -39,3 +39,15 @@ def test_the_first_step_sits_one_past_the_prompt_because_prefill_made_a_token() 
     spec = SpecDecodeBlock(num_spec_tokens=3, drafted=(3,), accepted=(2,))
     assert ["512-2k"] == list(split_steps(spec, 511, BUCKETS, max_position=8))
     assert ["0-512"] == list(split_steps(spec, 510, BUCKETS, max_position=8))
+
+
+def test_the_keys_made_by_tuples_constructor_are_the_named_tuples() -> None:
+    """slice_key and request_key (made without the named tuple's Python __new__) give the keys
+    the analysis is read by: equal, equally hashed, of the named type, fields by name."""
+    made, named = slice_key("m", "0-512", "code"), SliceKey("m", "0-512", "code")
+    assert (made, hash(made), type(made)) == (named, hash(named), SliceKey)
+    assert made.ctx_bucket == "0-512"
+    request = request_key("m", "0-512", "code", "baseline")
+    assert request == RequestKey("m", "0-512", "code", "baseline")
+    assert type(request) is RequestKey
+    assert request.slice == named
