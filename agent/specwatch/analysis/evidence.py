@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from specwatch.analysis.stats import robust_variance, t_quantile, tail_confidence
 from specwatch.analysis.sums import Sums
@@ -286,18 +285,32 @@ class WindowEvidence:
         return 0.0
 
 
-@dataclass(frozen=True, slots=True)
 class Evidence:
     """What a zone is judged on: the windows past at least half the sample gates, shortest
-    first, and the bar at which a shorter window's data count as a change from a longer's."""
+    first, and the bar at which a shorter window's data count as a change from a longer's.
 
-    windows: tuple[WindowEvidence, ...]
-    change_bar: float = math.inf
-    # what `deciding` chose, per (full, windows within the horizon): an evaluation asks up to
-    # seven times, and the next ones ask again while the evidence has not changed
-    _chosen: dict[tuple[bool, int], WindowEvidence | None] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    A value (compared and shown by its windows and bar), never changed once made; a plain
+    class the build compiles, not a frozen dataclass, whose __init__ is interpreted: an
+    evaluation makes one per slice it judges again."""
+
+    __slots__ = ("_chosen", "change_bar", "windows")
+
+    def __init__(self, windows: tuple[WindowEvidence, ...], change_bar: float = math.inf) -> None:
+        self.windows = windows
+        self.change_bar = change_bar
+        # what `deciding` chose, per (full, windows within the horizon): an evaluation asks up
+        # to seven times, and the next ones ask again while the evidence has not changed
+        self._chosen: dict[tuple[bool, int], WindowEvidence | None] = {}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Evidence):
+            return NotImplemented
+        return (self.windows, self.change_bar) == (other.windows, other.change_bar)
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, as the dataclass was
+
+    def __repr__(self) -> str:
+        return f"Evidence(windows={self.windows!r}, change_bar={self.change_bar!r})"
 
     def deciding(self, full: bool, horizon: float | None = None) -> WindowEvidence | None:
         """The window whose evidence decides, among those past the whole gates when `full`
