@@ -43,7 +43,7 @@ def _add_into(total: list[int], values: tuple[int, ...]) -> None:
 
 
 class _Key:
-    __slots__ = ("buckets", "edges", "totals", "version")
+    __slots__ = ("advanced", "buckets", "edges", "totals", "version")
 
     def __init__(self, windows: int) -> None:
         # oldest first. The newest bucket, which records join, is a list summed into in place;
@@ -54,6 +54,7 @@ class _Key:
         # per window, the oldest bucket index its total still holds (what a read moved to)
         self.edges: list[float] = [-math.inf] * windows
         self.version = 0
+        self.advanced = -(2**62)  # the newest bucket index a read advanced the windows to
 
 
 class EvidenceWindows(Generic[K]):
@@ -121,6 +122,11 @@ class EvidenceWindows(Generic[K]):
         ]
 
     def _advance(self, entry: _Key, newest: int) -> None:
+        # an evaluation reads a key's windows three or four times at one `now`: after the
+        # first, nothing left them (the edges move only with `newest`; reads go forward)
+        if newest <= entry.advanced:
+            return
+        entry.advanced = newest
         changed = False
         for w, span in enumerate(self._spans):
             edge = newest - span + 1
