@@ -4,6 +4,7 @@ records' clock; the slice table (or /status's document) at the end."""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -46,6 +47,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         confidence = settings.zones.confidence
         show(console(), slice_table(snapshot, title, period, confidence))
     report_bad_lines(errors, "replay")
+    # What the replay read and made lives to the process' end and holds no garbage: frozen,
+    # the collector's pass at exit does not walk it again (about 3% of a replay's CPU).
+    gc.freeze()
     return 0
 
 
