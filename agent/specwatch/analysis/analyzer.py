@@ -215,7 +215,6 @@ class Analyzer:
         the analysis until it is done (RuntimeError), nor read it (the sidecar's gate)."""
         self._changes += 1
         changes, rules, clock = self._changes, self._judging.thresholds, time.perf_counter
-        confidence = self._cfg.zones.confidence
         yield from self._drift.evaluate_in_turns(now, step)
         windows, _ = yield from self._windows_in_turns(now, step)
         self._unchanged_since(changes)
@@ -257,7 +256,7 @@ class Analyzer:
                     quiet.pop(key, None)
             if change is not None:
                 metric = self._judging.metric(counts, source)
-                args = (interval, evidence, counts, source, gain, confidence)
+                args = (interval, evidence, counts, source, gain, self._cfg.zones.confidence)
                 log_change(key, now, change, metric, *args)
 
     def _say_missing_data(self, windows: dict[SliceKey, tuple[Counts, str]]) -> None:

@@ -86,13 +86,11 @@ class EvidenceWindows(Generic[K]):
         newest = buckets[-1] if buckets else None
         if newest is not None and newest[0] == index:
             target = newest[1]
-            if isinstance(target, list):
-                _add_into(target, values)
-            else:  # sealed (a late bucket that sorted last): summed into a new one
-                buckets[-1] = (index, array("q", map(operator.add, target, values)))
+            assert isinstance(target, list)  # the newest is the open one (a late one is older)
+            _add_into(target, values)
         elif newest is None or newest[0] < index:
-            if newest is not None and isinstance(newest[1], list):
-                buckets[-1] = (newest[0], array("q", newest[1]))
+            if newest is not None:
+                buckets[-1] = (newest[0], array("q", newest[1]))  # settled: sealed
             buckets.append((index, list(values)))
         else:  # late: an older bucket, if the longest window still holds it
             for position, (bucket_index, held) in enumerate(buckets):

@@ -22,10 +22,10 @@ class Judging:
     def __init__(self, settings: Settings, window: SlidingWindow[SliceKey]) -> None:
         self._cfg = settings
         self.thresholds = Thresholds(settings.zones)  # what the zone rules read, as they read it
-        # the longest window a zone is judged on: past it, a horizon restricts nothing
-        self.longest = max((settings.window.length_seconds, *settings.evidence_windows_seconds))
         self._window = window
         evidence = settings.evidence_windows_seconds
+        # the longest window a zone is judged on: past it, a horizon restricts nothing
+        self.longest = max((settings.window.length_seconds, *evidence))
         self.windows: EvidenceWindows[SliceKey] = EvidenceWindows(
             evidence, max(settings.window.bucket_seconds, min(evidence, default=0) / 30)
         )

@@ -14,7 +14,6 @@ class Thresholds:
     """What the zone rules read of `settings` (its fields, and each threshold's bars)."""
 
     def __init__(self, settings: ZoneSettings) -> None:
-        self.settings = settings
         self.green = settings.green
         self.red = settings.red
         self.indifference = settings.indifference
