@@ -111,8 +111,26 @@ MUTATIONS = (
     Mutation(
         "a late record counted in a window that no longer holds its bucket",
         "analysis/evidence_windows.py",
-        "            if index >= edge:\n                _add_into(total, values)",
-        "            if True:\n                _add_into(total, values)",
+        "                if index >= edge:\n                    _add_into(total, values)",
+        "                if True:\n                    _add_into(total, values)",
+    ),
+    Mutation(
+        "a sealed bucket counted in a window that no longer holds it",
+        "analysis/evidence_windows.py",
+        "            if index >= edge:\n                _add_into(total, sealed)",
+        "            if True:\n                _add_into(total, sealed)",
+    ),
+    Mutation(
+        "the open bucket read into a window that no longer holds it",
+        "analysis/evidence_windows.py",
+        "            if open_values is not None and newest is not None and newest[0] >= edge:",
+        "            if open_values is not None and newest is not None:",
+    ),
+    Mutation(
+        "the open bucket taken out of a total it never joined",
+        "analysis/evidence_windows.py",
+        "                    if not isinstance(values, list):  # the open bucket is in no total",
+        "                    if True:",
     ),
     Mutation(
         "the model rollup's moments split at ctx buckets",
