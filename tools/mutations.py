@@ -133,6 +133,12 @@ MUTATIONS = (
         "                    if True:",
     ),
     Mutation(
+        "an event's one-line shortcut taken across a `\\r` line end",
+        "vllm/response.py",
+        '        and event.find(b"\\r") < 0\n    ):\n        return event[6:-2]',
+        "    ):\n        return event[6:-2]",
+    ),
+    Mutation(
         "the model rollup's moments split at ctx buckets",
         "analysis/slicing.py",
         "        rollup = Counts.of_request(spec.drafted, spec.accepted, max_position)",

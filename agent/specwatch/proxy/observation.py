@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from dataclasses import dataclass
+
+import msgspec
 
 from specwatch.conventions import (
     OTHER,
@@ -30,8 +30,7 @@ from specwatch.vllm.response import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(msgspec.Struct, frozen=True):
     """Raw material from the proxy; `payload` is the whole body, or the stream's usage event."""
 
     ts: float
@@ -61,7 +60,7 @@ def _parse(obs: Observation) -> ParsedResponse | None:
         if parsed is None:
             parsed = chunk
         else:
-            parsed = dataclasses.replace(parsed, spec=chunk.spec, totals=chunk.totals)
+            parsed = msgspec.structs.replace(parsed, spec=chunk.spec, totals=chunk.totals)
     return parsed
 
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from specwatch.proxy.budget import Held
 
+# Byte searches here are `find`, not `in`: CPython 3.11's `bytes in bytes` first reads the
+# needle as an integer and formats the TypeError it then drops, twice a `find`'s cost.
 _SEPARATORS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
@@ -39,7 +41,7 @@ class SseSplitter:
         if pending:
             seen = len(pending)
             pending += chunk
-            self._cr = self._cr or b"\r" in chunk
+            self._cr = self._cr or chunk.find(b"\r") >= 0
             if _find_separator(pending, max(0, seen - 3), not self._cr)[0] < 0:
                 return self._hold(seen)  # still no whole event: nothing joined, nothing out
             data = bytes(pending)  # one copy per event, however many pieces it came in
@@ -47,7 +49,7 @@ class SseSplitter:
             plain = not self._cr
         else:
             data = chunk
-            plain = b"\r" not in data  # the usual case: only one separator to look for
+            plain = data.find(b"\r") < 0  # the usual case: only one separator to look for
         events: list[bytes] = []
         start = 0
         while True:
@@ -63,7 +65,7 @@ class SseSplitter:
             self._room.release()  # what was held went out whole
         if start < len(data):
             pending += memoryview(data)[start:]
-            self._cr = not plain and b"\r" in pending
+            self._cr = not plain and pending.find(b"\r") >= 0
             events.extend(self._hold(0))
         return events
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from specwatch.proxy.budget import Held
 
 
+# Byte searches here are `find`, not `in`: CPython 3.11's `bytes in bytes` first reads the
+# needle as an integer and formats the TypeError it then drops, twice a `find`'s cost.
 class StreamRewriter:
     """Feed the upstream's chunks; send what `feed` and `finish` return, in order."""
 
@@ -95,14 +97,14 @@ class StreamRewriter:
                     if self._held is not None:
                         self._held = restore_fingerprint(self._held, event)
                     continue
-            elif b"[DONE]" in event and event_data(event) == b"[DONE]":
+            elif event.find(b"[DONE]") >= 0 and event_data(event) == b"[DONE]":
                 self.done = True
             elif event.startswith(b'data: {"error"'):
                 self.errored = True
             elif finishes(event) and (
-                b'"speculative_decoding' in event
-                or b'"timings"' in event
-                or b'"meta_info"' in event
+                event.find(b'"speculative_decoding') >= 0
+                or event.find(b'"timings"') >= 0
+                or event.find(b'"meta_info"') >= 0
             ):
                 # the per-request data on the finishing chunk: some vLLM builds' per-choice
                 # block, TensorRT-LLM's; llama.cpp's `timings` (with usage, which it sends
@@ -113,7 +115,7 @@ class StreamRewriter:
                 data = event_data(event) if self._strip else None
                 stripped = None if data is None else sglang.without_details(data)
                 if stripped is not None:
-                    if b'"sglext"' not in stripped:
+                    if stripped.find(b'"sglext"') < 0:
                         continue  # sent only for what the client did not ask: it never was
                     event = b"data: " + stripped + b"\n\n"
             if self._inject:
@@ -123,7 +125,7 @@ class StreamRewriter:
                 if finishes(event):
                     # usage in a content chunk: vLLM's continuous usage, which it sends only
                     # when it includes usage anyway (asked by nobody here but forced)
-                    self._forced = self._forced or b'"usage"' in event
+                    self._forced = self._forced or event.find(b'"usage"') >= 0
                     self._held = event
                     continue
                 forward.append(event)

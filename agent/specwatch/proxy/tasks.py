@@ -9,8 +9,9 @@ value outside the allowlist never becomes a label: it falls through to the next 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from specwatch.conventions import OTHER
 from specwatch.settings import TaskSettings
@@ -46,8 +47,7 @@ _STRUCTURED_FORMATS = {"json_object", "json_schema"}
 _STRUCTURED_KEYS = ("guided_json", "guided_regex", "guided_grammar", "structured_outputs")
 
 
-@dataclass(frozen=True, slots=True)
-class RequestFeatures:
+class RequestFeatures(msgspec.Struct, frozen=True):
     """What the classifier may look at; the prompt sample is never stored or logged."""
 
     path: str

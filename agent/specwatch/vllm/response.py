@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import operator
 import re
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 
 from specwatch.conventions import ParseReason
@@ -29,8 +29,7 @@ class ParseFailure(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedResponse:
+class ParsedResponse(msgspec.Struct, frozen=True):
     """What one response (or one stream's final chunk) tells about the request."""
 
     response_id: str | None
@@ -293,6 +292,17 @@ def parse_response_body(body: bytes) -> ParsedResponse:
 
 def event_data(event: bytes) -> bytes | None:
     """The joined `data:` field of one event, or None when it has none."""
+    if (
+        event.startswith(b"data: ")
+        and event.endswith(b"\n\n")
+        and event.find(b"\n") == len(event) - 2
+        and event.find(b"\r") < 0
+    ):
+        return event[6:-2]  # one `data: ` line, as vLLM writes every event: no split, no join
+    return _joined_data(event)
+
+
+def _joined_data(event: bytes) -> bytes | None:
     parts = []
     for line in event.splitlines():
         if line.startswith(b"data:"):
@@ -301,22 +311,24 @@ def event_data(event: bytes) -> bytes | None:
     return b"\n".join(parts) if parts else None
 
 
+# Byte searches here are `find`, not `in`: CPython 3.11's `bytes in bytes` first reads the
+# needle as an integer and formats the TypeError it then drops, twice a `find`'s cost.
 _EMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*\]')
 
 
 def is_usage_event(event: bytes) -> bool:
     """The final usage chunk of an OpenAI stream: `"choices": []` with usage (cheap byte test)."""
-    return b'"usage"' in event and _EMPTY_CHOICES.search(event) is not None
+    return event.find(b'"usage"') >= 0 and _EMPTY_CHOICES.search(event) is not None
 
 
 def is_details_event(event: bytes) -> bool:
     """SGLang's chunk of its own for `sglext` (`"choices": []`, before the usage chunk)."""
-    return b'"sglext"' in event and _EMPTY_CHOICES.search(event) is not None
+    return event.find(b'"sglext"') >= 0 and _EMPTY_CHOICES.search(event) is not None
 
 
 def finishes(event: bytes) -> bool:
     """A chunk that carries a finish_reason (for n = 1: the last content chunk)."""
-    return b'"finish_reason":' in event and b'"finish_reason":null' not in event
+    return event.find(b'"finish_reason":') >= 0 and event.find(b'"finish_reason":null') < 0
 
 
 def restore_fingerprint(held: bytes, usage: bytes) -> bytes:
@@ -326,7 +338,7 @@ def restore_fingerprint(held: bytes, usage: bytes) -> bytes:
     is asked for; when specwatch asked for it on the client's behalf, the client gets the
     chunk it would have got. Any doubt: the chunk is returned unchanged.
     """
-    if b'"system_fingerprint"' in held:
+    if held.find(b'"system_fingerprint"') >= 0:
         return held
     try:
         usage_data, held_data = event_data(usage), event_data(held)

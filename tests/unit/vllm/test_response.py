@@ -238,6 +238,22 @@ def test_the_sse_splitter_finds_the_same_events_however_the_bytes_are_cut(
     assert expected == [*events, splitter.flush()]
 
 
+@given(
+    st.lists(st.sampled_from([b"data: ", b"data:", b"x", b"\n", b"\r", b"\n\n", b" "]), max_size=12)
+)
+@example([b"data: ", b"x", b"\r", b"x", b"\n\n"])  # a `\r` ends a line: two lines, not one
+@example([b"data: ", b"x", b"\n", b"\n\n"])  # a second line, empty
+def test_an_events_data_read_in_one_slice_is_what_reading_it_line_by_line_gives(
+    pieces: list[bytes],
+) -> None:
+    """event_data's shortcut for the one-line event vLLM writes gives exactly the general
+    reading's answer, and the general one is taken wherever the event is anything else."""
+    from specwatch.vllm.response import _joined_data
+
+    event = b"".join(pieces)
+    assert event_data(event) == _joined_data(event)
+
+
 def _events_by_the_spec(data: bytes) -> list[bytes]:
     """The events of an SSE stream written from the spec's definition, independently of the
     splitter: an event ends at the first blank line, whichever of the three line endings
