@@ -118,9 +118,10 @@ def test_the_hand_written_promtool_tests_pass() -> None:
     promtool = binary("promtool")
     tests = sorted(str(p.relative_to(ROOT)) for p in (ALERTS / "tests").glob("*.test.yml"))
     assert len(tests) >= 4
-    # one promtool per file, side by side: each file evaluates every rule for a simulated day
-    # or more, single-threaded (about 70 s in a row, half that at once on two cores; ten times
-    # that on a machine busy with other work, which the deadline allows: it only stops a hang)
+    # one promtool per file, side by side: each evaluates every rule at every step of its
+    # cases, single-threaded, for up to a simulated day (burn_day.test.yml, in steps of 4
+    # minutes); many times longer on a machine busy with other work, which the deadline allows:
+    # it only stops a hang
     running = [
         (name, subprocess.Popen([promtool, "test", "rules", name], cwd=ROOT, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
