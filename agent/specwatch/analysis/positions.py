@@ -153,14 +153,18 @@ class FirstPositions:
 
     def add(self, model: str, request: Counts) -> None:
         """One request's counts (its whole steps)."""
-        positions = _tried_and_accepted(request)
-        if len(positions) < 2:
+        # _tried_and_accepted's pairs, summed in one loop (this runs for every request)
+        drafted, accepted = request.drafted_by_position, request.by_position
+        n = min(request.max_drafted, len(accepted))
+        if n < 2:
             return
-        tried_first, accepted_first = positions[0]
-        tried_rest = sum(tried for tried, _ in positions[1:])
+        tried_first, accepted_first = drafted[0], accepted[0]
+        tried_rest = accepted_rest = 0
+        for j in range(1, n):
+            tried_rest += min(accepted[j - 1], drafted[j])
+            accepted_rest += accepted[j]
         if tried_first < PAIR_MIN_TRIED or tried_rest < PAIR_MIN_TRIED:
             return
-        accepted_rest = sum(accepted for _, accepted in positions[1:])
         sums = self._sums.get(model)
         if sums is None:
             sums = self._sums[model] = [0.0, 0.0, 0.0]
