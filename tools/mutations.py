@@ -394,8 +394,8 @@ MUTATIONS = (
     Mutation(
         "stream: the usage event is the one with no choices, not any event with usage",
         "vllm/response.py",
-        """    return b'"usage"' in event and _EMPTY_CHOICES.search(event) is not None""",
-        """    return b'"usage"' in event""",
+        """    return event.find(b'"usage"') >= 0 and _EMPTY_CHOICES.search(event) is not None""",
+        """    return event.find(b'"usage"') >= 0""",
     ),
     Mutation(
         "SSE: a blank line of bare carriage returns ends an event",
@@ -419,7 +419,7 @@ MUTATIONS = (
     Mutation(
         "stream: usage vLLM forces on everyone is not taken out",
         "proxy/stream.py",
-        """                    self._forced = self._forced or b'"usage"' in event""",
+        """                    self._forced = self._forced or event.find(b'"usage"') >= 0""",
         "                    pass",
     ),
     Mutation(
