@@ -85,6 +85,8 @@ bench: setup
 	$(BIN)/python benchmarks/proxy_overhead.py
 	$(BIN)/python benchmarks/proxy_overhead.py --step-ms 15 --requests 1000
 	$(BIN)/python benchmarks/observation_cost.py --rounds 5 --requests 2000 --gap 0.002
+	@if command -v valgrind >/dev/null; then $(BIN)/python benchmarks/observation_instructions.py; \
+	else echo "make bench: valgrind not installed: the observation not counted in instructions"; fi
 	@if command -v nginx >/dev/null && command -v wrk >/dev/null; then \
 	  EVENTS=8 GAP=0 CONN=32 benchmarks/proxy_cpu.sh; \
 	  EVENTS=64 GAP=0.001 CONN=32 benchmarks/proxy_cpu.sh; \

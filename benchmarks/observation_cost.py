@@ -107,31 +107,49 @@ async def measure(args: argparse.Namespace, port: int, admin: int, pid: int) -> 
     )
 
 
-def main(args: argparse.Namespace) -> None:
-    up, port, admin = free_port(), free_port(), free_port()
-    upstream = subprocess.Popen(
-        [sys.executable, str(HERE / "stream_upstream.py"), str(up), "--events", str(args.events),
+def upstream(port: int, args: argparse.Namespace) -> subprocess.Popen[bytes]:
+    """The canned stream (`--events` events, `--gap` s apart) on `port`."""
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "stream_upstream.py"), str(port), "--events", str(args.events),
          "--gap", str(args.gap)],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+def proxy_command(up: int, port: int, admin: int) -> list[str]:
+    return [sys.executable, "-m", "specwatch", "proxy", "--upstream", f"http://127.0.0.1:{up}",
+            "--port", str(port), "--admin-port", str(admin)]  # fmt: skip
+
+
+def stop(*processes: subprocess.Popen[bytes]) -> None:
+    for process in processes:
+        process.terminate()
+        process.wait()
+
+
+def parser(doc: str, requests: int, gap: float) -> argparse.ArgumentParser:
+    """The options both observation benchmarks take."""
+    out = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    out.add_argument("--requests", type=int, default=requests)
+    out.add_argument("--clients", type=int, default=8)
+    out.add_argument("--events", type=int, default=20)
+    out.add_argument("--gap", type=float, default=gap)
+    return out
+
+
+def main(args: argparse.Namespace) -> None:
+    up, port, admin = free_port(), free_port(), free_port()
+    stream = upstream(up, args)
     proxy = subprocess.Popen(
-        [sys.executable, "-m", "specwatch", "proxy", "--upstream", f"http://127.0.0.1:{up}",
-         "--port", str(port), "--admin-port", str(admin)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        proxy_command(up, port, admin), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         asyncio.run(measure(args, port, admin, proxy.pid))
     finally:
-        for process in (proxy, upstream):
-            process.terminate()
-            process.wait()
+        stop(proxy, stream)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=800)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--events", type=int, default=20)
-    parser.add_argument("--gap", type=float, default=0.01)
-    main(parser.parse_args())
+    options = parser(__doc__, requests=800, gap=0.01)
+    options.add_argument("--rounds", type=int, default=3)
+    main(options.parse_args())
