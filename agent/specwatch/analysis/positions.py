@@ -153,16 +153,14 @@ class FirstPositions:
 
     def add(self, model: str, request: Counts) -> None:
         """One request's counts (its whole steps)."""
-        # _tried_and_accepted's pairs, summed in one loop (this runs for every request)
-        drafted, accepted = request.drafted_by_position, request.by_position
-        n = min(request.max_drafted, len(accepted))
-        if n < 2:
+        positions = _tried_and_accepted(request)
+        if len(positions) < 2:
             return
-        tried_first, accepted_first = drafted[0], accepted[0]
+        tried_first, accepted_first = positions[0]
         tried_rest = accepted_rest = 0
-        for j in range(1, n):
-            tried_rest += min(accepted[j - 1], drafted[j])
-            accepted_rest += accepted[j]
+        for tried, accepted in positions[1:]:  # one loop: this runs for every request
+            tried_rest += tried
+            accepted_rest += accepted
         if tried_first < PAIR_MIN_TRIED or tried_rest < PAIR_MIN_TRIED:
             return
         sums = self._sums.get(model)
