@@ -123,8 +123,8 @@ MUTATIONS = (
     Mutation(
         "the open bucket read into a window that no longer holds it",
         "analysis/evidence_windows.py",
-        "            if open_values is not None and newest is not None and newest[0] >= edge:",
-        "            if open_values is not None and newest is not None:",
+        "            if opened is not None and opened[0] >= edge:",
+        "            if opened is not None:",
     ),
     Mutation(
         "the open bucket taken out of a total it never joined",

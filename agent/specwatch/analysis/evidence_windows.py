@@ -62,6 +62,15 @@ class _Key:
         self.advanced = -(2**62)  # the newest bucket index a read advanced the windows to
 
 
+def _open(entry: _Key) -> tuple[int, list[int]] | None:
+    """The open bucket (the newest, a list; sealed ones are arrays), if there is one."""
+    if entry.buckets:
+        index, values = entry.buckets[-1]
+        if isinstance(values, list):
+            return index, values
+    return None
+
+
 class EvidenceWindows(Generic[K]):
     """Per key, the sums of `Sums` over each window of `lengths` seconds ending at the time of
     the latest read, in buckets of `bucket` seconds.
@@ -88,14 +97,12 @@ class EvidenceWindows(Generic[K]):
         index = int(ts // self.bucket)
         values = _fields(counts)
         buckets = entry.buckets
-        newest = buckets[-1] if buckets else None
-        if newest is not None and newest[0] == index:
-            target = newest[1]
-            assert isinstance(target, list)  # the newest is the open one (a late one is older)
-            _add_into(target, values)  # the windows' totals get it when it is sealed or read
-        elif newest is None or newest[0] < index:
-            if newest is not None and isinstance(newest[1], list):
-                self._seal(entry, newest[0], newest[1])
+        opened = _open(entry)
+        if opened is not None and opened[0] == index:
+            _add_into(opened[1], values)  # the windows' totals get it when it is sealed or read
+        elif not buckets or buckets[-1][0] < index:
+            if opened is not None:
+                self._seal(entry, opened[0], opened[1])
             buckets.append((index, list(values)))
         else:  # late: an older bucket, if the longest window still holds it
             for position, (bucket_index, held) in enumerate(buckets):
@@ -129,19 +136,13 @@ class EvidenceWindows(Generic[K]):
         if entry is None:
             return []
         self._advance(entry, int(now // self.bucket))
-        newest = entry.buckets[-1] if entry.buckets else None
-        open_values = newest[1] if newest is not None and isinstance(newest[1], list) else None
+        opened = _open(entry)
         out = []
         for length, total, edge in zip(self.lengths, entry.totals, entry.edges, strict=True):
-            if open_values is not None and newest is not None and newest[0] >= edge:
-                out.append(
-                    (
-                        length,
-                        _pick([t + o for t, o in zip(total, open_values, strict=True)], metric),
-                    )
-                )
-            else:
-                out.append((length, _pick(total, metric)))
+            values = total
+            if opened is not None and opened[0] >= edge:
+                values = [t + o for t, o in zip(total, opened[1], strict=True)]
+            out.append((length, _pick(values, metric)))
         return out
 
     def _advance(self, entry: _Key, newest: int) -> None:
