@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from specwatch.proxy.budget import Held
 
 
-# Byte searches here are `find`, not `in`: CPython 3.11's `bytes in bytes` first reads the
-# needle as an integer and formats the TypeError it then drops, twice a `find`'s cost.
+# Byte searches here are `find`, not `in` (why: vllm/response.py).
 class StreamRewriter:
     """Feed the upstream's chunks; send what `feed` and `finish` return, in order."""
 
