@@ -28,6 +28,7 @@ COMPILED = [
     "agent/specwatch/proxy/observation.py",
     "agent/specwatch/proxy/tasks.py",
     "agent/specwatch/vllm/response.py",
+    "agent/specwatch/vllm/usage.py",
     "agent/specwatch/engines/fields.py",
     # the latency histograms every observed request adds to (interpreted: ~6k instructions)
     "agent/specwatch/core/histogram.py",

@@ -23,11 +23,10 @@ from specwatch.settings import TaskSettings
 from specwatch.vllm.response import (
     ParsedResponse,
     ParseFailure,
-    decode_json,
     event_data,
     parse_response_body,
-    parse_response_object,
 )
+from specwatch.vllm.usage import parse_usage_data
 
 
 class Observation(msgspec.Struct, frozen=True):
@@ -68,7 +67,7 @@ def _parse_event(event: bytes) -> ParsedResponse:
     data = event_data(event)
     if data is None:
         raise ParseFailure(ParseReason.BAD_USAGE_EVENT)
-    return parse_response_object(decode_json(data))
+    return parse_usage_data(data)
 
 
 def to_record(

@@ -24,8 +24,8 @@ from specwatch.vllm.response import (
     finishes,
     is_details_event,
     is_usage_event,
-    restore_fingerprint,
 )
+from specwatch.vllm.usage import restore_fingerprint
 
 if TYPE_CHECKING:
     from specwatch.proxy.budget import Held

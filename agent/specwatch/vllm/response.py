@@ -57,10 +57,10 @@ def _seconds(value: Any) -> float | None:
     return None
 
 
-def _check_total(block: dict[str, Any], key: str, expected: int) -> None:
-    if key in block and block[key] is not None and _count(block[key]) != expected:
+def _check_total(key: str, value: Any, expected: int) -> None:
+    if value is not None and _count(value) != expected:
         raise ParseFailure(
-            ParseReason.INCONSISTENT_SPEC_BLOCK, f"{key}={block[key]!r}, steps say {expected}"
+            ParseReason.INCONSISTENT_SPEC_BLOCK, f"{key}={value!r}, steps say {expected}"
         )
 
 
@@ -111,18 +111,7 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
     if block.get("per_step_drafted") is not None or block.get("per_step_accepted") is not None:
         drafted = _counts(block.get("per_step_drafted"), "per_step_drafted")
         accepted = _counts(block.get("per_step_accepted"), "per_step_accepted")
-        if len(drafted) != len(accepted):
-            raise ParseFailure(
-                ParseReason.INCONSISTENT_SPEC_BLOCK, "per-step arrays differ in length"
-            )
-        if any(map(operator.gt, accepted, drafted)):
-            raise ParseFailure(
-                ParseReason.INCONSISTENT_SPEC_BLOCK, "a step accepted more than it drafted"
-            )
-        if k is None:
-            k = max(drafted, default=0)
-        if drafted and max(drafted) > k:
-            raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "a step drafted more than K")
+        k = per_step_k(drafted, accepted, k)
         ordered = True
     elif block.get("acceptance_histogram_by_draft_length") is not None:
         drafted, accepted = _by_draft_length(block["acceptance_histogram_by_draft_length"], k)
@@ -147,15 +136,57 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
             )
         drafted = (k,) * len(accepted)
         ordered = False
-    # steps that drafted nothing are in vLLM 0.32's count; newer builds' K = 0 rows may not be
-    if _count(block.get("num_spec_steps")) != len(drafted) - drafted.count(0):
-        _check_total(block, "num_spec_steps", len(drafted))
-    _check_total(block, "num_draft_tokens", sum(drafted))
-    _check_total(block, "num_accepted_draft_tokens", sum(accepted))
     reported = block.get("mean_acceptance_length")
     if not isinstance(reported, int | float) or isinstance(reported, bool):
         reported = None  # absent or not a number: nothing to compare (analysis/causes.py)
-    elif not math.isfinite(reported):
+    return checked_block(
+        k,
+        drafted,
+        accepted,
+        ordered,
+        (
+            block.get("num_spec_steps"),
+            block.get("num_draft_tokens"),
+            block.get("num_accepted_draft_tokens"),
+        ),
+        reported,
+    )
+
+
+def per_step_k(drafted: tuple[int, ...], accepted: tuple[int, ...], k: int | None) -> int:
+    """K of a block with per-step arrays (`num_spec_tokens`, else the largest draft), after
+    the checks the arrays must pass."""
+    if len(drafted) != len(accepted):
+        raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "per-step arrays differ in length")
+    if any(map(operator.gt, accepted, drafted)):
+        raise ParseFailure(
+            ParseReason.INCONSISTENT_SPEC_BLOCK, "a step accepted more than it drafted"
+        )
+    if k is None:
+        k = max(drafted, default=0)
+    if drafted and max(drafted) > k:
+        raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "a step drafted more than K")
+    return k
+
+
+def checked_block(
+    k: int,
+    drafted: tuple[int, ...],
+    accepted: tuple[int, ...],
+    ordered: bool,
+    totals: tuple[Any, Any, Any],
+    reported: float | None,
+) -> SpecDecodeBlock:
+    """The steps checked against the block's own totals (`num_spec_steps`, `num_draft_tokens`,
+    `num_accepted_draft_tokens`, each None where absent), as a SpecDecodeBlock; `reported`:
+    its `mean_acceptance_length`, where a number."""
+    steps, draft_tokens, accepted_tokens = totals
+    # steps that drafted nothing are in vLLM 0.32's count; newer builds' K = 0 rows may not be
+    if _count(steps) != len(drafted) - drafted.count(0):
+        _check_total("num_spec_steps", steps, len(drafted))
+    _check_total("num_draft_tokens", draft_tokens, sum(drafted))
+    _check_total("num_accepted_draft_tokens", accepted_tokens, sum(accepted))
+    if reported is not None and not math.isfinite(reported):
         reported = None
     return SpecDecodeBlock(
         num_spec_tokens=k,
@@ -164,6 +195,16 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
         ordered=ordered,
         reported_tau=None if reported is None else float(reported),
     )
+
+
+def latency_of(ttft_ms: Any, itl_ms: Any, generation_ms: Any, tokens: int | None) -> Latency:
+    """vLLM's per-request timing (`metrics`, in ms): what is not a finite, non-negative number
+    is unknown; tpot from the generation time where the mean ITL is missing."""
+    ttft, tpot, generation = _seconds(ttft_ms), _seconds(itl_ms), _seconds(generation_ms)
+    if tpot is None and generation is not None and tokens and tokens > 1:
+        tpot = generation / (tokens - 1)
+    e2e = None if ttft is None or generation is None else ttft + generation
+    return Latency(ttft=ttft, tpot=tpot, e2e=e2e)
 
 
 def _choice_block(obj: dict[str, Any]) -> Any:
@@ -198,13 +239,12 @@ def parse_response_object(obj: Any) -> ParsedResponse:
     if isinstance(metrics, dict):
         if metrics.get("speculative_decoding") is not None:
             spec = parse_spec_block(metrics["speculative_decoding"])
-        ttft = _seconds(metrics.get("time_to_first_token_ms"))
-        tpot = _seconds(metrics.get("mean_itl_ms"))
-        generation = _seconds(metrics.get("generation_time_ms"))
-        if tpot is None and generation is not None and completion_tokens and completion_tokens > 1:
-            tpot = generation / (completion_tokens - 1)
-        e2e = None if ttft is None or generation is None else ttft + generation
-        latency = Latency(ttft=ttft, tpot=tpot, e2e=e2e)
+        latency = latency_of(
+            metrics.get("time_to_first_token_ms"),
+            metrics.get("mean_itl_ms"),
+            metrics.get("generation_time_ms"),
+            completion_tokens,
+        )
     elif metrics is not None:
         raise ParseFailure(ParseReason.BAD_METRICS, "metrics is not an object")
     totals = None
@@ -329,27 +369,3 @@ def is_details_event(event: bytes) -> bool:
 def finishes(event: bytes) -> bool:
     """A chunk that carries a finish_reason (for n = 1: the last content chunk)."""
     return event.find(b'"finish_reason":') >= 0 and event.find(b'"finish_reason":null') < 0
-
-
-def restore_fingerprint(held: bytes, usage: bytes) -> bytes:
-    """Give the last content chunk the system_fingerprint vLLM puts there without usage.
-
-    vLLM moves `system_fingerprint` from the last content chunk to the usage chunk when usage
-    is asked for; when specwatch asked for it on the client's behalf, the client gets the
-    chunk it would have got. Any doubt: the chunk is returned unchanged.
-    """
-    if held.find(b'"system_fingerprint"') >= 0:
-        return held
-    try:
-        usage_data, held_data = event_data(usage), event_data(held)
-        if usage_data is None or held_data is None:
-            return held
-        fingerprint = orjson.loads(usage_data).get("system_fingerprint")
-        chunk = orjson.loads(held_data)
-    except (orjson.JSONDecodeError, AttributeError):
-        return held
-    if not isinstance(fingerprint, str) or not isinstance(chunk, dict):
-        return held
-    chunk["system_fingerprint"] = fingerprint
-    terminator = held[len(held.rstrip(b"\r\n")) :]
-    return b"data: " + orjson.dumps(chunk) + terminator
