@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 
 # Byte searches here are `find`, not `in` (why: vllm/response.py).
+_DONE = b"data: [DONE]\n\n"
+
+
 class StreamRewriter:
     """Feed the upstream's chunks; send what `feed` and `finish` return, in order."""
 
@@ -90,7 +93,10 @@ class StreamRewriter:
             return chunk if held is None or not self._inject else held + chunk
         forward: list[bytes] = []
         for event in self._splitter.feed(chunk):
-            if is_usage_event(event):
+            ending: bool | None = None  # finishes(event), once asked
+            if event == _DONE:  # as vLLM writes it: none of the searches below
+                self.done, ending = True, False
+            elif is_usage_event(event):
                 self.usage = event
                 if self._inject and not self._forced:
                     if self._held is not None:
@@ -100,7 +106,7 @@ class StreamRewriter:
                 self.done = True
             elif event.startswith(b'data: {"error"'):
                 self.errored = True
-            elif finishes(event) and (
+            elif (ending := finishes(event)) and (
                 event.find(b'"speculative_decoding') >= 0
                 or event.find(b'"timings"') >= 0
                 or event.find(b'"meta_info"') >= 0
@@ -117,11 +123,14 @@ class StreamRewriter:
                     if stripped.find(b'"sglext"') < 0:
                         continue  # sent only for what the client did not ask: it never was
                     event = b"data: " + stripped + b"\n\n"
+                    ending = None  # another event now
             if self._inject:
                 if self._held is not None:
                     forward.append(self._held)
                     self._held = None
-                if finishes(event):
+                if ending is None:
+                    ending = finishes(event)
+                if ending:
                     # usage in a content chunk: vLLM's continuous usage, which it sends only
                     # when it includes usage anyway (asked by nobody here but forced)
                     self._forced = self._forced or event.find(b'"usage"') >= 0

@@ -358,7 +358,9 @@ _EMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*\]')
 
 def is_usage_event(event: bytes) -> bool:
     """The final usage chunk of an OpenAI stream: `"choices": []` with usage (cheap byte test)."""
-    return event.find(b'"usage"') >= 0 and _EMPTY_CHOICES.search(event) is not None
+    return event.find(b'"usage"') >= 0 and (
+        event.find(b'"choices":[]') >= 0 or _EMPTY_CHOICES.search(event) is not None
+    )
 
 
 def is_details_event(event: bytes) -> bool:
