@@ -18,7 +18,7 @@ unknown (the default, ASSUMED: no modelled gain).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from specwatch.analysis.stats import t_quantile
 
@@ -27,27 +27,83 @@ MIN_SPREAD = 0.5
 MIN_REQUESTS = 30
 
 
-@dataclass(slots=True)
 class _Moments:
     """Sums over requests of w x^q s^p (w: steps) and of w^2 x^q s^p, for the line and its
-    sandwich."""
+    sandwich. Each a float field of its own, not a list: compiled, a field holds its float
+    unboxed, where a list's item is an object made again at every addition."""
 
-    n: int = 0
-    w: list[float] = field(default_factory=lambda: [0.0] * 5)  # sum w x^q, q = 0..2; w x s, w s
-    w2: list[list[float]] = field(default_factory=lambda: [[0.0] * 5 for _ in range(3)])
+    __slots__ = (
+        "a00",
+        "a01",
+        "a02",
+        "a03",
+        "a04",
+        "a10",
+        "a11",
+        "a12",
+        "a13",
+        "a14",
+        "a20",
+        "a21",
+        "a22",
+        "a23",
+        "a24",
+        "n",
+        "w0",
+        "w1",
+        "w2_",
+        "w3",
+        "w4",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.w0 = self.w1 = self.w2_ = self.w3 = self.w4 = 0.0
+        self.a00 = self.a01 = self.a02 = self.a03 = self.a04 = 0.0
+        self.a10 = self.a11 = self.a12 = self.a13 = self.a14 = 0.0
+        self.a20 = self.a21 = self.a22 = self.a23 = self.a24 = 0.0
+
+    @property
+    def w(self) -> list[float]:
+        """sum w x^q, q = 0..2; sum w x s; sum w s"""
+        return [self.w0, self.w1, self.w2_, self.w3, self.w4]
+
+    @property
+    def w2(self) -> list[list[float]]:
+        """[p][q]: sum w^2 x^q s^p, p = 0..2, q = 0..4"""
+        return [
+            [self.a00, self.a01, self.a02, self.a03, self.a04],
+            [self.a10, self.a11, self.a12, self.a13, self.a14],
+            [self.a20, self.a21, self.a22, self.a23, self.a24],
+        ]
 
     def add(self, x: float, s: float, w: float) -> None:
         self.n += 1
-        self.w[0] += w
-        self.w[1] += w * x
-        self.w[2] += w * x * x
-        self.w[3] += w * x * s
-        self.w[4] += w * s
+        self.w0 += w
+        self.w1 += w * x
+        self.w2_ += w * x * x
+        self.w3 += w * x * s
+        self.w4 += w * s
         # products, not powers: a float product past the range is inf, a power raises
-        xq = (1.0, x, x * x, x * x * x, x * x * x * x)
-        for p, sp in enumerate((1.0, s, s * s)):
-            for q in range(5):
-                self.w2[p][q] += w * w * xq[q] * sp
+        ww, s2 = w * w, s * s
+        x2 = x * x
+        x3 = x2 * x
+        t0, t1, t2, t3, t4 = ww, ww * x, ww * x2, ww * x3, ww * (x3 * x)
+        self.a00 += t0
+        self.a01 += t1
+        self.a02 += t2
+        self.a03 += t3
+        self.a04 += t4
+        self.a10 += t0 * s
+        self.a11 += t1 * s
+        self.a12 += t2 * s
+        self.a13 += t3 * s
+        self.a14 += t4 * s
+        self.a20 += t0 * s2
+        self.a21 += t1 * s2
+        self.a22 += t2 * s2
+        self.a23 += t3 * s2
+        self.a24 += t4 * s2
 
 
 @dataclass(frozen=True, slots=True)
