@@ -12,8 +12,6 @@ and tests/unit/vllm/test_usage.py holds the two together on generated blocks.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import msgspec
 import orjson
 
@@ -26,59 +24,31 @@ from specwatch.vllm.response import (
     parse_response_object,
     per_step_k,
 )
+from specwatch.vllm.shape import UsageEvent
 
-Count = Annotated[int, msgspec.Meta(ge=0)]
-
-
-class _Steps(msgspec.Struct):
-    per_step_drafted: tuple[Count, ...]
-    per_step_accepted: tuple[Count, ...]
-    num_spec_tokens: Count | None = None
-    num_spec_steps: Count | None = None
-    num_draft_tokens: Count | None = None
-    num_accepted_draft_tokens: Count | None = None
-    mean_acceptance_length: float | None = None
-
-
-class _Metrics(msgspec.Struct):
-    speculative_decoding: _Steps
-    time_to_first_token_ms: float | None = None
-    mean_itl_ms: float | None = None
-    generation_time_ms: float | None = None
-
-
-class _Usage(msgspec.Struct):
-    prompt_tokens: Count
-    completion_tokens: Count
-
-
-class _Event(msgspec.Struct):
-    metrics: _Metrics
-    usage: _Usage
-    choices: list[msgspec.Raw]
-    id: str | None = None
-    model: str | None = None
-
-
-_DECODER = msgspec.json.Decoder(_Event)
+_DECODER = msgspec.json.Decoder(UsageEvent)
 
 
 def parse_usage_data(data: bytes) -> ParsedResponse:
     """The `data:` of a stream's final event (raises ParseFailure, as the general reader)."""
+    parsed = typed_read(data)
+    return parse_response_object(decode_json(data)) if parsed is None else parsed
+
+
+def typed_read(data: bytes) -> ParsedResponse | None:
+    """The event read as vLLM's shape, or None when it is not (the general reader's then)."""
     # the per-step arrays sit near the end of vLLM's event: a search from there decides
     # whether the typed read can take it
-    if data.rfind(b'"per_step_drafted"') >= 0:
-        try:
-            event = _DECODER.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            pass
-        else:
-            if not event.choices:
-                return _parsed(event)
-    return parse_response_object(decode_json(data))
+    if data.rfind(b'"per_step_drafted"') < 0:
+        return None
+    try:
+        event = _DECODER.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return None if event.choices else _parsed(event)
 
 
-def _parsed(event: _Event) -> ParsedResponse:
+def _parsed(event: UsageEvent) -> ParsedResponse:
     block, metrics, usage = event.metrics.speculative_decoding, event.metrics, event.usage
     drafted, accepted = block.per_step_drafted, block.per_step_accepted
     k = per_step_k(drafted, accepted, block.num_spec_tokens)
