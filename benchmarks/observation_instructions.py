@@ -10,6 +10,7 @@ not, and their difference. What the relay does depends a little on timing (how m
 read brings), so repeated runs differ by a few percent. Needs valgrind (apt-get install valgrind).
 
     .venv/bin/python benchmarks/observation_instructions.py [--requests 1000] [--pythonpath DIR]
+        [--keep DIR]   (the dumps, for `callgrind_annotate --inclusive=yes --tree=calling`)
 """
 
 from __future__ import annotations
@@ -85,9 +86,11 @@ def instructions(path: str, args: argparse.Namespace, work: Path) -> int:
 
 
 def main(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as work:
-        seen = instructions(OBSERVED, args, Path(work)) / args.requests
-        unseen = instructions(UNOBSERVED, args, Path(work)) / args.requests
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(args.keep or scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        seen = instructions(OBSERVED, args, work) / args.requests
+        unseen = instructions(UNOBSERVED, args, work) / args.requests
     print(
         f"observed {seen / 1e3:.0f}k, not observed {unseen / 1e3:.0f}k instructions a request: "
         f"the observation {(seen - unseen) / 1e3:.0f}k"
@@ -98,4 +101,7 @@ if __name__ == "__main__":
     options = parser(__doc__, requests=1000, gap=0.002)
     options.add_argument("--warm", type=int, default=200)
     options.add_argument("--pythonpath", default="", help="a build (tools/build_compiled.sh)")
+    options.add_argument(
+        "--keep", default="", help="a directory to keep the dumps in, for callgrind_annotate"
+    )
     main(options.parse_args())
