@@ -1,10 +1,10 @@
 """The build's one option: `SPECWATCH_COMPILE=1` compiles with mypyc the analysis
 (specwatch/analysis) and what the proxy runs per streamed event and per observed request (the
-exchange, the stream rewriter, the SSE splitter, the response parser, the record, the latency
-histograms); without it the wheel is pure Python. Both run the same source and give the same bytes
-(tests/e2e/test_wheel.py); compiled, a replay of a cycle log takes about 60% of the CPU, and
-observing a request about two thirds (docs/benchmarks.md). The sidecar's image builds it
-compiled (Dockerfile).
+exchange, the client connection, the stream rewriter, the SSE splitter, the response parser,
+the record, the latency histograms); without it the wheel is pure Python. Both run the same
+source and give the same bytes (tests/e2e/test_wheel.py); compiled, a replay of a cycle log
+takes about 60% of the CPU, and observing a request about half (docs/benchmarks.md). The
+sidecar's image builds it compiled (Dockerfile).
 
 mypyc type-checks what it compiles, with the project's mypy settings and plugins, so a compiled
 build runs without build isolation, in an environment that has the runtime dependencies and
@@ -21,6 +21,8 @@ COMPILED = [
     "agent/specwatch/analysis",
     # what the proxy runs per streamed event and per observed request
     "agent/specwatch/proxy/exchange.py",
+    # the client connection's callbacks: httptools' per read, write per streamed event
+    "agent/specwatch/proxy/server.py",
     "agent/specwatch/proxy/budget.py",
     "agent/specwatch/proxy/wire.py",
     "agent/specwatch/proxy/sse.py",

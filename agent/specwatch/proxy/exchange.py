@@ -27,7 +27,7 @@ from specwatch.proxy.stream import StreamRewriter
 
 if TYPE_CHECKING:
     from specwatch.core.health import Health
-    from specwatch.proxy.server import ClientConnection
+    from specwatch.proxy.server import Writer
     from specwatch.proxy.upstream import UpstreamConnection
 
 log = structlog.get_logger("specwatch.proxy")
@@ -77,7 +77,7 @@ class Exchange:
 
     def __init__(
         self,
-        client: ClientConnection,
+        client: Writer,
         health: Health,
         max_response: int,
         budget: ByteBudget,
