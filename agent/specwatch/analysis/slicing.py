@@ -20,16 +20,44 @@ from specwatch.core.records import RequestKey, SliceKey, SpecDecodeBlock, SpecTo
 _TUPLE_NEW = tuple.__new__
 
 
+# One object per distinct key: a dict keyed by slices (half a dozen a request: windows,
+# evidence, drift, causes, load, goodput) then finds it by identity, where a new tuple each
+# time is compared with the stored one field by field. Looked up by its strings (their hashes
+# are cached); bounded like the labels (models past the cap fold into `other`), and past
+# INTERNED keys are made fresh rather than kept.
+INTERNED = 1 << 16
+_slices: dict[str, dict[str, dict[str, SliceKey]]] = {}
+_requests: dict[str, dict[str, dict[str, dict[str, RequestKey]]]] = {}
+_interned = [0]
+
+
 def slice_key(model: str, ctx_bucket: str, task: str) -> SliceKey:
-    """SliceKey(model, ctx_bucket, task), made by tuple's own constructor: a named tuple's
-    __new__ is a Python function, and a request makes half a dozen keys (about 2% of a
-    replay under perf)."""
-    return _TUPLE_NEW(SliceKey, (model, ctx_bucket, task))
+    """SliceKey(model, ctx_bucket, task), interned (above); made by tuple's own constructor
+    (a named tuple's __new__ is a Python function)."""
+    by_ctx = _slices.get(model)
+    by_task = None if by_ctx is None else by_ctx.get(ctx_bucket)
+    key = None if by_task is None else by_task.get(task)
+    if key is None:
+        key = _TUPLE_NEW(SliceKey, (model, ctx_bucket, task))
+        if _interned[0] < INTERNED:
+            _interned[0] += 1
+            _slices.setdefault(model, {}).setdefault(ctx_bucket, {})[task] = key
+    return key
 
 
 def request_key(model: str, ctx_bucket: str, task: str, variant: str) -> RequestKey:
     """RequestKey(model, ctx_bucket, task, variant), as `slice_key`."""
-    return _TUPLE_NEW(RequestKey, (model, ctx_bucket, task, variant))
+    by_ctx = _requests.get(model)
+    by_task = None if by_ctx is None else by_ctx.get(ctx_bucket)
+    by_variant = None if by_task is None else by_task.get(task)
+    key = None if by_variant is None else by_variant.get(variant)
+    if key is None:
+        key = _TUPLE_NEW(RequestKey, (model, ctx_bucket, task, variant))
+        if _interned[0] < INTERNED:
+            _interned[0] += 1
+            in_ctx = _requests.setdefault(model, {}).setdefault(ctx_bucket, {})
+            in_ctx.setdefault(task, {})[variant] = key
+    return key
 
 
 def _short(n: int) -> str:
