@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from specwatch.analysis.slicing import CtxBuckets, request_key, slice_key, split_steps
 from specwatch.core.records import RequestKey, SliceKey, SpecDecodeBlock
 
@@ -51,3 +52,23 @@ def test_the_keys_made_by_tuples_constructor_are_the_named_tuples() -> None:
     assert request == RequestKey("m", "0-512", "code", "baseline")
     assert type(request) is RequestKey
     assert request.slice == named
+
+
+def test_keys_are_interned_up_to_the_bound_and_equal_past_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One object per distinct key (the slice dicts find it by identity); past the bound a key
+    is made fresh, equal, and nothing more is kept."""
+    from specwatch.analysis import slicing
+
+    first = slice_key("interned-m", "0-512", "code")
+    assert first is slice_key("interned-m", "0-512", "code")
+    assert request_key("interned-m", "0-512", "code", "spec") is request_key(
+        "interned-m", "0-512", "code", "spec"
+    )
+    monkeypatch.setattr(slicing, "_interned", [slicing.INTERNED])
+    fresh = slice_key("interned-past", "0-512", "code")
+    assert fresh == SliceKey("interned-past", "0-512", "code")
+    assert fresh is not slice_key("interned-past", "0-512", "code")
+    assert "interned-past" not in slicing._slices
+    assert first is slice_key("interned-m", "0-512", "code")  # kept ones still found
