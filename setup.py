@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 COMPILED = [
     "agent/specwatch/analysis",
@@ -47,7 +47,9 @@ def ext_modules() -> list[object]:
             "SPECWATCH_COMPILE=1 needs mypy (with mypyc) in the build environment: "
             "pip install 'mypy==2.4.1', then build with --no-build-isolation"
         ) from error
-    return list(mypycify(["--config-file", "pyproject.toml", *COMPILED]))
+    # the stream rewriter's per-event byte test, in C (proxy/stream.py says why)
+    fastpath = Extension("specwatch.proxy._fastpath", ["agent/specwatch/proxy/_fastpath.c"])
+    return [*mypycify(["--config-file", "pyproject.toml", *COMPILED]), fastpath]
 
 
 setup(ext_modules=ext_modules())

@@ -103,7 +103,13 @@ def test_the_analysis_tests_pass_against_the_compiled_build(compiled: tuple[Path
     # the nested run is no xdist worker of this one
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(target)
-    for module in ("analysis.zones", "proxy.server", "proxy.stream", "vllm.response"):
+    for module in (
+        "analysis.zones",
+        "proxy.server",
+        "proxy.stream",
+        "proxy._fastpath",
+        "vllm.response",
+    ):
         where = [sys.executable, "-c", f"import specwatch.{module} as m; print(m.__file__)"]
         found = subprocess.run(where, capture_output=True, text=True, check=True, env=env, cwd=ROOT)
         assert found.stdout.startswith(str(target)), found.stdout

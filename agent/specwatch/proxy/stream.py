@@ -14,6 +14,7 @@ chunk goes when nothing the client asked for is left in it (engines/sglang.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from specwatch.conventions import ParseReason
@@ -33,6 +34,28 @@ if TYPE_CHECKING:
 
 # Byte searches here are `find`, not `in` (why: vllm/response.py).
 _DONE = b"data: [DONE]\n\n"
+
+
+def one_content_event(chunk: bytes) -> bool:
+    """One whole one-line event (a line feed only in the `\\n\\n` at its end, no `\\r`) with
+    a choice that has not finished: a choice in it means neither the usage chunk (`"choices":
+    []`), [DONE] nor an error event. Searches bounded or from the end, where `finish_reason`
+    sits in vLLM's chunks. It runs once per streamed event: the compiled build has it in C
+    (proxy/_fastpath.c, a byte search there is a memchr where here it is a method call whose
+    arguments are parsed), this is the reference and the pure build's."""
+    return (
+        chunk.endswith(b"\n\n")
+        and chunk.find(b"\n", 0, len(chunk) - 2) < 0
+        and chunk.rfind(b'"finish_reason":null') >= 0
+        and chunk.find(b"\r") < 0
+    )
+
+
+content_event: Callable[[bytes], bool]
+try:
+    from specwatch.proxy._fastpath import content_event
+except ImportError:  # the pure build
+    content_event = one_content_event
 
 
 class StreamRewriter:
@@ -74,21 +97,9 @@ class StreamRewriter:
 
     def feed(self, chunk: bytes) -> bytes:
         """The bytes the client gets now for this chunk (b"" while something is held)."""
-        if (
-            self.fast
-            and self._splitter.idle
-            # one whole one-line event (a line feed only in the `\n\n` at its end, no `\r`)
-            # with a choice that has not finished: a choice in it means neither the usage
-            # chunk (`"choices": []`), [DONE] nor an error event. Inline: this runs once per
-            # streamed event; searches bounded or from the end, where `finish_reason` sits
-            # in vLLM's chunks (half the cost of `in` and a search for `\n\n`).
-            and chunk.endswith(b"\n\n")
-            and chunk.find(b"\n", 0, len(chunk) - 2) < 0
-            and chunk.rfind(b'"finish_reason":null') >= 0
-            and chunk.find(b"\r") < 0
-        ):
-            # The common case, decided with a few C-level byte tests: the chunk is one whole
-            # content event, neither usage, [DONE], an error nor a finishing chunk.
+        if self.fast and self._splitter.idle and content_event(chunk):
+            # The common case: the chunk is one whole content event, neither usage, [DONE],
+            # an error nor a finishing chunk.
             held, self._held = self._held, None
             return chunk if held is None or not self._inject else held + chunk
         forward: list[bytes] = []
