@@ -36,26 +36,32 @@ if TYPE_CHECKING:
 _DONE = b"data: [DONE]\n\n"
 
 
-def one_content_event(chunk: bytes) -> bool:
-    """One whole one-line event (a line feed only in the `\\n\\n` at its end, no `\\r`) with
-    a choice that has not finished: a choice in it means neither the usage chunk (`"choices":
-    []`), [DONE] nor an error event. Searches bounded or from the end, where `finish_reason`
-    sits in vLLM's chunks. It runs once per streamed event: the compiled build has it in C
-    (proxy/_fastpath.c, a byte search there is a memchr where here it is a method call whose
-    arguments are parsed), this is the reference and the pure build's."""
-    return (
+NOT_ONE_EVENT, CONTENT_EVENT, ONE_EVENT = 0, 1, 2
+
+
+def one_event_kind(chunk: bytes) -> int:
+    """CONTENT_EVENT: one whole one-line event (a line feed only in the `\\n\\n` at its end,
+    no `\\r`) with a choice that has not finished (a choice in it means neither the usage
+    chunk, `"choices": []`, [DONE] nor an error event); ONE_EVENT: any other one whole
+    one-line event (the splitter would give it back as it is); NOT_ONE_EVENT: anything else.
+    Searches bounded or from the end, where `finish_reason` sits in vLLM's chunks. It runs
+    once per streamed event: the compiled build has it in C (proxy/_fastpath.c, a byte search
+    there is a memchr where here it is a method call whose arguments are parsed), this is the
+    reference and the pure build's."""
+    if (
         chunk.endswith(b"\n\n")
         and chunk.find(b"\n", 0, len(chunk) - 2) < 0
-        and chunk.rfind(b'"finish_reason":null') >= 0
         and chunk.find(b"\r") < 0
-    )
+    ):
+        return CONTENT_EVENT if chunk.rfind(b'"finish_reason":null') >= 0 else ONE_EVENT
+    return NOT_ONE_EVENT
 
 
-content_event: Callable[[bytes], bool]
+event_kind: Callable[[bytes], int]
 try:
-    from specwatch.proxy._fastpath import content_event
+    from specwatch.proxy._fastpath import event_kind
 except ImportError:  # the pure build
-    content_event = one_content_event
+    event_kind = one_event_kind
 
 
 class StreamRewriter:
@@ -97,13 +103,16 @@ class StreamRewriter:
 
     def feed(self, chunk: bytes) -> bytes:
         """The bytes the client gets now for this chunk (b"" while something is held)."""
-        if self.fast and self._splitter.idle and content_event(chunk):
+        kind = event_kind(chunk) if self.fast and self._splitter.idle else NOT_ONE_EVENT
+        if kind == CONTENT_EVENT:
             # The common case: the chunk is one whole content event, neither usage, [DONE],
             # an error nor a finishing chunk.
             held, self._held = self._held, None
             return chunk if held is None or not self._inject else held + chunk
         forward: list[bytes] = []
-        for event in self._splitter.feed(chunk):
+        # one whole event, as the splitter would give it (nothing is held in it)
+        events = [chunk] if kind == ONE_EVENT else self._splitter.feed(chunk)
+        for event in events:
             ending: bool | None = None  # finishes(event), once asked
             if event == _DONE:  # as vLLM writes it: none of the searches below
                 self.done, ending = True, False

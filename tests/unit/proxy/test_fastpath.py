@@ -1,5 +1,5 @@
 """The rewriter's per-event test in C (proxy/_fastpath.c, built with the compiled analysis)
-against its Python reference (stream.one_content_event). Skipped in the pure build, which has
+against its Python reference (stream.one_event_kind). Skipped in the pure build, which has
 no C part; tests/e2e/test_wheel.py runs this file against the compiled build and checks that
 the C part is there."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from specwatch.proxy.stream import one_content_event
+from specwatch.proxy.stream import CONTENT_EVENT, ONE_EVENT, one_event_kind
 
 fastpath = pytest.importorskip("specwatch.proxy._fastpath")
 
@@ -34,13 +34,13 @@ chunks = st.one_of(
 @settings(max_examples=2000)
 @given(chunks)
 def test_the_c_test_answers_as_the_python_one(chunk: bytes) -> None:
-    assert one_content_event(chunk) == fastpath.content_event(chunk)
+    assert one_event_kind(chunk) == fastpath.event_kind(chunk)
 
 
 def test_vllm_content_events_take_the_fast_path() -> None:
     content = [e for e in EVENTS if b'"finish_reason":null' in e]
     assert content
-    assert all(fastpath.content_event(e) for e in content)
-    assert not any(fastpath.content_event(e) for e in EVENTS if e not in content)
+    assert all(fastpath.event_kind(e) == CONTENT_EVENT for e in content)
+    assert all(fastpath.event_kind(e) == ONE_EVENT for e in EVENTS if e not in content)
     with pytest.raises(TypeError):
-        fastpath.content_event("not bytes")
+        fastpath.event_kind("not bytes")
