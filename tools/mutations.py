@@ -394,8 +394,8 @@ MUTATIONS = (
     Mutation(
         "stream: the usage event is the one with no choices, not any event with usage",
         "vllm/response.py",
-        """    return event.find(b'"usage"') >= 0 and _EMPTY_CHOICES.search(event) is not None""",
-        """    return event.find(b'"usage"') >= 0""",
+        """        event.find(b'"choices":[]') >= 0 or _EMPTY_CHOICES.search(event) is not None""",
+        "        True",
     ),
     Mutation(
         "SSE: a blank line of bare carriage returns ends an event",
@@ -406,8 +406,62 @@ MUTATIONS = (
     Mutation(
         "spec block: num_spec_steps may leave out the steps that drafted nothing",
         "vllm/response.py",
-        '    if _count(block.get("num_spec_steps")) != len(drafted) - drafted.count(0):\n',
+        "    if _count(steps) != drafting:\n",
         "    if True:\n",
+    ),
+    Mutation(
+        "context positions: a step's position leaves out the token it emits",
+        "analysis/positions.py",
+        "            position += accepted[i] + 1\n",
+        "            position += accepted[i]\n",
+    ),
+    Mutation(
+        "counts: a step that accepted all K counted with a rejection's trial",
+        "analysis/counts.py",
+        "    return n, total_a, total_a + n - by_count[k], reached",
+        "    return n, total_a, total_a + n, reached",
+    ),
+    Mutation(
+        "counts: positions past a request's one drafted length counted as drafted",
+        "analysis/counts.py",
+        "                return [steps] * length + [0] * (cap - length)",
+        "                return [steps] * cap",
+    ),
+    Mutation(
+        "spec block: a step that accepted more than it drafted let through",
+        "vllm/response.py",
+        "        if accepted[i] > d:\n",
+        "        if accepted[i] > d + 1:\n",
+    ),
+    Mutation(
+        "spec block: a step that drafted more than K let through",
+        "vllm/response.py",
+        "    if most > k:\n",
+        "    if most > k + 1:\n",
+    ),
+    Mutation(
+        "spec block: num_accepted_draft_tokens checked against the drafted tokens",
+        "vllm/response.py",
+        '    _check_total("num_accepted_draft_tokens", accepted_tokens, total_a)',
+        '    _check_total("num_accepted_draft_tokens", accepted_tokens, total_d)',
+    ),
+    Mutation(
+        "usage event: the typed read takes an event whose one choice carries its own block",
+        "vllm/usage.py",
+        "    return None if event.choices else _parsed(event)",
+        "    return _parsed(event)",
+    ),
+    Mutation(
+        "stream: the fingerprint given back under another name",
+        "vllm/usage.py",
+        """b',"system_fingerprint":' + fingerprint""",
+        """b',"fingerprint":' + fingerprint""",
+    ),
+    Mutation(
+        "draft cost: a sandwich moment summed with the wrong power of s",
+        "analysis/draft_cost.py",
+        "        self.a13 += t3 * s\n",
+        "        self.a13 += t3 * s2\n",
     ),
     Mutation(
         "stream options: a client's continuous_usage_stats is not switched on by injection",

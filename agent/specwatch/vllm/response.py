@@ -7,7 +7,6 @@ the parse-errors counter. Shapes: the real captures in tests/fixtures.
 from __future__ import annotations
 
 import math
-import operator
 import re
 from typing import Any
 
@@ -49,8 +48,11 @@ def _counts(value: Any, field: str) -> tuple[int, ...]:
         raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, str(unreadable)) from None
 
 
+_NUMBER = (int, float)  # a tuple made once (`int | float` is made again at every call)
+
+
 def _seconds(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, _NUMBER) and not isinstance(value, bool):
         seconds = float(value) / 1000.0
         if math.isfinite(seconds) and seconds >= 0:
             return seconds
@@ -155,16 +157,21 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
 
 def per_step_k(drafted: tuple[int, ...], accepted: tuple[int, ...], k: int | None) -> int:
     """K of a block with per-step arrays (`num_spec_tokens`, else the largest draft), after
-    the checks the arrays must pass."""
+    the checks the arrays must pass (counts both: not negative)."""
     if len(drafted) != len(accepted):
         raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "per-step arrays differ in length")
-    if any(map(operator.gt, accepted, drafted)):
-        raise ParseFailure(
-            ParseReason.INCONSISTENT_SPEC_BLOCK, "a step accepted more than it drafted"
-        )
+    most = 0
+    for i in range(len(drafted)):  # one compiled loop, not three builtin calls
+        d = drafted[i]
+        if accepted[i] > d:
+            raise ParseFailure(
+                ParseReason.INCONSISTENT_SPEC_BLOCK, "a step accepted more than it drafted"
+            )
+        if d > most:
+            most = d
     if k is None:
-        k = max(drafted, default=0)
-    if drafted and max(drafted) > k:
+        k = most
+    if most > k:
         raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, "a step drafted more than K")
     return k
 
@@ -181,11 +188,18 @@ def checked_block(
     `num_accepted_draft_tokens`, each None where absent), as a SpecDecodeBlock; `reported`:
     its `mean_acceptance_length`, where a number."""
     steps, draft_tokens, accepted_tokens = totals
+    drafting = total_d = total_a = 0
+    for d in drafted:  # compiled loops, not builtin calls
+        total_d += d
+        if d:
+            drafting += 1
+    for a in accepted:
+        total_a += a
     # steps that drafted nothing are in vLLM 0.32's count; newer builds' K = 0 rows may not be
-    if _count(steps) != len(drafted) - drafted.count(0):
+    if _count(steps) != drafting:
         _check_total("num_spec_steps", steps, len(drafted))
-    _check_total("num_draft_tokens", draft_tokens, sum(drafted))
-    _check_total("num_accepted_draft_tokens", accepted_tokens, sum(accepted))
+    _check_total("num_draft_tokens", draft_tokens, total_d)
+    _check_total("num_accepted_draft_tokens", accepted_tokens, total_a)
     if reported is not None and not math.isfinite(reported):
         reported = None
     return SpecDecodeBlock(

@@ -176,3 +176,15 @@ def test_a_chunk_not_written_compact_keeps_its_bytes_and_gains_the_fingerprint()
     for usage_without in (b'data: {"choices":[],"usage":{}}\n\n', b"data: {broken\n\n"):
         assert held == restore_fingerprint(held, usage_without)
     assert b"data: [1]\n\n" == restore_fingerprint(b"data: [1]\n\n", usage_event)
+
+
+def test_a_step_that_drafted_more_than_k_is_an_inconsistent_block() -> None:
+    raw = CAPTURES[0].read_bytes()
+    event = next(e for e in raw.split(b"\n\n") if b'"usage"' in e and b'"choices":[]' in e)
+    data = event_data(event + b"\n\n")
+    assert data is not None
+    obj = orjson.loads(data)
+    block = obj["metrics"]["speculative_decoding"]
+    block["num_spec_tokens"] = max(block["per_step_drafted"]) - 1
+    changed = orjson.dumps(obj)
+    assert typed(changed) == general(changed) == ParseReason.INCONSISTENT_SPEC_BLOCK
