@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import orjson
@@ -49,14 +49,20 @@ def _counts(value: Any, field: str) -> tuple[int, ...]:
 
 
 _NUMBER = (int, float)  # a tuple made once (`int | float` is made again at every call)
+_INF: Final = math.inf  # compiled, a C constant (math.inf: an attribute read at every use)
 
 
-def _seconds(value: Any) -> float | None:
-    if isinstance(value, _NUMBER) and not isinstance(value, bool):
-        seconds = float(value) / 1000.0
-        if math.isfinite(seconds) and seconds >= 0:
-            return seconds
-    return None
+def _number(value: Any) -> float | None:
+    """A JSON number (not a bool) as a float, else None."""
+    return float(value) if isinstance(value, _NUMBER) and not isinstance(value, bool) else None
+
+
+def _seconds(ms: float | None) -> float | None:
+    """Milliseconds as seconds where finite and not negative, else None."""
+    if ms is None:
+        return None
+    seconds = ms / 1000.0
+    return seconds if 0.0 <= seconds < _INF else None  # NaN compares false
 
 
 def _check_total(key: str, value: Any, expected: int) -> None:
@@ -211,7 +217,9 @@ def checked_block(
     )
 
 
-def latency_of(ttft_ms: Any, itl_ms: Any, generation_ms: Any, tokens: int | None) -> Latency:
+def latency_of(
+    ttft_ms: float | None, itl_ms: float | None, generation_ms: float | None, tokens: int | None
+) -> Latency:
     """vLLM's per-request timing (`metrics`, in ms): what is not a finite, non-negative number
     is unknown; tpot from the generation time where the mean ITL is missing."""
     ttft, tpot, generation = _seconds(ttft_ms), _seconds(itl_ms), _seconds(generation_ms)
@@ -254,9 +262,9 @@ def parse_response_object(obj: Any) -> ParsedResponse:
         if metrics.get("speculative_decoding") is not None:
             spec = parse_spec_block(metrics["speculative_decoding"])
         latency = latency_of(
-            metrics.get("time_to_first_token_ms"),
-            metrics.get("mean_itl_ms"),
-            metrics.get("generation_time_ms"),
+            _number(metrics.get("time_to_first_token_ms")),
+            _number(metrics.get("mean_itl_ms")),
+            _number(metrics.get("generation_time_ms")),
             completion_tokens,
         )
     elif metrics is not None:
