@@ -121,6 +121,12 @@ MUTATIONS = (
         "            if True:\n                _add_into(total, sealed)",
     ),
     Mutation(
+        "evidence windows: a record's drafted tokens joined the open bucket as accepted",
+        "analysis/evidence_windows.py",
+        "    total[6] += c.drafted\n",
+        "    total[6] += c.accepted\n",
+    ),
+    Mutation(
         "the open bucket read into a window that no longer holds it",
         "analysis/evidence_windows.py",
         "            if opened is not None and opened[0] >= edge:",
