@@ -10,11 +10,17 @@
 #include <Python.h>
 #include <string.h>
 
-static const char NEEDLE[] = "\"finish_reason\":null";
+static int has(const char *s, Py_ssize_t n, const char *needle) {
+    return memmem(s, (size_t)n, needle, strlen(needle)) != NULL;
+}
 
-/* What kind of chunk the rewriter has: 0, anything but one whole one-line event (a line feed
- * only in the `\n\n` that ends it, no `\r`); 1, such an event whose choice has not finished
- * (a content event); 2, any other such event. */
+static const char ERROR_PREFIX[] = "data: {\"error\"";
+
+/* What kind of chunk the rewriter has, as stream.one_event_kind says (the reference):
+ * 0, anything but one whole one-line event (a line feed only in the `\n\n` that ends it, no
+ * `\r`); 1, a content event (its choice not finished); 4, vLLM's usage event (usage, no
+ * choices); 3, a finishing chunk that carries nothing the rewriter keeps (no usage, no
+ * per-request data of any engine, not an error); 2, any other one-line event. */
 static PyObject *event_kind(PyObject *self, PyObject *chunk) {
     if (!PyBytes_Check(chunk)) {
         PyErr_SetString(PyExc_TypeError, "event_kind() takes bytes");
@@ -25,7 +31,19 @@ static PyObject *event_kind(PyObject *self, PyObject *chunk) {
     long kind = 0;
     if (n >= 2 && s[n - 1] == '\n' && s[n - 2] == '\n'
         && memchr(s, '\n', (size_t)(n - 2)) == NULL && memchr(s, '\r', (size_t)n) == NULL) {
-        kind = memmem(s, (size_t)n, NEEDLE, sizeof(NEEDLE) - 1) != NULL ? 1 : 2;
+        if (has(s, n, "\"finish_reason\":null")) {
+            kind = 1;
+        } else if (has(s, n, "\"usage\"")) {
+            kind = has(s, n, "\"choices\":[]") ? 4 : 2;
+        } else if (has(s, n, "\"finish_reason\":")
+                   && !(n >= (Py_ssize_t)strlen(ERROR_PREFIX)
+                        && memcmp(s, ERROR_PREFIX, strlen(ERROR_PREFIX)) == 0)
+                   && !has(s, n, "\"speculative_decoding") && !has(s, n, "\"timings\"")
+                   && !has(s, n, "\"meta_info\"") && !has(s, n, "\"sglext\"")) {
+            kind = 3;
+        } else {
+            kind = 2;
+        }
     }
     return PyLong_FromLong(kind);
 }

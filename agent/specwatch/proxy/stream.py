@@ -36,25 +36,40 @@ if TYPE_CHECKING:
 _DONE = b"data: [DONE]\n\n"
 
 
-NOT_ONE_EVENT, CONTENT_EVENT, ONE_EVENT = 0, 1, 2
+NOT_ONE_EVENT, CONTENT_EVENT, ONE_EVENT, FINISHING_EVENT, USAGE_EVENT = 0, 1, 2, 3, 4
+# what a finishing chunk may carry that the rewriter keeps (the per-request data of some vLLM
+# builds, TensorRT-LLM, llama.cpp, SGLang)
+_OWN_DATA = (b'"speculative_decoding', b'"timings"', b'"meta_info"', b'"sglext"')
 
 
 def one_event_kind(chunk: bytes) -> int:
-    """CONTENT_EVENT: one whole one-line event (a line feed only in the `\\n\\n` at its end,
-    no `\\r`) with a choice that has not finished (a choice in it means neither the usage
-    chunk, `"choices": []`, [DONE] nor an error event); ONE_EVENT: any other one whole
-    one-line event (the splitter would give it back as it is); NOT_ONE_EVENT: anything else.
-    Searches bounded or from the end, where `finish_reason` sits in vLLM's chunks. It runs
-    once per streamed event: the compiled build has it in C (proxy/_fastpath.c, a byte search
-    there is a memchr where here it is a method call whose arguments are parsed), this is the
-    reference and the pure build's."""
-    if (
+    """What kind of chunk the rewriter has. NOT_ONE_EVENT: anything but one whole one-line
+    event (a line feed only in the `\\n\\n` at its end, no `\\r`); of those, CONTENT_EVENT:
+    its choice has not finished (so neither the usage chunk, [DONE] nor an error event);
+    USAGE_EVENT: vLLM's usage chunk (`"usage"`, `"choices":[]`); FINISHING_EVENT: a finishing
+    chunk with nothing the rewriter keeps (no usage, none of `_OWN_DATA`, not an error);
+    ONE_EVENT: any other (the splitter would give it back as it is). Searches from the end
+    first, where `finish_reason` sits in vLLM's chunks. It runs once per streamed event: the
+    compiled build has it in C (proxy/_fastpath.c, a byte search there is a memmem where here
+    it is a method call whose arguments are parsed), this is the reference and the pure
+    build's."""
+    if not (
         chunk.endswith(b"\n\n")
         and chunk.find(b"\n", 0, len(chunk) - 2) < 0
         and chunk.find(b"\r") < 0
     ):
-        return CONTENT_EVENT if chunk.rfind(b'"finish_reason":null') >= 0 else ONE_EVENT
-    return NOT_ONE_EVENT
+        return NOT_ONE_EVENT
+    if chunk.rfind(b'"finish_reason":null') >= 0:
+        return CONTENT_EVENT
+    if chunk.find(b'"usage"') >= 0:
+        return USAGE_EVENT if chunk.find(b'"choices":[]') >= 0 else ONE_EVENT
+    if (
+        chunk.find(b'"finish_reason":') >= 0
+        and not chunk.startswith(b'data: {"error"')
+        and all(chunk.find(own) < 0 for own in _OWN_DATA)
+    ):
+        return FINISHING_EVENT
+    return ONE_EVENT
 
 
 event_kind: Callable[[bytes], int]
@@ -109,9 +124,19 @@ class StreamRewriter:
             # an error nor a finishing chunk.
             held, self._held = self._held, None
             return chunk if held is None or not self._inject else held + chunk
+        if kind == FINISHING_EVENT:  # the general path below, for this kind, in short
+            if not self._inject:
+                return chunk
+            held, self._held = self._held, chunk  # until it is known whether usage follows
+            return held or b""
+        if kind == USAGE_EVENT and self._inject and not self._forced:  # likewise
+            self.usage = chunk
+            if self._held is not None:
+                self._held = restore_fingerprint(self._held, chunk)
+            return b""
         forward: list[bytes] = []
         # one whole event, as the splitter would give it (nothing is held in it)
-        events = [chunk] if kind == ONE_EVENT else self._splitter.feed(chunk)
+        events = [chunk] if kind != NOT_ONE_EVENT else self._splitter.feed(chunk)
         for event in events:
             ending: bool | None = None  # finishes(event), once asked
             if event == _DONE:  # as vLLM writes it: none of the searches below

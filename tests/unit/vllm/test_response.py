@@ -421,11 +421,12 @@ def test_the_rewriters_fast_path_changes_no_byte(
     # arbitrary cuts, one event per chunk (vLLM's way), two events per chunk
     for pieces in (chunks, events, pairs):
 
-        def run(fast: bool, pieces: list[bytes] = pieces) -> tuple[bytes, bytes | None]:
+        def run(fast: bool, pieces: list[bytes] = pieces) -> tuple[object, ...]:
             rewriter = rewriting.StreamRewriter(inject, 1 << 20)
             rewriter.fast = fast
             out = b"".join(rewriter.feed(piece) for piece in pieces) + rewriter.finish()
-            return out, rewriter.usage
+            seen = (rewriter.done, rewriter.errored, rewriter.choice_stats)
+            return out, rewriter.usage, rewriter.parse_failure, *seen
 
         assert run(fast=True) == run(fast=False)
 
