@@ -1,7 +1,7 @@
 """The rewriter's per-event test in C (proxy/_fastpath.c, built with the compiled analysis)
-against its Python reference (stream.one_event_kind). Skipped in the pure build, which has
-no C part; tests/e2e/test_wheel.py runs this file against the compiled build and checks that
-the C part is there."""
+against its Python reference (stream.one_event_kind), and both on a real stream. The C part's
+tests are skipped in the pure build, which has none; tests/e2e/test_wheel.py runs this file
+against the compiled build and checks that the C part is there."""
 
 from __future__ import annotations
 
@@ -10,9 +10,20 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from specwatch.proxy.stream import CONTENT_EVENT, ONE_EVENT, one_event_kind
+from specwatch.proxy.stream import (
+    CONTENT_EVENT,
+    FINISHING_EVENT,
+    NOT_ONE_EVENT,
+    ONE_EVENT,
+    USAGE_EVENT,
+    one_event_kind,
+)
 
-fastpath = pytest.importorskip("specwatch.proxy._fastpath")
+try:
+    from specwatch.proxy import _fastpath as fastpath
+except ImportError:  # the pure build: the reference alone
+    fastpath = None  # type: ignore[assignment]
+c_part = pytest.mark.skipif(fastpath is None, reason="the pure build has no C part")
 
 STREAM = Path(__file__).parents[2] / "fixtures" / "vllm-0.32.0-cpu" / "stream_usage.sse"
 EVENTS = [e + b"\n\n" for e in STREAM.read_bytes().split(b"\n\n") if e]
@@ -35,16 +46,30 @@ chunks = st.one_of(
 )
 
 
+@c_part
 @settings(max_examples=2000)
 @given(chunks)
 def test_the_c_test_answers_as_the_python_one(chunk: bytes) -> None:
     assert one_event_kind(chunk) == fastpath.event_kind(chunk)
 
 
-def test_vllm_content_events_take_the_fast_path() -> None:
-    content = [e for e in EVENTS if b'"finish_reason":null' in e]
-    assert content
-    assert all(fastpath.event_kind(e) == CONTENT_EVENT for e in content)
-    assert all(fastpath.event_kind(e) == ONE_EVENT for e in EVENTS if e not in content)
-    with pytest.raises(TypeError):
-        fastpath.event_kind("not bytes")
+@pytest.mark.parametrize("kind_of", ["python", "c"])
+def test_vllm_events_are_told_apart(kind_of: str) -> None:
+    """A real stream's events: content, its finishing chunk, its usage chunk, [DONE]."""
+    if kind_of == "c" and fastpath is None:
+        pytest.skip("the pure build has no C part")
+    kind = one_event_kind if kind_of == "python" else fastpath.event_kind
+    expected = {
+        CONTENT_EVENT: [e for e in EVENTS if b'"finish_reason":null' in e],
+        FINISHING_EVENT: [e for e in EVENTS if b'"finish_reason":"length"' in e],
+        USAGE_EVENT: [e for e in EVENTS if b'"choices":[]' in e],
+        ONE_EVENT: [b"data: [DONE]\n\n"],
+    }
+    assert sum(len(events) for events in expected.values()) == len(EVENTS)
+    for want, events in expected.items():
+        assert events
+        assert [want] * len(events) == [kind(e) for e in events]
+    assert NOT_ONE_EVENT == kind(EVENTS[0] + EVENTS[1])
+    if fastpath is not None:
+        with pytest.raises(TypeError):
+            fastpath.event_kind("not bytes")  # type: ignore[arg-type]
