@@ -166,7 +166,7 @@ class DraftCost:
 
     def add(self, model: str, load: int, steps: int, drafted: int, seconds: float) -> None:
         """One request: its speculative steps, the tokens they drafted, their decode seconds."""
-        if steps <= 0 or not 0 < seconds < math.inf:
+        if steps <= 0 or not 0 < seconds or math.isinf(seconds):
             return
         moments = self._moments.get((model, load))
         if moments is None:

@@ -46,8 +46,8 @@ def decode_of(record: RequestRecord) -> tuple[float, int] | None:
     """A request's decode seconds and decode tokens; None when it has no time per output token
     or fewer than two output tokens (nothing decoded after the first)."""
     tpot, tokens = record.latency.tpot, record.completion_tokens
-    if tpot is None or tokens is None or tokens < 2 or not 0 <= tpot < math.inf:
-        return None
+    if tpot is None or tokens is None or tokens < 2 or not 0 <= tpot or math.isinf(tpot):
+        return None  # (compiled, isinf is C; math.inf an attribute read)
     return tpot * (tokens - 1), tokens - 1
 
 

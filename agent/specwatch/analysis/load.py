@@ -133,7 +133,14 @@ class LoadTable:
         self._largest[model] = max(self._largest.get(model, 0), in_flight)
         if counts is not None:
             cell.counts.merge(counts)
-        if tpot is not None and tokens is not None and tokens >= 2 and math.isfinite(tpot):
+        # isinf and isnan: compiled, C (math.isfinite is a call)
+        if (
+            tpot is not None
+            and tokens is not None
+            and tokens >= 2
+            and not math.isinf(tpot)
+            and not math.isnan(tpot)
+        ):
             decode = tokens - 1
             (cell.baseline if baseline else cell.spec).add(tpot * decode, decode)
 

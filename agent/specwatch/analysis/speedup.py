@@ -174,8 +174,8 @@ class SpeedupTracker:
         self, model: str, baseline: bool, ts: float, tpot: float | None, tokens: int | None
     ) -> None:
         """One request's time per output token after the first, over its tokens - 1."""
-        if tpot is None or tokens is None or tokens < 2 or not math.isfinite(tpot) or tpot < 0:
-            return
+        if tpot is None or tokens is None or tokens < 2 or not 0 <= tpot or math.isinf(tpot):
+            return  # (isinf and a comparison: compiled, C; math.isfinite is a call)
         sums = self._sums.get((model, baseline))
         if sums is None:
             window, lookback = self._window, self._cfg.lookback_seconds
