@@ -37,9 +37,11 @@ class RequestSeries:
         self._tokens: dict[RequestKey, tuple[int, int]] = {}  # replaced, never changed
         self._histograms: dict[str, dict[RequestKey, Histogram]] = {n: {} for n in HISTOGRAMS}
         # what snapshots read: a copy per histogram, made again only for those observed since
-        # the last snapshot (`_observed`, in the order they were first observed)
+        # the last snapshot (`_observed`, in the order they were first observed; keyed by the
+        # histogram itself, hashed by identity, where a (name, key) tuple is made and hashed
+        # at every observation)
         self._copies: dict[str, dict[RequestKey, Histogram]] = {n: {} for n in HISTOGRAMS}
-        self._observed: dict[tuple[str, RequestKey], None] = {}
+        self._observed: dict[Histogram, tuple[str, RequestKey]] = {}
 
     def model_label(self, model: str, outcome: str) -> str:
         if model in self._models:
@@ -58,7 +60,8 @@ class RequestSeries:
         if histogram is None:
             histogram = per_key[key] = Histogram(HISTOGRAMS[name])
         histogram.observe(value)
-        self._observed[name, key] = None
+        if histogram not in self._observed:
+            self._observed[histogram] = (name, key)
 
     def add(self, record: RequestRecord) -> RequestKey:
         """Count one request (outcome, tokens, latency); its key, with the model's label."""
@@ -83,8 +86,8 @@ class RequestSeries:
     def histograms(self) -> dict[str, dict[RequestKey, Histogram]]:
         """Copies, kept while a histogram sees no new value (snapshots share them): only
         those observed since the last call are copied again."""
-        copies, live = self._copies, self._histograms
-        for name, key in self._observed:
-            copies[name][key] = live[name][key].copy()
+        copies = self._copies
+        for histogram, (name, key) in self._observed.items():
+            copies[name][key] = histogram.copy()
         self._observed.clear()
         return {name: dict(per_key) for name, per_key in copies.items()}
