@@ -452,6 +452,19 @@ MUTATIONS = (
         '    _check_total("num_accepted_draft_tokens", accepted_tokens, total_d)',
     ),
     Mutation(
+        "histograms: a value on a bound filed above it (le is inclusive)",
+        "core/histogram.py",
+        "            if value <= bounds[i]:\n",
+        "            if value < bounds[i]:\n",
+    ),
+    Mutation(
+        "context positions: the last bin's steps of a request never added",
+        "analysis/positions.py",
+        "        drafted_in[current] += bin_drafted\n        accepted_in[current] += bin_accepted\n"
+        "        self.reach",
+        "        self.reach",
+    ),
+    Mutation(
         "usage event: the typed read takes an event whose one choice carries its own block",
         "vllm/usage.py",
         "    return None if event.choices else _parsed(event)",

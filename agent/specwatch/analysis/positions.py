@@ -71,11 +71,21 @@ class ContextPositions:
         last = POSITION_BINS - 1
         drafted_in, accepted_in = self.drafted, self.accepted
         position = prompt + 1
+        # a bin's sums gathered in locals while the steps stay in it (a request's steps
+        # mostly do), added to the lists when they leave it
+        current = min(position // POSITION_BIN, last)
+        bin_drafted = bin_accepted = 0
         for i in range(len(accepted)):
             b = min(position // POSITION_BIN, last)
-            drafted_in[b] += drafted[i]
-            accepted_in[b] += accepted[i]
+            if b != current:
+                drafted_in[current] += bin_drafted
+                accepted_in[current] += bin_accepted
+                current, bin_drafted, bin_accepted = b, 0, 0
+            bin_drafted += drafted[i]
+            bin_accepted += accepted[i]
             position += accepted[i] + 1
+        drafted_in[current] += bin_drafted
+        accepted_in[current] += bin_accepted
         self.reach[min((position - 1) // POSITION_BIN, last)] += 1
         self.version += 1
 
