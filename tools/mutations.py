@@ -50,8 +50,8 @@ MUTATIONS = (
     Mutation(
         "snapshots: a histogram observed again is not copied again",
         "analysis/requests.py",
-        "        self._observed[name, key] = None\n",
-        "        if not self._copies[name]:\n            self._observed[name, key] = None\n",
+        "        if histogram not in self._observed:\n",
+        "        if histogram not in self._observed and not self._copies[name]:\n",
     ),
     Mutation(
         "byte budget: holds up to its limit, not a byte past it",
