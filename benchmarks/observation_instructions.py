@@ -45,6 +45,20 @@ async def control(option: str, pid: int) -> None:
         raise SystemExit(f"callgrind_control {option} {pid} failed")
 
 
+async def accepting(port: int) -> None:
+    """Wait until `port` takes connections (the proxy's port opens after the admin port's)."""
+    for _ in range(1200):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.1)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
+    raise SystemExit(f"port {port} did not open")
+
+
 async def drive(port: int, admin: int, pid: int, path: str, args: argparse.Namespace) -> None:
     for _ in range(20):  # a proxy under valgrind takes a while to start
         try:
@@ -52,6 +66,7 @@ async def drive(port: int, admin: int, pid: int, path: str, args: argparse.Names
             break
         except SystemExit:
             continue
+    await accepting(port)
     base = f"http://127.0.0.1:{port}"
     await round_of(base + path, args.warm, args.clients)
     await asyncio.sleep(1.0)
