@@ -465,6 +465,12 @@ MUTATIONS = (
         "        self.reach",
     ),
     Mutation(
+        "chunked framing: a size past the looked-up lines read from the table",
+        "proxy/wire.py",
+        "_SIZE_LINES[n] if n < len(_SIZE_LINES) else",
+        "_SIZE_LINES[min(n, len(_SIZE_LINES) - 1)] if n <= len(_SIZE_LINES) else",
+    ),
+    Mutation(
         "usage event: the typed read takes an event whose one choice carries its own block",
         "vllm/usage.py",
         "    return None if event.choices else _parsed(event)",
