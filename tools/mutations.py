@@ -467,8 +467,8 @@ MUTATIONS = (
     Mutation(
         "chunked framing: a size past the looked-up lines read from the table",
         "proxy/wire.py",
-        "_SIZE_LINES[n] if n < len(_SIZE_LINES) else",
-        "_SIZE_LINES[min(n, len(_SIZE_LINES) - 1)] if n <= len(_SIZE_LINES) else",
+        "_SIZE_LINES[n] if n < _LOOKED_UP else",
+        "_SIZE_LINES[min(n, _LOOKED_UP - 1)] if n <= _LOOKED_UP else",
     ),
     Mutation(
         "usage event: the typed read takes an event whose one choice carries its own block",
