@@ -37,9 +37,12 @@ _DONE = b"data: [DONE]\n\n"
 
 
 NOT_ONE_EVENT, CONTENT_EVENT, ONE_EVENT, FINISHING_EVENT, USAGE_EVENT = 0, 1, 2, 3, 4
-# what a finishing chunk may carry that the rewriter keeps (the per-request data of some vLLM
-# builds, TensorRT-LLM, llama.cpp, SGLang)
-_OWN_DATA = (b'"speculative_decoding', b'"timings"', b'"meta_info"', b'"sglext"')
+# the per-request data a finishing chunk may carry: some vLLM builds' per-choice block,
+# TensorRT-LLM's; llama.cpp's `timings` (with usage, which it sends unasked there); SGLang's
+# `meta_info`
+_PER_REQUEST_DATA = (b'"speculative_decoding', b'"timings"', b'"meta_info"')
+# what a finishing chunk may carry that the rewriter keeps (SGLang's details too)
+_OWN_DATA = (*_PER_REQUEST_DATA, b'"sglext"')
 
 
 def one_event_kind(chunk: bytes) -> int:
@@ -151,15 +154,10 @@ class StreamRewriter:
                 self.done = True
             elif event.startswith(b'data: {"error"'):
                 self.errored = True
-            elif (ending := finishes(event)) and (
-                event.find(b'"speculative_decoding') >= 0
-                or event.find(b'"timings"') >= 0
-                or event.find(b'"meta_info"') >= 0
+            elif (ending := finishes(event)) and any(
+                event.find(data) >= 0 for data in _PER_REQUEST_DATA
             ):
-                # the per-request data on the finishing chunk: some vLLM builds' per-choice
-                # block, TensorRT-LLM's; llama.cpp's `timings` (with usage, which it sends
-                # unasked there); SGLang's `meta_info`
-                self.choice_stats = event
+                self.choice_stats = event  # the per-request data on the finishing chunk
             elif is_details_event(event):
                 self.choice_stats = event  # SGLang's details come in a chunk of their own
                 data = event_data(event) if self._strip else None
