@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 import orjson
@@ -49,7 +49,6 @@ def _counts(value: Any, field: str) -> tuple[int, ...]:
 
 
 _NUMBER = (int, float)  # a tuple made once (`int | float` is made again at every call)
-_INF: Final = math.inf  # compiled, a C constant (math.inf: an attribute read at every use)
 
 
 def _number(value: Any) -> float | None:
@@ -62,7 +61,8 @@ def _seconds(ms: float | None) -> float | None:
     if ms is None:
         return None
     seconds = ms / 1000.0
-    return seconds if 0.0 <= seconds < _INF else None  # NaN compares false
+    # NaN fails the comparison; compiled, isinf is C (math.isfinite a call), as in analysis/
+    return seconds if 0.0 <= seconds and not math.isinf(seconds) else None
 
 
 def _check_total(key: str, value: Any, expected: int) -> None:
@@ -144,9 +144,8 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
             )
         drafted = (k,) * len(accepted)
         ordered = False
-    reported = block.get("mean_acceptance_length")
-    if not isinstance(reported, int | float) or isinstance(reported, bool):
-        reported = None  # absent or not a number: nothing to compare (analysis/causes.py)
+    # absent or not a number: nothing to compare (analysis/causes.py)
+    reported = _number(block.get("mean_acceptance_length"))
     return checked_block(
         k,
         drafted,
