@@ -85,6 +85,15 @@ def events(draw: st.DrawFn) -> dict[str, Any]:
     return event
 
 
+def usage_data(capture: Path) -> bytes:
+    """The `data:` of a captured stream's usage event."""
+    raw = capture.read_bytes()
+    event = next(e for e in raw.split(b"\n\n") if b'"usage"' in e and b'"choices":[]' in e)
+    data = event_data(event + b"\n\n")
+    assert data is not None
+    return data
+
+
 def general(data: bytes) -> ParsedResponse | str:
     try:
         return parse_response_object(orjson.loads(data))
@@ -108,10 +117,7 @@ def test_typed_read_answers_as_the_general_reader(event: dict[str, Any]) -> None
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
 def test_vllm_usage_events_take_the_typed_read(capture: Path) -> None:
-    raw = capture.read_bytes()
-    event = next(e for e in raw.split(b"\n\n") if b'"usage"' in e and b'"choices":[]' in e)
-    data = event_data(event + b"\n\n")
-    assert data is not None
+    data = usage_data(capture)
     expected = general(data)
     assert isinstance(expected, ParsedResponse)
     assert expected.spec is not None
@@ -121,10 +127,7 @@ def test_vllm_usage_events_take_the_typed_read(capture: Path) -> None:
 def test_a_choice_with_its_own_block_is_read_as_the_general_reader_reads_it() -> None:
     """The per-choice shape's block is read before `metrics`' (and may fail): only the general
     reader reads choices."""
-    raw = CAPTURES[0].read_bytes()
-    event = next(e for e in raw.split(b"\n\n") if b'"usage"' in e and b'"choices":[]' in e)
-    data = event_data(event + b"\n\n")
-    assert data is not None
+    data = usage_data(CAPTURES[0])
     obj = orjson.loads(data)
     obj["choices"] = [{"index": 0, "speculative_decoding_stats": {"per_step_drafted": [1]}}]
     changed = orjson.dumps(obj)
@@ -179,10 +182,7 @@ def test_a_chunk_not_written_compact_keeps_its_bytes_and_gains_the_fingerprint()
 
 
 def test_a_step_that_drafted_more_than_k_is_an_inconsistent_block() -> None:
-    raw = CAPTURES[0].read_bytes()
-    event = next(e for e in raw.split(b"\n\n") if b'"usage"' in e and b'"choices":[]' in e)
-    data = event_data(event + b"\n\n")
-    assert data is not None
+    data = usage_data(CAPTURES[0])
     obj = orjson.loads(data)
     block = obj["metrics"]["speculative_decoding"]
     block["num_spec_tokens"] = max(block["per_step_drafted"]) - 1
