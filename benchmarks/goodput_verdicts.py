@@ -36,14 +36,22 @@ from __future__ import annotations
 import argparse
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from specwatch.analysis.goodput import tpot_interval
-from specwatch.analysis.goodput_compare import FASTER, SLOWER, combined_ratio, compare_tpot
+from specwatch.analysis.goodput_compare import (
+    FASTER,
+    SLOWER,
+    Pair,
+    combined_ratio,
+    compare_tpot,
+    load_slopes,
+    mean_load,
+)
 from specwatch.analysis.load import LoadBuckets
 from specwatch.analysis.stats import robust_variance, t_quantile
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.sim.acceptance import CostModel
 
 CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS = 0.95, 0.03, 5, 30
@@ -67,17 +75,42 @@ class Side:
     alpha_shift: float  # added to every slice's acceptance
     loads: tuple[int, int]  # in flight, uniform in [lo, hi]
     batch_compute: float = 0.0
+    mean_load: float | None = None  # else in flight 1 + Poisson(mean - 1), as arrivals give
+    curve: str = "linear"  # how a step's time grows with the load (step_factor)
+    slower: float = 1.0  # every step's time times this (a truly slower config)
+
+
+KNEE = 24  # the kneed curve's load: below it the step barely grows, above it steeply
+
+
+def step_factor(curve: str, batch: np.ndarray, k: int, bc: float) -> np.ndarray:
+    """A step's time at `batch` in flight over its time alone, beyond the draft's cost: linear
+    (sim/acceptance.CostModel's), convex (quadratic, equal to the linear one at 17 in
+    flight), or kneed (a tenth of the linear slope up to KNEE, then four times it: the
+    KV cache's pressure)."""
+    others = np.maximum(0, batch - 1).astype(float)
+    per = bc * (k + 1)
+    if curve == "linear":
+        return per * others
+    if curve == "convex":
+        return per * others * others / 16.0
+    if curve == "kneed":
+        return per * (0.1 * others + 4.0 * np.maximum(0.0, batch - KNEE))
+    raise ValueError(curve)
 
 
 def requests(
     rng: np.random.Generator, side: Side, alpha: float, n: int, sd: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Decode seconds, decode tokens and load bucket index of `n` requests."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Decode seconds, decode tokens, load bucket index and load of `n` requests."""
     mean = min(0.97, max(0.03, alpha + side.alpha_shift))
     shape = mean * (1 - mean) / sd**2 - 1
     own = rng.beta(mean * shape, (1 - mean) * shape, n)
     tokens = rng.integers(20, 301, n)
-    load = rng.integers(side.loads[0], side.loads[1] + 1, n)
+    if side.mean_load is None:
+        load = rng.integers(side.loads[0], side.loads[1] + 1, n)
+    else:
+        load = 1 + rng.poisson(side.mean_load - 1, n)
     # steps until the request's decode tokens are out: accepted + 1 each
     per_step = (1 - own ** (side.k + 1)) / (1 - own)  # the mean emitted per step
     guess = np.ceil((tokens - 1) / per_step * 1.5 + 10).astype(np.int64)
@@ -91,26 +124,31 @@ def requests(
     within = cumulative - before[owner]
     done = within - emitted < (tokens - 1)[owner]  # the step is needed
     steps = np.bincount(owner, done, n)
-    model = CostModel(draft_cost_ratio=side.cost, batch_compute=side.batch_compute)
-    top = side.loads[1] + 1
-    step_seconds = np.array([model.step_seconds(side.k, b) for b in range(top)])[load]
-    seconds = steps * step_seconds * np.exp(rng.normal(0, TIME_SD, n) - TIME_SD**2 / 2)
-    index = np.array([LOADS.index(max(1, b)) for b in range(top)])[load]
-    return seconds, (tokens - 1).astype(float), index
+    model = CostModel(draft_cost_ratio=side.cost)
+    alone = model.step_seconds(side.k)
+    step_seconds = alone + model.target_step_ms / 1000.0 * step_factor(
+        side.curve, load, side.k, side.batch_compute
+    )
+    seconds = steps * step_seconds * side.slower
+    seconds *= np.exp(rng.normal(0, TIME_SD, n) - TIME_SD**2 / 2)
+    index = np.array([LOADS.index(max(1, int(b))) for b in load])
+    return seconds, (tokens - 1).astype(float), index, load.astype(float)
 
 
 def cells(
     rng: np.random.Generator, side: Side, n: int, sd: float, model: str = "m"
 ) -> dict[tuple[str, ...], Sums]:
+    """Per cell (model, ctx, task, load bucket) the sums the sidecar keeps (DecodeSums)."""
     out: dict[tuple[str, ...], Sums] = {}
     buckets = len(LOADS.labels)
     for ctx, task, alpha in SLICES:
-        x, y, index = requests(rng, side, alpha, n, sd)
-        sums = [np.bincount(index, w, buckets) for w in (None, x, y, x * x, x * y, y * y)]
+        x, y, index, b = requests(rng, side, alpha, n, sd)
+        yb = y * b
+        weights = (None, x, y, x * x, x * y, y * y, yb, x * b, yb * b, y * yb, yb * yb)
+        sums = [np.bincount(index, w, buckets) for w in weights]
         for i in np.flatnonzero(sums[0]):
-            cell = out[model, ctx, task, LOADS.labels[i]] = Sums()
-            cell.requests = int(sums[0][i])
-            cell.x, cell.y, cell.xx, cell.xy, cell.yy = (float(s[i]) for s in sums[1:])
+            values = (float(s[i]) for s in sums[1:])
+            out[model, ctx, task, LOADS.labels[i]] = DecodeSums(int(sums[0][i]), *values)
     return out
 
 
@@ -136,11 +174,13 @@ def verdicts(before: Side, after: Side, runs: int, n: int, sd: float, seed: int)
 
 
 def truth(before: Side, after: Side, sd: float, seed: int) -> dict[tuple[str, ...], float]:
-    """Per slice and the model, the log-ratio the comparison estimates: per cell the ratio
-    of population TPOTs, weighted by the after side's expected decode tokens."""
+    """Per slice and the model, the log-ratio the comparison estimates: the after side's TPOT
+    over the before config's at the after side's loads (the before config simulated with the
+    after side's load distribution), per cell, weighted by the after side's decode tokens."""
     rng = np.random.default_rng(seed)
     big = 200_000
-    b, a = cells(rng, before, big, sd), cells(rng, after, big, sd)
+    at_after = replace(before, loads=after.loads, mean_load=after.mean_load)
+    b, a = cells(rng, at_after, big, sd), cells(rng, after, big, sd)
     out: dict[tuple[str, ...], float] = {}
     for key in {k[:-1] for k in a} | {("m",)}:
         mine = [
@@ -165,15 +205,17 @@ def coverage(
     for _ in range(runs):
         b, a = cells(rng, before, n, sd), cells(rng, after, n, sd)
         slices, _ = compare_tpot(b, a, CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS)
+        slopes = load_slopes((b, a))
         for row in slices:
             pairs = [
-                (b[c], a[c]) for c in sorted(a)
+                Pair(b[c], a[c], (c[0], c[-1]), _shift(b[c], a[c])) for c in sorted(a)
                 if c[:-1] == row.key and c in b
                 and min(b[c].requests, a[c].requests) >= LEAST_CELL
             ]  # fmt: skip
-            plain = combined_ratio(pairs, CONFIDENCE)
-            if plain is None or row.ratio is None:
+            got = combined_ratio(pairs, slopes, CONFIDENCE)
+            if got is None or row.ratio is None:
                 continue
+            plain = got[0]
             target = math.exp(true[row.key])
             total += 1
             held += plain.lower <= target <= plain.upper
@@ -181,16 +223,53 @@ def coverage(
     return held / total, held_family / total
 
 
+def _shift(before: Sums, after: Sums) -> float:
+    b, a = mean_load(before), mean_load(after)
+    return 0.0 if a is None or b is None else a - b
+
+
+def unequal_loads(
+    before: Side, after: Side, runs: int, n: int, sd: float, seed: int
+) -> dict[str, float]:
+    """At loads that differ: the share of runs with any verdict (slices or model) and with the
+    model slower / faster, and the share of the model's (family-wise) intervals holding the
+    true ratio."""
+    true = math.exp(truth(before, after, sd, seed + 1000)["m",])
+    rng = np.random.default_rng(seed)
+    tally: Counter[str] = Counter()
+    for _ in range(runs):
+        slices, models = compare_tpot(
+            cells(rng, before, n, sd), cells(rng, after, n, sd), CONFIDENCE, MARGIN,
+            LEAST_CELL, LEAST_REQUESTS,
+        )  # fmt: skip
+        said = {row.verdict for row in (*slices, *models)}
+        model = models[0]
+        tally["any"] += bool(said & {SLOWER, FASTER})
+        tally["slower"] += model.verdict == SLOWER
+        tally["faster"] += model.verdict == FASTER
+        if model.ratio is not None:
+            tally["intervals"] += 1
+            tally["held"] += model.ratio.lower <= true <= model.ratio.upper
+    return {
+        "true": true,
+        "any": tally["any"] / runs,
+        "slower": tally["slower"] / runs,
+        "faster": tally["faster"] / runs,
+        "coverage": tally["held"] / tally["intervals"] if tally["intervals"] else math.nan,
+        "compared": tally["intervals"] / runs,
+    }
+
+
 def tpot_coverage(side: Side, n: int, runs: int, sd: float, seed: int) -> tuple[float, float]:
     """One slice's TPOT interval (analysis/goodput.tpot_interval: log scale) against the same
     variance on the linear scale, estimate +- t sqrt(v): the share holding the true TPOT."""
     rng = np.random.default_rng(seed)
     alpha = SLICES[0][2]
-    x, y, _ = requests(np.random.default_rng(seed + 7), side, alpha, 200_000, sd)
+    x, y, _, _ = requests(np.random.default_rng(seed + 7), side, alpha, 200_000, sd)
     true = x.sum() / y.sum()
     log_held = linear_held = 0
     for _ in range(runs):
-        x, y, _ = requests(rng, side, alpha, n, sd)
+        x, y, _, _ = requests(rng, side, alpha, n, sd)
         sums = Sums()
         for xi, yi in zip(x, y, strict=True):
             sums.add(float(xi), float(yi))
@@ -243,6 +322,42 @@ def alert_hours(
     return fired / hours, float(np.median(minutes)) if minutes else float("nan")
 
 
+CURVES = ("linear", "convex", "kneed")
+# (stable's mean load, the canary's): requests in flight as each request starts, 1 + Poisson
+LOAD_PAIRS = ((8, 8), (8, 4), (6, 12), (12, 6), (18, 30), (40, 24), (2, 40))
+
+
+def at_unequal_loads(args: argparse.Namespace) -> None:
+    """(g) equal configs at stable's and the canary's loads, on each curve: any verdict
+    (slices or the model), the model's, its interval's coverage of the true ratio (1.000);
+    (h) power: a canary truly 8% slower (every step 1.08x) and one truly 15% faster."""
+    bc = BATCH_COMPUTE
+    for curve in args.curves:
+        for n in args.requests:
+            for lb, la in LOAD_PAIRS if "loads" in args.only else ():
+                stable = Side(4, 0.05, 0.0, (1, 16), bc, mean_load=lb, curve=curve)
+                r = unequal_loads(stable, replace(stable, mean_load=la), args.runs, n, args.sd,
+                                  args.seed)  # fmt: skip
+                print(
+                    f"(g) {curve}, loads {lb}/{la}, {n} a side per slice: any verdict "
+                    f"{r['any']:.1%}, model slower {r['slower']:.1%} faster {r['faster']:.1%}; "
+                    f"model interval covers {r['true']:.3f} in {r['coverage']:.1%} of "
+                    f"{r['compared']:.0%} compared",
+                    flush=True,
+                )
+            for factor in (1.08, 0.85) if "power" in args.only and n >= 400 else ():
+                for lb, la in ((8, 8), (6, 12), (18, 30), (40, 24)):
+                    stable = Side(4, 0.05, 0.0, (1, 16), bc, mean_load=lb, curve=curve)
+                    canary = replace(stable, mean_load=la, slower=factor)
+                    r = unequal_loads(stable, canary, args.runs, n, args.sd, args.seed)
+                    print(
+                        f"(h) {curve}, canary x{factor}, loads {lb}/{la}, {n} a side per "
+                        f"slice: model slower {r['slower']:.1%} faster {r['faster']:.1%}; "
+                        f"covers {r['true']:.3f} in {r['coverage']:.1%}",
+                        flush=True,
+                    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=400)
@@ -250,7 +365,21 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sd", type=float, default=0.08)
     parser.add_argument("--requests", type=int, nargs="*", default=[120])  # none: hours only
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        choices=("classic", "loads", "power", "hours"),
+        default=["classic", "loads", "power", "hours"],
+        help="the sections to run: (a)-(f), (g) unequal loads, (h) power, the hours",
+    )
+    parser.add_argument("--curves", nargs="*", default=list(CURVES), choices=CURVES)
     args = parser.parse_args()
+    if "loads" in args.only or "power" in args.only:
+        at_unequal_loads(args)
+    if "classic" not in args.only:
+        args.requests = []
+    if "hours" not in args.only:
+        args.hours = 0
     bc = BATCH_COMPUTE
     stable = Side(k=4, cost=0.05, alpha_shift=0.0, loads=(1, 16), batch_compute=bc)
     cheaper_before = Side(k=7, cost=0.05, alpha_shift=0.0, loads=(1, 4), batch_compute=bc)

@@ -18,8 +18,9 @@ import yaml
 from specwatch import conventions as C
 from specwatch.analysis.compare import compare_models
 from specwatch.analysis.evidence import gathered, log_ratio
+from specwatch.analysis.goodput_compare import compare_tpot
 from specwatch.analysis.stats import proportion_interval, t_quantile, tail_confidence
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.analysis.thresholds import Thresholds
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound, ratio_bound
@@ -211,6 +212,91 @@ def test_the_recorded_canary_difference_is_the_sidecars_comparison(tmp_path: Pat
             query = difference_bound(level, bound, SETTINGS) + where
             width = row.difference.upper - row.difference.lower
             check = f"abs({query} - {expected!r}) <= bool {tolerance * width!r}"
+            checks.append(
+                {"expr": check, "eval_time": "35m", "exp_samples": [{"labels": labels, "value": 1}]}
+            )
+    run_promtool(tmp_path, series, checks)
+
+
+GOODPUT_COUNTERS = (
+    C.GOODPUT_REQUESTS,
+    C.GOODPUT_DECODE_SECONDS,
+    C.GOODPUT_DECODE_TOKENS,
+    C.GOODPUT_SECONDS_SQUARED,
+    C.GOODPUT_SECONDS_X_TOKENS,
+    C.GOODPUT_TOKENS_SQUARED,
+    C.GOODPUT_TOKENS_X_LOAD,
+    C.GOODPUT_SECONDS_X_LOAD,
+    C.GOODPUT_TOKENS_X_LOAD_SQUARED,
+    C.GOODPUT_TOKENS_SQUARED_X_LOAD,
+    C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED,
+)
+
+
+def test_the_recorded_tpot_ratio_at_the_same_load_is_the_sidecars(tmp_path: Path) -> None:
+    """Three slices of one model over two load buckets, canary (c1) and stable (s1), the
+    canary at heavier loads within each bucket (so the load's slope moves the ratio): the
+    ratio, its family-wise bounds and the load's adjustment, per slice and for the model, are
+    analysis/goodput_compare.compare_tpot's on the same sums (the rules' t quantile is
+    Cornish-Fisher's: bounds within 0.2% of the width)."""
+    rng = random.Random(13)
+    series: list[dict[str, str]] = []
+    checks: list[dict[str, Any]] = []
+    sides: dict[str, dict[tuple[str, ...], DecodeSums]] = {"stable": {}, "canary": {}}
+    buckets = {"5-8": (5, 8), "9-16": (9, 16)}
+    for i in range(3):
+        task = f"g{i}"
+        for load, (low, high) in buckets.items():
+            for track, config in (("stable", "s1"), ("canary", "c1")):
+                per_minute = DecodeSums()
+                for _ in range(3):  # three kinds of requests a minute: loads and times differ
+                    b = rng.randint(low, high - 2) + (2 if track == "canary" else 0)
+                    count, y = rng.randint(1, 3), float(rng.randint(20, 200))
+                    x = y * 0.01 * (1 + 0.03 * b) * rng.uniform(0.8, 1.25) * (1.05 if i else 1)
+                    for _ in range(count):
+                        per_minute.add_at(x, y, float(b))
+                cell_labels = (
+                    f'model="m",ctx_bucket="0-512",task="{task}",config="{config}",'
+                    f'track="{track}",load="{load}",instance="{track}"'
+                )
+                for name, value in zip(GOODPUT_COUNTERS, per_minute.decode_fields(), strict=True):
+                    series.append(
+                        {"series": f"{name}_total{{{cell_labels}}}", "values": f"0+{value!r}x40"}
+                    )
+                n, *rest = per_minute.decode_fields()
+                whole = DecodeSums(int(30 * n), *(30 * value for value in rest))
+                sides[track]["m", "0-512", task, load] = whole
+    cfg = SETTINGS.canary
+    rows, models = compare_tpot(
+        sides["stable"],
+        sides["canary"],
+        cfg.confidence,
+        cfg.tpot_margin,
+        cfg.tpot_min_cell_requests,
+        SETTINGS.zones.min_requests,
+    )
+    assert 3 == sum(r.ratio is not None for r in rows)
+    for level, row in [*(("slice", r) for r in rows), ("model", models[0])]:
+        assert row.ratio is not None
+        assert row.load_adjustment is not None
+        assert row.load_adjustment < 0.99  # the canary's heavier loads taken out
+        where = f'{{task="{row.key[2]}"}}' if level == "slice" else ""
+        found = {"model": "m", "config": "c1", "track": "canary", "baseline_config": "s1"}
+        if level == "slice":
+            found |= {"ctx_bucket": "0-512", "task": row.key[2]}
+        labels = "{" + ",".join(f'{k}="{v}"' for k, v in sorted(found.items())) + "}"
+        width = row.ratio.upper - row.ratio.lower
+        for query, expected, tolerance in (
+            (ratio_bound(level, "estimate", SETTINGS), row.ratio.estimate, 1e-9 * width),
+            (ratio_bound(level, "lower", SETTINGS), row.ratio.lower, 2e-3 * width),
+            (ratio_bound(level, "upper", SETTINGS), row.ratio.upper, 2e-3 * width),
+            (
+                Q.record(level, C.RECORDED_CANARY_TPOT_LOAD_ADJUSTMENT, "robust30m"),
+                row.load_adjustment,
+                1e-9,
+            ),
+        ):
+            check = f"abs({query}{where} - {expected!r}) <= bool {tolerance!r}"
             checks.append(
                 {"expr": check, "eval_time": "35m", "exp_samples": [{"labels": labels, "value": 1}]}
             )

@@ -24,7 +24,7 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.goodput_compare import compare_tpot
 from specwatch.analysis.replay import replay
 from specwatch.analysis.stats import Interval, SliceStats
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings, load_settings
 from specwatch.store.cyclelog import to_line
@@ -465,7 +465,7 @@ def test_compare_tpot_is_the_live_goodput_comparison_over_the_same_logs(tmp_path
         analyzer, _ = replay(records, settings)
         out: dict[tuple[str, ...], Sums] = {}
         for (model, _ctx, task, load), sums in analyzer.since_start_timed().items():
-            out.setdefault((model, task, load), Sums()).merge(sums)
+            out.setdefault((model, task, load), DecodeSums()).merge(sums)
         return out
 
     cfg = settings.canary

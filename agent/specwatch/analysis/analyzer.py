@@ -25,7 +25,7 @@ from specwatch.analysis.requests import RequestSeries
 from specwatch.analysis.slicing import CtxBuckets, SliceOrder, request_parts, totals_parts
 from specwatch.analysis.speedup import ASSUMED, Cost, Gain, SpeedupTracker
 from specwatch.analysis.stats import Interval, SliceStats
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot, with_causes
 from specwatch.analysis.windows import SlidingWindow
@@ -275,7 +275,7 @@ class Analyzer:
         keys = list(self._window.keys())
         return {key: Sums.of(self._window.since_start(key), "alpha") for key in keys}
 
-    def since_start_timed(self) -> dict[Cell, Sums]:
+    def since_start_timed(self) -> dict[Cell, DecodeSums]:
         """The goodput's decode-time sums since the start, per (model, ctx, task, load)."""
         return self._goodput.since_start()
 

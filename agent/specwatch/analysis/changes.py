@@ -25,7 +25,7 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.goodput import Cell
 from specwatch.analysis.goodput_compare import MIX_MOVED_LOAD, TpotComparison, compare_tpot
 from specwatch.analysis.mix import psi, shares
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.core.records import SliceKey, SpecConfig
 from specwatch.settings import Settings
 
@@ -57,23 +57,24 @@ def _decode(rows: Any) -> dict[SliceKey, Sums]:
     return out
 
 
-Timed = dict[Cell, Sums]  # per (model, ctx, task, load): decode-time sums
+Timed = dict[Cell, DecodeSums]  # per (model, ctx, task, load): decode-time sums, loads
 
 
 def _encode_timed(cells: Timed) -> list[list[Any]]:
-    return [[*key, s.requests, s.x, s.y, s.xx, s.xy, s.yy] for key, s in sorted(cells.items())]
+    return [[*key, *s.decode_fields()] for key, s in sorted(cells.items())]
 
 
 def _decode_timed(rows: Any) -> Timed:
     """Raises ValueError on anything but the rows `_encode_timed` writes; a state saved
-    before goodput was kept has none."""
+    before goodput was kept has none, one saved before the load moments were kept has rows
+    without them (its cells then compared without the adjustment within a load bucket)."""
     if rows is None:
         return {}
     if not isinstance(rows, list):
         raise ValueError("goodput must be a list")
     out: Timed = {}
     for row in rows:
-        if not isinstance(row, list) or len(row) != 10:
+        if not isinstance(row, list) or len(row) not in (10, 15):
             raise ValueError(f"not a goodput row: {row!r}")
         model, ctx, task, load, n, *values = row
         if not all(isinstance(v, str) for v in (model, ctx, task, load)):
@@ -82,17 +83,14 @@ def _decode_timed(rows: Any) -> Timed:
             raise ValueError(f"not a request count: {n!r}")
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             raise ValueError(f"not sums: {values!r}")
-        sums = Sums()
-        sums.requests = n
-        sums.x, sums.y, sums.xx, sums.xy, sums.yy = (float(v) for v in values)
-        out[model, ctx, task, load] = sums
+        out[model, ctx, task, load] = DecodeSums(n, *(float(v) for v in values))
     return out
 
 
 def _merged(carried: Timed, live: Timed) -> Timed:
     out = {key: sums.copy() for key, sums in carried.items()}
     for key, sums in live.items():
-        out.setdefault(key, Sums()).merge(sums)
+        out.setdefault(key, DecodeSums()).merge(sums)
     return out
 
 

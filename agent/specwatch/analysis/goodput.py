@@ -30,7 +30,7 @@ from specwatch.analysis.load import LoadBuckets
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.speedup import ASSUMED, ESTIMATED, Cost
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.analysis.windows import WindowedRatio
 from specwatch.core.records import RequestRecord
 from specwatch.settings import Settings
@@ -70,7 +70,7 @@ def tpot_interval(sums: Sums, confidence: float) -> Interval | None:
 @dataclass(slots=True)
 class _Cell:
     window: WindowedRatio  # decode seconds over decode tokens
-    since_start: Sums
+    since_start: DecodeSums  # with the load moments (a comparison at the same load)
     steps: Sums  # decode seconds over engine steps, since the start
 
 
@@ -116,10 +116,13 @@ class GoodputTracker:
         cell = self._cells.get(key)
         if cell is None:
             cell = self._cells[key] = _Cell(
-                WindowedRatio(self._length, self._bucket), Sums(), Sums()
+                WindowedRatio(self._length, self._bucket), DecodeSums(), Sums()
             )
         cell.window.add(record.ts, seconds, tokens)
-        cell.since_start.add(seconds, tokens)
+        if flight is None:
+            cell.since_start.add(seconds, tokens)
+        else:
+            cell.since_start.add_at(seconds, tokens, float(flight))
         if record.spec.steps:
             cell.steps.add(seconds, record.spec.steps)
             if flight is not None:
@@ -131,7 +134,7 @@ class GoodputTracker:
         by_source = self.sources.setdefault(model, {})
         by_source[source] = by_source.get(source, 0) + 1
 
-    def cells(self, now: float) -> dict[Cell, tuple[Sums, Sums]]:
+    def cells(self, now: float) -> dict[Cell, tuple[Sums, DecodeSums]]:
         """Per cell its window's sums and its since-start sums, copied (a snapshot stays what
         it was): what the exposition's counters read."""
         return {
@@ -147,7 +150,7 @@ class GoodputTracker:
             return known
         return Cost(estimate.ratio, ESTIMATED, estimate.lower, estimate.upper)
 
-    def since_start(self) -> dict[Cell, Sums]:
+    def since_start(self) -> dict[Cell, DecodeSums]:
         """Per cell its since-start sums, copied."""
         return {key: cell.since_start.copy() for key, cell in self._cells.items()}
 

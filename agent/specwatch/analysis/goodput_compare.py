@@ -1,29 +1,48 @@
 """Two configs compared on what users feel: the ratio of their decode times per output token
 (TPOT, after over before: canary over stable, the config after a change over the one before),
-slice by slice, within load buckets, with its interval and a verdict guarded across the slices.
+slice by slice, at the same load, with its interval and a verdict guarded across the slices.
 
 TPOT moves with load as much as with the config: a canary that runs at half the stable pods'
-requests in flight decodes faster whatever its draft. So the two sides are compared within
-each load bucket (the requests in flight at the upstream when a request started, the buckets
-`advise` uses) and the buckets' log-ratios are combined at the after side's mix: the weight of
-a bucket is its share of the after side's decode tokens among the buckets both sides saw. A
-model's verdict combines every (ctx bucket, task, load) cell of it the same way, at the after
-side's mix of all three. Load buckets only one side saw are not compared, and when they hold
-much of the after side's decode tokens a caveat says so.
+requests in flight decodes faster whatever its draft, and one at 30 in flight against stable's
+18 decodes slower. So the two sides are compared at the same load, in two steps:
+
+1. Within each load bucket (the requests in flight at the upstream when a request started,
+   the buckets `advise` uses): a bucket only one side saw is not compared (no extrapolation
+   past the loads both sides cover), and when such buckets hold much of the after side's
+   decode tokens a caveat says so; when none is shared the verdict is `insufficient`, with
+   the two sides' loads in words.
+2. Within a bucket the two sides' loads still differ (18 against 30 are both in 17-32). Each
+   cell's log-ratio is moved to the after side's mean load by the load's effect on TPOT,
+   learnt from the requests themselves: per model and load bucket the relative slope kappa
+   of a request's TPOT on its load, from the variation of load *within* each (cell, side) --
+   both sides, every slice, never the difference between the sides, which is what is judged
+   (ANCOVA's pooled within-group slope, weighted by decode tokens as TPOT is). The cell's
+   log-ratio at the same load is log(T_after / T_before) - kappa (b_after - b_before), b a
+   side's tokens-weighted mean load in the cell.
+
+The shape assumed: within one load bucket TPOT is linear in the load, with the same relative
+slope for both configs and all slices of a model (load moves the step's time, which both
+configs' steps share; benchmarks/goodput_verdicts.py measures a linear, a convex and a kneed
+curve; docs/statistics.md says what happens outside it). The load recorded is the requests in
+flight as a request started: where the batch it decoded in moved far from that, the slope is
+attenuated and part of the load's effect is left in the ratio.
 
 Per cell the log of each side's TPOT has the delta-method variance V / T^2 from the
 cluster-robust variance V of the ratio estimator (analysis/stats.py: requests are the sampling
-unit); the combined log-ratio's variance is the weighted sum, with Welch-Satterthwaite's
-degrees of freedom, and the interval exp(log-ratio +- t sqrt(variance)). The family-wise guard
-is analysis/compare.py's: one Bonferroni family per model over its slices compared and its
-rollup. Verdicts:
+unit); kappa's variance is the sandwich form with each request's squared relative deviation
+taken at its (cell, side)'s mean. The combined log-ratio's variance is the weighted sum of
+the cells' plus, per load bucket, (sum of weight x load difference)^2 Var(kappa), with
+Welch-Satterthwaite's degrees of freedom, and the interval exp(log-ratio +- t sqrt(variance)).
+The family-wise guard is analysis/compare.py's: one Bonferroni family per model over its
+slices compared and its rollup. Verdicts:
 
 - `slower` / `faster`: the whole interval of the ratio above / below 1;
 - `same`: the whole interval within 1 +- margin;
-- `insufficient`: too few requests timed on a side, or an interval that can tell neither.
+- `insufficient`: too few requests timed on a side, loads that do not overlap, or an interval
+  that can tell neither (`reason` says which).
 
 benchmarks/goodput_verdicts.py measures the coverage and the verdicts' error rates on the
-simulator's cost model with overdispersed requests.
+simulator's cost model with overdispersed requests, at equal and unequal loads.
 """
 
 from __future__ import annotations
@@ -36,9 +55,8 @@ from typing import Any, TypeVar
 
 from specwatch.analysis.compare import family_confidence
 from specwatch.analysis.goodput import MAX_EXPONENT
-from specwatch.analysis.speedup import log_variance
 from specwatch.analysis.stats import Interval, t_quantile
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 
 FASTER, SLOWER, SAME, INSUFFICIENT = "faster", "slower", "same", "insufficient"
 LOAD_MOVED = 0.2  # from this share of the after side's decode tokens at loads only it saw
@@ -49,14 +67,97 @@ K = TypeVar("K", bound=tuple[str, ...])
 
 
 @dataclass(frozen=True, slots=True)
+class LoadSlope:
+    """Per model and load bucket: kappa, the relative change of TPOT per request in flight
+    (pooled within every cell and side), its variance and degrees of freedom."""
+
+    slope: float
+    variance: float
+    df: float
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Per slice and side: the squared relative deviation of a request's TPOT from its cell's,
+    pooled over the slice's load buckets (weighted by tokens squared), and its degrees of
+    freedom (requests less cells)."""
+
+    deviation: float
+    df: float
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One cell both sides timed: its sums, its load bucket's key (model, load), the after
+    side's mean load minus the before side's (0 where a side's loads are not known), and each
+    side's pooled spread."""
+
+    before: Sums
+    after: Sums
+    bucket: tuple[str, str]
+    shift: float
+    spreads: tuple[Spread, Spread]
+
+    @classmethod
+    def alone(
+        cls, before: Sums, after: Sums, bucket: tuple[str, str] = ("", ""), shift: float = 0.0
+    ) -> Pair:
+        """A pair whose sides' spreads are their own cell's (a comparison of one cell)."""
+        return cls(before, after, bucket, shift, (own_spread(before), own_spread(after)))
+
+    def log_variances(self) -> tuple[float, float]:
+        """Var(log TPOT) of each side: n / (n - 1) x the pooled deviation x sum y^2 / (sum y)^2
+        (the cluster-robust variance with each request's deviation at its slice's mean)."""
+        return (
+            _log_variance(self.before, self.spreads[0]),
+            _log_variance(self.after, self.spreads[1]),
+        )
+
+
+def _log_variance(sums: Sums, spread: Spread) -> float:
+    n = sums.requests
+    return n / max(1.0, n - 1.0) * spread.deviation * sums.yy / (sums.y * sums.y)
+
+
+def _deviation(s: Sums) -> float:
+    """sum over a cell's requests of (x_i - T y_i)^2 / T^2: y_i^2 (t_i / T - 1)^2."""
+    t = s.x / s.y
+    return max(0.0, s.xx - 2.0 * t * s.xy + t * t * s.yy) / (t * t)
+
+
+def own_spread(s: Sums) -> Spread:
+    """One cell's spread, from its own requests alone."""
+    return Spread(_deviation(s) / s.yy, max(1.0, s.requests - 1.0))
+
+
+def spreads(side: Mapping[K, Sums]) -> dict[tuple[str, ...], Spread]:
+    """Per slice (a cell's key less its load) the side's pooled spread: a cell of five
+    requests says little of its own variance, its slice's cells together do."""
+    parts: dict[tuple[str, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for cell, s in side.items():
+        if _timed(s, 2):
+            got = parts[cell[:-1]]
+            got[0] += _deviation(s)
+            got[1] += s.yy
+            got[2] += s.requests - 1
+    return {
+        key: Spread(deviation / yy, max(1.0, df))
+        for key, (deviation, yy, df) in parts.items()
+        if yy > 0 and math.isfinite(deviation)
+    }
+
+
+@dataclass(frozen=True, slots=True)
 class TpotComparison:
     key: tuple[str, ...]  # a slice's key (model first), or (model,) for its rollup
     before: Sums  # over every cell of the slice
     after: Sums
-    ratio: Interval | None  # after TPOT / before TPOT at the after side's mix of loads
+    ratio: Interval | None  # after TPOT / before TPOT at the same load, the after side's mix
     verdict: str
     loads_compared: int
     caveat: str | None
+    load_adjustment: float | None = None  # the ratio at the same load over the cells' raw one
+    reason: str | None = None  # why `insufficient`
 
     def as_dict(self, names: tuple[str, ...], sides: tuple[str, str]) -> dict[str, Any]:
         """The JSON shape `compare` (sides a, b) and /status.change (before, after) share."""
@@ -67,6 +168,7 @@ class TpotComparison:
                 side: {
                     "requests": sums.requests,
                     "tpot_seconds": sums.x / sums.y if sums.y > 0 else None,
+                    "mean_load": mean_load(sums),
                 }
                 for side, sums in zip(sides, (self.before, self.after), strict=True)
             },
@@ -74,9 +176,18 @@ class TpotComparison:
             if r is None
             else {"estimate": r.estimate, "lower": r.lower, "upper": r.upper},
             "verdict": self.verdict,
+            "reason": self.reason,
             "loads_compared": self.loads_compared,
+            "load_adjustment": self.load_adjustment,
             "caveat": self.caveat,
         }
+
+
+def mean_load(sums: Sums) -> float | None:
+    """The tokens-weighted mean load of a side's requests; None where it was not recorded."""
+    if isinstance(sums, DecodeSums) and sums.yb > 0 and sums.y > 0:
+        return sums.yb / sums.y
+    return None
 
 
 def _timed(sums: Sums, least: int) -> bool:
@@ -84,31 +195,73 @@ def _timed(sums: Sums, least: int) -> bool:
     return sums.requests >= max(2, least) and sums.x > 0 and sums.y > 0 and finite
 
 
-def combined_ratio(cells: Iterable[tuple[Sums, Sums]], confidence: float) -> Interval | None:
-    """after / before of TPOT over the cells given (both sides timed in each), each cell's
-    log-ratio weighted by its share of the after side's decode tokens."""
+def load_slopes(sides: Iterable[Mapping[K, Sums]]) -> dict[tuple[str, str], LoadSlope]:
+    """kappa per (model, load bucket): the tokens-weighted regression of each request's TPOT
+    t_i on its load b_i within each (cell, side) g, relative to g's TPOT T_g and pooled:
+    sum_g (sum x b - T_g sum y b) / T_g over sum_g (sum y b^2 - (sum y b)^2 / sum y). Its
+    variance: sum_g e_g (sum y^2 (b - B_g)^2) / (the denominator)^2, e_g the y^2-weighted mean
+    of a request's squared relative deviation (t_i / T_g - 1)^2 in g."""
+    parts: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
+    for side in sides:
+        for cell, s in side.items():
+            if not isinstance(s, DecodeSums) or s.yb <= 0 or not _timed(s, 2):
+                continue
+            t, b = s.x / s.y, s.yb / s.y
+            e = _deviation(s) / s.yy
+            got = parts[cell[0], cell[-1]]
+            got[0] += (s.xb - t * s.yb) / t
+            got[1] += max(0.0, s.ybb - s.yb * b)
+            got[2] += e * max(0.0, s.yybb - 2.0 * b * s.yyb + b * b * s.yy)
+            got[3] += s.requests
+            got[4] += 1
+    out: dict[tuple[str, str], LoadSlope] = {}
+    for key, (num, den, var, n, groups) in parts.items():
+        if den > 0 and math.isfinite(num + den + var):
+            out[key] = LoadSlope(num / den, var / (den * den), max(1.0, n - 2.0 * groups))
+    return out
+
+
+def combined_ratio(
+    cells: Iterable[Pair], slopes: Mapping[tuple[str, str], LoadSlope], confidence: float
+) -> tuple[Interval, float] | None:
+    """after / before of TPOT at the same load over the cells given (both sides timed in
+    each), each cell's log-ratio weighted by its share of the after side's decode tokens;
+    with the factor the load's adjustment moved it by."""
     rows = list(cells)
-    total = sum(after.y for _, after in rows)
+    total = sum(pair.after.y for pair in rows)
     if not rows or total <= 0:
         return None
-    estimate = variance = shares = 0.0
-    for before, after in rows:
+    estimate = variance = shares = adjustment = 0.0
+    moved: dict[tuple[str, str], float] = defaultdict(float)  # sum of w x shift per bucket
+    for pair in rows:
+        before, after = pair.before, pair.after
         w = after.y / total
-        v_before, v_after = log_variance(before), log_variance(after)
-        estimate += w * math.log((after.x / after.y) / (before.x / before.y))
+        v_before, v_after = pair.log_variances()
+        df_before, df_after = pair.spreads[0].df, pair.spreads[1].df
+        slope = slopes.get(pair.bucket)
+        shift = 0.0 if slope is None else slope.slope * pair.shift
+        estimate += w * (math.log((after.x / after.y) / (before.x / before.y)) - shift)
+        adjustment -= w * shift
         variance += w * w * (v_before + v_after)
-        shares += w**4 * (v_before**2 / (before.requests - 1) + v_after**2 / (after.requests - 1))
+        shares += w**4 * (v_before**2 / df_before + v_after**2 / df_after)
+        if slope is not None:
+            moved[pair.bucket] += w * pair.shift
+    for bucket, lever in moved.items():
+        part = lever * lever * slopes[bucket].variance
+        variance += part
+        shares += part * part / slopes[bucket].df
     if not math.isfinite(variance + shares + estimate):
         return None
     df = (
         variance * variance / shares
         if shares > 0
-        else float(sum(b.requests + a.requests - 2 for b, a in rows))
+        else float(sum(p.before.requests + p.after.requests - 2 for p in rows))
     )
     half = t_quantile(confidence, max(1.0, df)) * math.sqrt(variance)
     if not abs(estimate) + half < MAX_EXPONENT:  # a ratio no float holds
         return None
-    return Interval(math.exp(estimate), math.exp(estimate - half), math.exp(estimate + half))
+    ratio = Interval(math.exp(estimate), math.exp(estimate - half), math.exp(estimate + half))
+    return ratio, math.exp(adjustment)
 
 
 def verdict(ratio: Interval | None, margin: float) -> str:
@@ -127,28 +280,79 @@ def verdict(ratio: Interval | None, margin: float) -> str:
 class _Group:
     before: Sums
     after: Sums
-    paired: list[tuple[Sums, Sums]]  # the cells both sides timed
+    paired: list[Pair]  # the cells both sides timed
     unpaired_tokens: float  # the after side's decode tokens in cells only it timed
+    loads: tuple[set[str], set[str]]  # the load buckets each side timed
+
+
+def _pair(
+    cell: tuple[str, ...],
+    b: Sums,
+    a: Sums,
+    slopes: Mapping[tuple[str, str], LoadSlope],
+    spread: tuple[Spread, Spread],
+) -> Pair | None:
+    """The cell as a pair, or None where its sides' mean loads differ and no slope was
+    learnt in its bucket (every request of a side at one load): not comparable at one load."""
+    bucket = (cell[0], cell[-1])
+    before, after = mean_load(b), mean_load(a)
+    shift = 0.0 if before is None or after is None else after - before
+    if shift != 0.0 and bucket not in slopes:
+        return None
+    return Pair(b, a, bucket, shift, spread)
 
 
 def _groups(
-    before: Mapping[K, Sums], after: Mapping[K, Sums], least_cell: int
+    before: Mapping[K, Sums],
+    after: Mapping[K, Sums],
+    least_cell: int,
+    slopes: Mapping[tuple[str, str], LoadSlope],
 ) -> dict[tuple[str, ...], _Group]:
+    spread = (spreads(before), spreads(after))
     """Per slice and per model (key (model,)), its cells paired by load (and, for a model, by
     ctx bucket and task too)."""
-    groups: dict[tuple[str, ...], _Group] = defaultdict(lambda: _Group(Sums(), Sums(), [], 0.0))
+    groups: dict[tuple[str, ...], _Group] = defaultdict(
+        lambda: _Group(DecodeSums(), DecodeSums(), [], 0.0, (set(), set()))
+    )
     empty = Sums()
     for cell in sorted(set(before) | set(after)):
         b, a = before.get(cell, empty), after.get(cell, empty)
+        pair = None
+        if _timed(b, least_cell) and _timed(a, least_cell):
+            pair = _pair(cell, b, a, slopes, (spread[0][cell[:-1]], spread[1][cell[:-1]]))
         for key in {cell[:-1], cell[:1]}:  # one, when the slices are the models
             group = groups[key]
             group.before.merge(b)
             group.after.merge(a)
-            if _timed(b, least_cell) and _timed(a, least_cell):
-                group.paired.append((b, a))
+            for side, sums in zip(group.loads, (b, a), strict=True):
+                if _timed(sums, least_cell):
+                    side.add(cell[-1])
+            if pair is not None:
+                group.paired.append(pair)
             else:
                 group.unpaired_tokens += a.y
     return groups
+
+
+def _reason(group: _Group, least_requests: int, verdict_: str) -> str | None:
+    """Why a comparison is `insufficient`, in words."""
+    if verdict_ != INSUFFICIENT:
+        return None
+    before, after = group.loads
+    if before and after and not group.paired and not before & after:
+        return (
+            f"the two sides' loads do not overlap (before at {', '.join(sorted(before))} in "
+            f"flight, after at {', '.join(sorted(after))}): no comparison at the same load, "
+            "and none extrapolated"
+        )
+    counts = [sum(pair.before.requests for pair in group.paired)]
+    counts.append(sum(pair.after.requests for pair in group.paired))
+    if min(counts) < least_requests:
+        return (
+            f"too few requests timed at loads both sides saw: {counts[0]} before, "
+            f"{counts[1]} after (at least {least_requests} a side)"
+        )
+    return "the interval is too wide to tell slower, faster or the same"
 
 
 def compare_tpot(
@@ -159,15 +363,19 @@ def compare_tpot(
     least_cell: int,
     least_requests: int,
 ) -> tuple[list[TpotComparison], list[TpotComparison]]:
-    """The slices' and the models' TPOT ratios (after over before) with their verdicts. A
-    slice (or model) is compared when its paired cells hold at least `least_requests` timed
-    requests on each side; a cell is paired when each side timed `least_cell` requests in it.
-    One Bonferroni family per model over its slices compared and its rollup."""
-    groups = _groups(before, after, least_cell)
+    """The slices' and the models' TPOT ratios (after over before, at the same load) with
+    their verdicts. A slice (or model) is compared when its paired cells hold at least
+    `least_requests` timed requests on each side; a cell is paired when each side timed
+    `least_cell` requests in it (and its loads can be brought together). One Bonferroni
+    family per model over its slices compared and its rollup."""
+    slopes = load_slopes((before, after))
+    groups = _groups(before, after, least_cell, slopes)
 
     def compared(group: _Group) -> bool:
         return bool(group.paired) and all(
-            sum(pair[i].requests for pair in group.paired) >= least_requests for i in (0, 1)
+            sum(pair.after.requests if i else pair.before.requests for pair in group.paired)
+            >= least_requests
+            for i in (0, 1)
         )
 
     chosen = {key for key, group in groups.items() if compared(group)}
@@ -176,7 +384,8 @@ def compare_tpot(
     models: list[TpotComparison] = []
     for key, group in sorted(groups.items()):
         each = family_confidence(confidence, families[key[0]])
-        ratio = combined_ratio(group.paired, each) if key in chosen else None
+        got = combined_ratio(group.paired, slopes, each) if key in chosen else None
+        ratio, adjustment = (None, None) if got is None else got
         share = group.unpaired_tokens / group.after.y if group.after.y > 0 else 0.0
         caveat = (
             f"{share:.0%} of the after side's decode tokens ran at loads the before side did "
@@ -184,8 +393,17 @@ def compare_tpot(
             if share >= LOAD_MOVED
             else None
         )
+        said = verdict(ratio, margin)
         row = TpotComparison(
-            key, group.before, group.after, ratio, verdict(ratio, margin), len(group.paired), caveat
+            key,
+            group.before,
+            group.after,
+            ratio,
+            said,
+            len(group.paired),
+            caveat,
+            adjustment,
+            _reason(group, least_requests, said),
         )
         (models if len(key) == 1 else slices).append(row)
     return slices, models

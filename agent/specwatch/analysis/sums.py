@@ -97,3 +97,67 @@ class Sums:
 
     def __repr__(self) -> str:
         return f"Sums{tuple(self)!r}"
+
+
+class DecodeSums(Sums):
+    """A goodput cell's sums: decode seconds (x) over decode tokens (y) per request, and the
+    load moments that compare two configs at the same load (analysis/goodput_compare.py), b
+    being a request's load (requests in flight at the upstream as it started): the sums of
+    y b, x b, y b^2 (the tokens-weighted regression of a request's time per token on its
+    load) and y^2 b, y^2 b^2 (that slope's variance). Kept as floats: loads times seconds."""
+
+    __slots__ = ("xb", "yb", "ybb", "yyb", "yybb")
+
+    def __init__(
+        self,
+        requests: int = 0,
+        x: Number = 0,
+        y: Number = 0,
+        xx: Number = 0,
+        xy: Number = 0,
+        yy: Number = 0,
+        yb: float = 0.0,
+        xb: float = 0.0,
+        ybb: float = 0.0,
+        yyb: float = 0.0,
+        yybb: float = 0.0,
+    ) -> None:
+        super().__init__(requests, x, y, xx, xy, yy)
+        self.yb, self.xb, self.ybb, self.yyb, self.yybb = yb, xb, ybb, yyb, yybb
+
+    def add_at(self, x: float, y: float, load: float) -> None:
+        """One more request with its decode seconds, tokens and load."""
+        self.add(x, y)
+        yb = y * load
+        self.yb += yb
+        self.xb += x * load
+        self.ybb += yb * load
+        self.yyb += y * yb
+        self.yybb += yb * yb
+
+    def merge(self, other: Sums) -> None:
+        super().merge(other)
+        if isinstance(other, DecodeSums):
+            self.yb += other.yb
+            self.xb += other.xb
+            self.ybb += other.ybb
+            self.yyb += other.yyb
+            self.yybb += other.yybb
+
+    def copy(self) -> DecodeSums:
+        return DecodeSums(
+            self.requests, self.x, self.y, self.xx, self.xy, self.yy,
+            self.yb, self.xb, self.ybb, self.yyb, self.yybb,
+        )  # fmt: skip
+
+    def decode_fields(self) -> tuple[Number, ...]:
+        """requests, x, y, xx, xy, yy, yb, xb, ybb, yyb, yybb."""
+        return (*self, self.yb, self.xb, self.ybb, self.yyb, self.yybb)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DecodeSums) and self.decode_fields() == other.decode_fields()
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"DecodeSums{self.decode_fields()!r}"

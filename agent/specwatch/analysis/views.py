@@ -18,7 +18,7 @@ from specwatch.analysis.load import KTable, LoadCell
 from specwatch.analysis.mix import MixView
 from specwatch.analysis.speedup import Gain
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.core.histogram import Histogram
 from specwatch.core.records import RequestKey, SliceKey
 
@@ -68,7 +68,7 @@ class Snapshot:
     # decode time per output token: per slice, model rollup and (model, "load", bucket); per
     # cell the window's and since-start sums (the counters); per model the TPOT sources
     goodput: dict[tuple[str, ...], GoodputView] = field(default_factory=dict)
-    goodput_cells: dict[Cell, tuple[Sums, Sums]] = field(default_factory=dict)
+    goodput_cells: dict[Cell, tuple[Sums, DecodeSums]] = field(default_factory=dict)
     tpot_sources: dict[str, dict[str, int]] = field(default_factory=dict)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ from specwatch.commands.shared.fleet import (
     report_lines,
     request_of,
 )
+from specwatch.conventions import TRACK_CANARY, TRACK_STABLE
 from specwatch.export.fields import comparison_row, model_comparison
 from specwatch.fleet.groups import Group, Tally, decode_cells
 from specwatch.fleet.source import SourceError
@@ -72,7 +74,7 @@ def _sides(
         for rollup, dims in ((False, by), (True, ("model",)))
     }
     found = sorted({group.key[-1] for group in split[True][0]})
-    names = (args.a, args.b) if args.a and args.b else tuple(found)
+    names = (args.a, args.b) if args.a and args.b else _ordered(fleet, request, args.split, found)
     if len(names) != 2 or any(name not in found for name in names):
         raise UsageError(
             f"--split {args.split}: the logs hold {', '.join(found) or 'no value'}; "
@@ -84,6 +86,32 @@ def _sides(
         b = {g.key[:-1]: Sums.of(g.counts, "alpha") for g in groups if g.key[-1] == names[1]}
         sides[rollup] = (a, b)
     return (names[0], names[1]), sides, by, split[False][1]
+
+
+def _ordered(fleet: Any, request: Any, split: str, found: list[str]) -> tuple[str, ...]:
+    """The two sides the way a user reads them: A the control, B the change judged. Tracks:
+    stable, then the canary; configs: the older, then the newer (by their first request)."""
+    if split == "track" and set(found) == {TRACK_STABLE, TRACK_CANARY}:
+        return (TRACK_STABLE, TRACK_CANARY)
+    if split == "config" and len(found) == 2:
+        seen = fleet.first_seen(request.files, "config")
+        return tuple(sorted(found, key=lambda name: (seen.get(name, math.inf), name)))
+    return tuple(found)
+
+
+def _sides_in_words(split: str | None, names: tuple[str, str]) -> dict[str, str]:
+    """What A and B are, said: `ratio` and `difference` are always B against A."""
+    if split == "track" and names == (TRACK_STABLE, TRACK_CANARY):
+        a, b = "the control: the stable track", "the change judged: the canary track"
+    elif split == "config":
+        a, b = "the control: the older config", "the change judged: the newer config"
+    else:
+        a, b = "the control", "the change judged"
+    return {
+        "a": f"{names[0]} ({a})",
+        "b": f"{names[1]} ({b}); ratios are B / A and differences B - A: `slower` "
+        "means B decodes slower than A, `worse` that B accepts less",
+    }
 
 
 Cells = dict[tuple[str, ...], Sums]
@@ -167,6 +195,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     document: dict[str, Any] = {
         "a": names[0],
         "b": names[1],
+        "sides": _sides_in_words(args.split, names),
         "by": list(by),
         "metrics": ["alpha", "tpot"] if args.metric is None else [args.metric],
         "confidence": cfg.confidence,
@@ -232,7 +261,10 @@ def _show(
     from specwatch.commands.shared.table import show
 
     level = f"{document['confidence']:.0%}"
-    title = f"{what}: B ({document['b']}) against A ({document['a']}), by {', '.join(by)}"
+    title = (
+        f"{what}: B ({document['b']}, the change judged) against A ({document['a']}, the "
+        f"control), by {', '.join(by)}"
+    )
     table = Table(title=title, title_justify="left", pad_edge=False)
     for name in by:
         table.add_column(name)

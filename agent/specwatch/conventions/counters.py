@@ -137,3 +137,35 @@ GOODPUT_TOKENS_SQUARED: Final = _metric(
     "Sum over requests of (the request's decode tokens)^2.",
     _CELL,
 )
+# The load moments of a comparison at the same load (analysis/goodput_compare.py): b_i is the
+# request's load (requests in flight at the upstream as it started).
+GOODPUT_TOKENS_X_LOAD: Final = _metric(
+    "specwatch_goodput_decode_tokens_x_load",
+    _C,
+    "Sum over requests of the request's decode tokens x its load (requests in flight).",
+    _CELL,
+)
+GOODPUT_SECONDS_X_LOAD: Final = _metric(
+    "specwatch_goodput_decode_seconds_x_load",
+    _C,
+    "Sum over requests of the request's decode seconds x its load.",
+    _CELL,
+)
+GOODPUT_TOKENS_X_LOAD_SQUARED: Final = _metric(
+    "specwatch_goodput_decode_tokens_x_load_squared",
+    _C,
+    "Sum over requests of the request's decode tokens x (its load)^2.",
+    _CELL,
+)
+GOODPUT_TOKENS_SQUARED_X_LOAD: Final = _metric(
+    "specwatch_goodput_decode_tokens_squared_x_load",
+    _C,
+    "Sum over requests of (the request's decode tokens)^2 x its load.",
+    _CELL,
+)
+GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED: Final = _metric(
+    "specwatch_goodput_decode_tokens_squared_x_load_squared",
+    _C,
+    "Sum over requests of (the request's decode tokens x its load)^2.",
+    _CELL,
+)

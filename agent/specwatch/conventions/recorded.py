@@ -41,6 +41,24 @@ RECORDED_CANARY_GAIN: Final = "specwatch_canary_gain"
 # log-ratio at the canary's mix, its bounds as a ratio, and what the family-wise guard needs
 RECORDED_GOODPUT_TPOT: Final = "specwatch_goodput_tpot"
 RECORDED_GOODPUT_LOG_VARIANCE: Final = "specwatch_goodput_log_variance"
+# ... compared at the same load (analysis/goodput_compare.py): per cell the requests' squared
+# relative deviation and the mean load; per slice and track the pooled spread and its degrees
+# of freedom; per model and load bucket the load's relative slope, its variance and degrees
+# of freedom; per paired cell the canary's mean load less stable's; per slice and model
+# the sum of weight x that shift per load bucket, and the factor the adjustment moved by
+RECORDED_GOODPUT_DEVIATION: Final = "specwatch_goodput_deviation"
+RECORDED_GOODPUT_SPREAD: Final = "specwatch_goodput_spread"
+RECORDED_GOODPUT_SPREAD_DF: Final = "specwatch_goodput_spread_degrees_of_freedom"
+RECORDED_GOODPUT_MEAN_LOAD: Final = "specwatch_goodput_mean_load"
+RECORDED_GOODPUT_SLOPE_PART: Final = "specwatch_goodput_load_slope_part"
+RECORDED_GOODPUT_SLOPE_SPREAD: Final = "specwatch_goodput_load_spread"
+RECORDED_GOODPUT_SLOPE_VARIANCE_PART: Final = "specwatch_goodput_load_slope_variance_part"
+RECORDED_GOODPUT_SLOPE: Final = "specwatch_goodput_load_slope"
+RECORDED_GOODPUT_SLOPE_VARIANCE: Final = "specwatch_goodput_load_slope_variance"
+RECORDED_GOODPUT_SLOPE_DF: Final = "specwatch_goodput_load_slope_degrees_of_freedom"
+RECORDED_CANARY_TPOT_LOAD_SHIFT: Final = "specwatch_canary_tpot_load_shift"
+RECORDED_CANARY_TPOT_LOAD_LEVER: Final = "specwatch_canary_tpot_load_lever"
+RECORDED_CANARY_TPOT_LOAD_ADJUSTMENT: Final = "specwatch_canary_tpot_load_adjustment"
 RECORDED_CANARY_TPOT_BASELINE: Final = "specwatch_canary_tpot_baseline_requests"
 RECORDED_CANARY_TPOT_PAIRED: Final = "specwatch_canary_tpot_paired"
 RECORDED_CANARY_TPOT_LOG_RATIO: Final = "specwatch_canary_tpot_log_ratio"

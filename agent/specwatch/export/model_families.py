@@ -97,11 +97,16 @@ def goodput(snapshot: Snapshot, run: Run) -> Iterator[Family]:
         C.GOODPUT_SECONDS_SQUARED,
         C.GOODPUT_SECONDS_X_TOKENS,
         C.GOODPUT_TOKENS_SQUARED,
+        C.GOODPUT_TOKENS_X_LOAD,
+        C.GOODPUT_SECONDS_X_LOAD,
+        C.GOODPUT_TOKENS_X_LOAD_SQUARED,
+        C.GOODPUT_TOKENS_SQUARED_X_LOAD,
+        C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED,
     )
     families = [Family(name) for name in names]
     for (model, ctx, task, load), (_, since) in snapshot.goodput_cells.items():
         labels = (model, ctx, task, *run, load)
-        values = (since.requests, since.x, since.y, since.xx, since.xy, since.yy)
+        values = since.decode_fields()
         for family, value in zip(families, values, strict=True):
             family.add(labels, value)
     yield from families

@@ -54,6 +54,21 @@ class Engine:
         except self._duckdb.Error as error:
             raise SourceError(str(error).splitlines()[0]) from error
 
+    def first_seen(self, files: Files, dimension: str) -> dict[str, float]:
+        """Per value of `dimension` (config, track) the time of its first request."""
+        columns = None
+        try:
+            if files.parquet:
+                columns = {row[0] for row in self._con.execute(parquet_describe(files)).fetchall()}
+            source = from_item(files, frozenset(("ts", dimension)), columns)
+            sql = (
+                f"SELECT {dimension}, min(ts) FROM {source} "
+                f"WHERE ts IS NOT NULL AND {dimension} IS NOT NULL GROUP BY 1"
+            )
+            return {str(value): float(ts) for value, ts in self._run(sql, files)}
+        except self._duckdb.Error as error:
+            raise SourceError(str(error).splitlines()[0]) from error
+
     def _run(self, sql: str, files: Files) -> list[tuple[Any, ...]]:
         """Run on a thread of its own, so this one can say how far it got: a line on stderr
         every 2 s of a run that takes longer than that."""

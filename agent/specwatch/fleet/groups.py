@@ -16,7 +16,7 @@ from specwatch.analysis.counts import MOMENTS, Counts
 from specwatch.analysis.load import LoadBuckets, LoadTable
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.conventions import TRACK_STABLE, UNKNOWN_CONFIG
 from specwatch.fleet.sql import CODE_BASE, SLOTS, SUMS
 
@@ -186,7 +186,7 @@ def decode_cells(
     goodput comparison reads, as the sidecar's analysis/goodput.py sums them)."""
     width = len([d for d in dimensions if d != "ctx_bucket"]) or 1
     at = {name: i for i, name in enumerate(SUMS)}
-    out: dict[tuple[str, ...], Sums] = defaultdict(Sums)
+    out: dict[tuple[str, ...], Sums] = defaultdict(DecodeSums)
     for row in rows:
         values, sums = row[:width], row[width:]
         if sums[at["status"]] not in ("spec", "empty") or not sums[at["dec_n"]]:
@@ -205,3 +205,9 @@ def _add_decode(ratio: Sums, sums: Sequence[Any], at: dict[str, int]) -> None:
     ratio.xx += sums[at["dec_xx"]]
     ratio.xy += sums[at["dec_xy"]]
     ratio.yy += sums[at["dec_yy"]]
+    if isinstance(ratio, DecodeSums):  # loads not recorded (an old log): none of these
+        ratio.yb += sums[at["dec_yb"]] or 0.0
+        ratio.xb += sums[at["dec_xb"]] or 0.0
+        ratio.ybb += sums[at["dec_ybb"]] or 0.0
+        ratio.yyb += sums[at["dec_yyb"]] or 0.0
+        ratio.yybb += sums[at["dec_yybb"]] or 0.0

@@ -105,6 +105,11 @@ SUMS = (
     "dec_xx",
     "dec_xy",
     "dec_yy",
+    "dec_yb",
+    "dec_xb",
+    "dec_ybb",
+    "dec_yyb",
+    "dec_yybb",
 )
 
 
@@ -284,11 +289,18 @@ def _grouped_sums(dims: list[str], group: list[str], with_load: bool) -> str:
                 "sum(first * dec_x * dec_x) AS dec_xx",
                 "sum(first * dec_x * dec_y) AS dec_xy",
                 "sum(first * dec_y * dec_y) AS dec_yy",
+                # the load moments of a comparison at the same load (analysis/sums.DecodeSums)
+                "sum(first * dec_y * in_flight) AS dec_yb",
+                "sum(first * dec_x * in_flight) AS dec_xb",
+                "sum(first * dec_y * in_flight * in_flight) AS dec_ybb",
+                "sum(first * dec_y * dec_y * in_flight) AS dec_yyb",
+                "sum(first * dec_y * dec_y * in_flight * in_flight) AS dec_yybb",
             )
         )
         if with_load
         else "NULL AS max_load, 0 AS dec_n, NULL AS dec_x, NULL AS dec_y, NULL AS dec_xx, "
-        "NULL AS dec_xy, NULL AS dec_yy"
+        "NULL AS dec_xy, NULL AS dec_yy, NULL AS dec_yb, NULL AS dec_xb, NULL AS dec_ybb, "
+        "NULL AS dec_yyb, NULL AS dec_yybb"
     )
     slot_sums = ",\n  ".join(f"sum({_slot(str(v))}) AS h{v}" for v in range(SLOTS))
     return f"""entries AS (

@@ -28,6 +28,7 @@ from specwatch.settings import Settings
 
 CELL: tuple[str, ...] = (*Q.SLICE, C.Label.LOAD)
 PAIR: tuple[str, ...] = tuple(label for label in CELL if label not in C.RUN_LABELS)
+BUCKET: tuple[str, ...] = (C.Label.MODEL, C.Label.LOAD)  # where the load's slope is learnt
 SUMS = (
     ("n", C.GOODPUT_REQUESTS),
     ("x", C.GOODPUT_DECODE_SECONDS),
@@ -35,21 +36,118 @@ SUMS = (
     ("xx", C.GOODPUT_SECONDS_SQUARED),
     ("xy", C.GOODPUT_SECONDS_X_TOKENS),
     ("yy", C.GOODPUT_TOKENS_SQUARED),
+    ("yb", C.GOODPUT_TOKENS_X_LOAD),
+    ("xb", C.GOODPUT_SECONDS_X_LOAD),
+    ("ybb", C.GOODPUT_TOKENS_X_LOAD_SQUARED),
+    ("yyb", C.GOODPUT_TOKENS_SQUARED_X_LOAD),
+    ("yybb", C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED),
 )
 
 
+def _spread_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, Any]]:
+    """Per cell and track TPOT, the requests' squared relative deviation and the mean load;
+    per slice and track the pooled spread and its degrees of freedom, and each cell's log
+    variance from it; per model and load bucket the load's relative slope, from the
+    variation of load within each cell and track (analysis/goodput_compare.load_slopes)."""
+    n, x, y, xx, xy, yy, yb, xb, ybb, yyb, yybb = (part[name] for name, _ in SUMS)
+    cell, slice_, bucket = Q.by(CELL), Q.by(Q.SLICE), Q.by(BUCKET)
+    tpot = recorded_name("cell", C.RECORDED_GOODPUT_TPOT, settings, "ratio")
+    deviation = recorded_name("cell", C.RECORDED_GOODPUT_DEVIATION, settings)
+    spread = recorded_name("slice", C.RECORDED_GOODPUT_SPREAD, settings)
+    spread_df = recorded_name("slice", C.RECORDED_GOODPUT_SPREAD_DF, settings)
+    load = recorded_name("cell", C.RECORDED_GOODPUT_MEAN_LOAD, settings, "ratio")
+    slope_part = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_PART, settings)
+    slope_spread = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_SPREAD, settings)
+    variance_part = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_VARIANCE_PART, settings)
+    denominator = f"(sum by ({bucket}) ({slope_spread}) > 0)"
+    return [
+        {"record": tpot, "expr": f"{x} / ({y} > 0)"},
+        {
+            "record": deviation,
+            "expr": (
+                f"clamp_min({xx} - 2 * {tpot} * {xy} + {tpot} ^ 2 * {yy}, 0) / ({tpot} > 0) ^ 2"
+                f"\nand {n} >= 2"
+            ),
+        },
+        {
+            "record": spread,
+            "expr": (
+                f"sum by ({slice_}) ({deviation})\n"
+                f"/ (sum by ({slice_}) ({yy} and on({cell}) {deviation}) > 0)"
+            ),
+        },
+        {
+            "record": spread_df,
+            "expr": f"clamp_min(sum by ({slice_}) ({n} - 1 and on({cell}) {deviation}), 1)",
+        },
+        {
+            "record": recorded_name("cell", C.RECORDED_GOODPUT_LOG_VARIANCE, settings),
+            "expr": (
+                f"{n} / clamp_min({n} - 1, 1)\n"
+                f"* on({slice_}) group_left() {spread}\n"
+                f"* {yy} / ({y} > 0) ^ 2\nand on({cell}) {deviation}"
+            ),
+        },
+        {
+            "record": recorded_name("cell", C.RECORDED_GOODPUT_SPREAD_DF, settings),
+            "expr": f"{deviation} * 0 + on({slice_}) group_left() {spread_df}",
+        },
+        {"record": load, "expr": f"{yb} / ({y} > 0)\nand {yb} > 0"},
+        {
+            "record": slope_part,
+            "expr": f"{xb} / {tpot} - {yb}\nand on({cell}) {deviation}\nand on({cell}) {load}",
+        },
+        {
+            "record": slope_spread,
+            "expr": f"clamp_min({ybb} - {yb} * {load}, 0)\nand on({cell}) {deviation}",
+        },
+        {
+            "record": variance_part,
+            "expr": (
+                f"{deviation} / {yy}\n"
+                f"* clamp_min({yybb} - 2 * {load} * {yyb} + {load} ^ 2 * {yy}, 0)"
+            ),
+        },
+        {
+            "record": _slope(settings),
+            "expr": f"sum by ({bucket}) ({slope_part})\n/ {denominator}",
+        },
+        {
+            "record": _slope(settings, C.RECORDED_GOODPUT_SLOPE_VARIANCE),
+            "expr": f"sum by ({bucket}) ({variance_part})\n/ {denominator} ^ 2",
+        },
+        {
+            "record": _slope(settings, C.RECORDED_GOODPUT_SLOPE_DF),
+            "expr": (
+                f"clamp_min(\n  sum by ({bucket}) ({n} and on({cell}) {slope_spread})\n"
+                f"  - 2 * count by ({bucket}) ({slope_spread}),\n  1\n)\n"
+                f"and on({bucket}) {_slope(settings)}"
+            ),
+        },
+    ]
+
+
+def _slope(settings: Settings, metric: str = C.RECORDED_GOODPUT_SLOPE) -> str:
+    return recorded_name("load", metric, settings)
+
+
 def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
-    """Per cell and track: the counters' increases, TPOT, the variance of its log; the stable
-    config each cell compares with; the paired cells and their log-ratio, variance, the parts
-    of Welch's degrees of freedom, the canary's decode tokens and each side's requests."""
+    """Per cell and track: the counters' increases, TPOT, its log variance, the mean load;
+    the stable config each cell compares with; the paired cells, the canary's load less
+    stable's, their log-ratio at the same load, its variance, the parts of Welch's degrees
+    of freedom, the canary's decode tokens and each side's requests."""
     span, cell, pair = windows(settings.canary.window_seconds), Q.by(CELL), Q.by(PAIR)
+    bucket = Q.by(BUCKET)
     least = settings.canary.tpot_min_cell_requests
     part = {name: recorded_name("cell", metric, settings, "increase") for name, metric in SUMS}
-    n, x, y, xx, xy, yy = (part[name] for name, _ in SUMS)
+    n, y = part["n"], part["y"]
     tpot = recorded_name("cell", C.RECORDED_GOODPUT_TPOT, settings, "ratio")
     log_variance = recorded_name("cell", C.RECORDED_GOODPUT_LOG_VARIANCE, settings)
+    spread_df = recorded_name("cell", C.RECORDED_GOODPUT_SPREAD_DF, settings)
+    load = recorded_name("cell", C.RECORDED_GOODPUT_MEAN_LOAD, settings, "ratio")
     chosen = recorded_name("cell", C.RECORDED_CANARY_TPOT_BASELINE, settings, "increase")
     paired = recorded_name("cell", C.RECORDED_CANARY_TPOT_PAIRED, settings, "bool")
+    shift = recorded_name("cell", C.RECORDED_CANARY_TPOT_LOAD_SHIFT, settings)
     one = f"({chosen} * 0 + 1)"
 
     def stable(series: str) -> str:
@@ -69,19 +167,14 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
         one-to-one match on() would keep the matched labels only)."""
         return f'{paired} * on({cell}) group_left() {series}{{track="{CANARY}"}}'
 
+    # the slope's part of a cell's log-ratio: 0 where no slope was learnt (the shift is then 0)
+    moved = f"({shift} * on({bucket}) group_left() {_slope(settings)}\nor {shift} * 0)"
     rules: list[dict[str, Any]] = [
         {"record": part[name], "expr": f"sum by ({cell}) (increase({metric}_total[{span}]))"}
         for name, metric in SUMS
     ]
+    rules += _spread_rules(settings, part)
     rules += [
-        {"record": tpot, "expr": f"{x} / ({y} > 0)"},
-        {
-            "record": log_variance,
-            "expr": (
-                f"{n} / clamp_min({n} - 1, 1)\n* clamp_min({xx} / ({x} > 0) ^ 2 "
-                f"- 2 * {xy} / ({x} * {y}) + {yy} / ({y} > 0) ^ 2, 0)\nand {n} >= 2"
-            ),
-        },
         {
             "record": chosen,
             "expr": (
@@ -90,18 +183,23 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
             ),
         },
         {
+            "record": shift,
+            "expr": (f"{joined(load, '-', load)}\nor {joined(n, '*', n)} * 0"),
+        },
+        {
             "record": paired,
             "expr": (
                 f"{joined(n, '>= bool', n)} * 0 + 1\n"
                 f'and on({cell}) {n}{{track="{CANARY}"}} >= {least}\n'
                 f"and on({pair}) {stable(n)} >= {least}\n"
                 f'and on({cell}) {log_variance}{{track="{CANARY}"}}\n'
-                f"and on({pair}) {stable(log_variance)}"
+                f"and on({pair}) {stable(log_variance)}\n"
+                f"unless on({cell}) ({shift} != 0 unless on({bucket}) {_slope(settings)})"
             ),
         },
         {
             "record": recorded_name("cell", C.RECORDED_CANARY_TPOT_LOG_RATIO, settings),
-            "expr": f"ln({joined(tpot, '/', tpot)})\nand on({cell}) {paired}",
+            "expr": f"ln({joined(tpot, '/', tpot)})\n- {moved}\nand on({cell}) {paired}",
         },
         {
             "record": recorded_name("cell", C.RECORDED_CANARY_TPOT_VARIANCE, settings),
@@ -111,9 +209,9 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
             "record": recorded_name("cell", C.RECORDED_CANARY_TPOT_DF_PART, settings),
             "expr": (
                 f'{log_variance}{{track="{CANARY}"}} ^ 2\n'
-                f'/ clamp_min({n}{{track="{CANARY}"}} - 1, 1)\n'
+                f'/ {spread_df}{{track="{CANARY}"}}\n'
                 f"+ on({pair}) group_left({C.Label.BASELINE_CONFIG}) "
-                f"({stable(log_variance)} ^ 2 / clamp_min({stable(n)} - 1, 1))\n"
+                f"({stable(log_variance)} ^ 2 / {stable(spread_df)})\n"
                 f"and on({cell}) {paired}"
             ),
         },
@@ -143,6 +241,9 @@ def _level_rules(level: str, settings: Settings) -> list[dict[str, Any]]:
     variance = recorded_name("cell", C.RECORDED_CANARY_TPOT_VARIANCE, settings)
     df_part = recorded_name("cell", C.RECORDED_CANARY_TPOT_DF_PART, settings)
     requests = recorded_name("cell", C.RECORDED_CANARY_TPOT_REQUESTS, settings)
+    shift = recorded_name("cell", C.RECORDED_CANARY_TPOT_LOAD_SHIFT, settings)
+    bucket = Q.by(BUCKET)
+    has_slope = f"on({bucket}) group_left() ({_slope(settings)} * 0 + 1)"
     names = {
         "log_ratio": recorded_name(level, C.RECORDED_CANARY_TPOT_LOG_RATIO, settings),
         "variance": recorded_name(level, C.RECORDED_CANARY_TPOT_VARIANCE, settings),
@@ -151,23 +252,53 @@ def _level_rules(level: str, settings: Settings) -> list[dict[str, Any]]:
         "compared": recorded_name(level, C.RECORDED_CANARY_TPOT_COMPARED, settings, "bool"),
         "df": recorded_name(level, C.RECORDED_CANARY_TPOT_DF, settings),
         "t": recorded_name(level, C.RECORDED_CANARY_TPOT_T, settings),
+        "lever": recorded_name(level, C.RECORDED_CANARY_TPOT_LOAD_LEVER, settings),
+        "adjustment": recorded_name(level, C.RECORDED_CANARY_TPOT_LOAD_ADJUSTMENT, settings),
     }
+    # per load bucket: sum of weight x shift, and its part of the variance (kappa's)
+    lever = names["lever"]
+    slope_variance = (
+        f"on({bucket}) group_left() {_slope(settings, C.RECORDED_GOODPUT_SLOPE_VARIANCE)}"
+    )
+    slope_df = f"on({bucket}) group_left() {_slope(settings, C.RECORDED_GOODPUT_SLOPE_DF)}"
+    load_part = f"{lever} ^ 2 * {slope_variance}"
     least = settings.zones.min_requests
     by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
     z = f"({names['df']} * 0 + on({by_family}) group_left {_z_name(settings)})"
     compared = names["compared"]
+    cells_variance = f"sum by ({labels}) ({weight} ^ 2 * {variance})"
+    cells_df = f"sum by ({labels}) ({weight} ^ 4 * {df_part})"
     return [
         {
             "record": names["log_ratio"],
             "expr": f"sum by ({labels}) ({weight} * {log_ratio})",
         },
         {
+            "record": lever,
+            "expr": (
+                f"sum by ({labels}, {C.Label.LOAD}) (\n  {weight}\n  * {shift} * {has_slope}\n)"
+            ),
+        },
+        {
+            "record": names["adjustment"],
+            "expr": (
+                f"exp(-sum by ({labels}) (\n  {lever}\n  * on({bucket}) group_left() "
+                f"{_slope(settings)}\n))\nor {names['log_ratio']} * 0 + 1"
+            ),
+        },
+        {
             "record": names["variance"],
-            "expr": f"sum by ({labels}) ({weight} ^ 2 * {variance})",
+            "expr": (
+                f"{cells_variance}\n+ (\n  sum by ({labels}) ({load_part})\n"
+                f"  or {cells_variance} * 0\n)"
+            ),
         },
         {
             "record": names["df_part"],
-            "expr": f"sum by ({labels}) ({weight} ^ 4 * {df_part})",
+            "expr": (
+                f"{cells_df}\n+ (\n  sum by ({labels}) (({load_part}) ^ 2 / {slope_df})\n"
+                f"  or {cells_df} * 0\n)"
+            ),
         },
         {
             "record": names["requests"],
@@ -224,8 +355,8 @@ def goodput_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]
         for level in Q.LEVELS
     ]
     counts = [f"count by ({by_family}) ({name})" for name in compared]
-    first = [rule for level in Q.LEVELS for rule in _level_rules(level, settings)[:5]]
-    rest = [rule for level in Q.LEVELS for rule in _level_rules(level, settings)[5:]]
+    first = [rule for level in Q.LEVELS for rule in _level_rules(level, settings)[:7]]
+    rest = [rule for level in Q.LEVELS for rule in _level_rules(level, settings)[7:]]
     return [
         *_cell_rules(settings, windows),
         *first,

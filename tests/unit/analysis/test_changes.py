@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from specwatch.analysis.changes import ConfigHistory
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.core.records import SliceKey
 from specwatch.settings import load_settings
 from specwatch.vllm.specconfig import spec_config
@@ -125,11 +125,12 @@ def test_a_side_below_the_gates_is_insufficient_whichever_side_it_is() -> None:
         assert row.difference is None
 
 
-def _timed(tpot: float, requests: int, tokens: float = 50.0) -> Sums:
-    """`requests` alike requests of `tokens` decode tokens whose TPOT spreads +-10%."""
-    out = Sums()
+def _timed(tpot: float, requests: int, tokens: float = 50.0, load: float = 3.0) -> DecodeSums:
+    """`requests` alike requests of `tokens` decode tokens whose TPOT spreads +-10%, at `load`
+    in flight."""
+    out = DecodeSums()
     for i in range(requests):
-        out.add(tpot * tokens * (0.9 + 0.2 * (i % 5) / 4), tokens)
+        out.add_at(tpot * tokens * (0.9 + 0.2 * (i % 5) / 4), tokens, load)
     return out
 
 

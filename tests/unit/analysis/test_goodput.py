@@ -14,6 +14,7 @@ from specwatch.analysis.goodput_compare import (
     INSUFFICIENT,
     SAME,
     SLOWER,
+    Pair,
     combined_ratio,
     compare_tpot,
     verdict,
@@ -126,8 +127,10 @@ def test_the_combined_ratio_weighs_each_load_bucket_by_the_after_sides_tokens() 
 
     low = (side(0.010, 10), side(0.008, 10))
     high = (side(0.020, 10), side(0.022, 3))  # the after side has a third of its tokens here
-    interval = combined_ratio([low, high], 0.95)
-    assert interval is not None
+    got = combined_ratio([Pair.alone(*low), Pair.alone(*high)], {}, 0.95)
+    assert got is not None
+    interval, adjustment = got
+    assert adjustment == 1.0  # no load moments: nothing moved
     w_low = low[1].y / (low[1].y + high[1].y)
 
     def log_ratio(pair: tuple[Sums, Sums]) -> float:
