@@ -40,15 +40,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from specwatch.analysis.goodput import tpot_interval
-from specwatch.analysis.goodput_compare import (
-    FASTER,
-    SLOWER,
-    Pair,
-    combined_ratio,
-    compare_tpot,
-    load_slopes,
-    mean_load,
-)
+from specwatch.analysis.goodput_compare import FASTER, SLOWER, compare_tpot
+from specwatch.analysis.goodput_factors import STEP_TIME, TOKENS_PER_STEP
 from specwatch.analysis.load import LoadBuckets
 from specwatch.analysis.stats import robust_variance, t_quantile
 from specwatch.analysis.sums import DecodeSums, Sums
@@ -88,21 +81,22 @@ def step_factor(curve: str, batch: np.ndarray, k: int, bc: float) -> np.ndarray:
     (sim/acceptance.CostModel's), convex (quadratic, equal to the linear one at 17 in
     flight), or kneed (a tenth of the linear slope up to KNEE, then four times it: the
     KV cache's pressure)."""
-    others = np.maximum(0, batch - 1).astype(float)
+    others: np.ndarray = np.maximum(0, batch - 1).astype(float)
     per = bc * (k + 1)
     if curve == "linear":
-        return per * others
+        return np.asarray(per * others)
     if curve == "convex":
-        return per * others * others / 16.0
+        return np.asarray(per * others * others / 16.0)
     if curve == "kneed":
-        return per * (0.1 * others + 4.0 * np.maximum(0.0, batch - KNEE))
+        return np.asarray(per * (0.1 * others + 4.0 * np.maximum(0.0, batch - KNEE)))
     raise ValueError(curve)
 
 
 def requests(
     rng: np.random.Generator, side: Side, alpha: float, n: int, sd: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Decode seconds, decode tokens, load bucket index and load of `n` requests."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Decode seconds, decode tokens, load bucket index, load and engine steps of `n`
+    requests."""
     mean = min(0.97, max(0.03, alpha + side.alpha_shift))
     shape = mean * (1 - mean) / sd**2 - 1
     own = rng.beta(mean * shape, (1 - mean) * shape, n)
@@ -132,7 +126,7 @@ def requests(
     seconds = steps * step_seconds * side.slower
     seconds *= np.exp(rng.normal(0, TIME_SD, n) - TIME_SD**2 / 2)
     index = np.array([LOADS.index(max(1, int(b))) for b in load])
-    return seconds, (tokens - 1).astype(float), index, load.astype(float)
+    return seconds, (tokens - 1).astype(float), index, load.astype(float), steps.astype(float)
 
 
 def cells(
@@ -142,9 +136,10 @@ def cells(
     out: dict[tuple[str, ...], Sums] = {}
     buckets = len(LOADS.labels)
     for ctx, task, alpha in SLICES:
-        x, y, index, b = requests(rng, side, alpha, n, sd)
+        x, y, index, b, st = requests(rng, side, alpha, n, sd)
         yb = y * b
-        weights = (None, x, y, x * x, x * y, y * y, yb, x * b, yb * b, y * yb, yb * yb)
+        weights = (None, x, y, x * x, x * y, y * y, yb, x * b, yb * b, y * yb, yb * yb,
+                   st, st * st, x * st, y * st)  # fmt: skip
         sums = [np.bincount(index, w, buckets) for w in weights]
         for i in np.flatnonzero(sums[0]):
             values = (float(s[i]) for s in sums[1:])
@@ -204,28 +199,18 @@ def coverage(
     held = held_family = total = 0
     for _ in range(runs):
         b, a = cells(rng, before, n, sd), cells(rng, after, n, sd)
-        slices, _ = compare_tpot(b, a, CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS)
-        slopes = load_slopes((b, a))
-        for row in slices:
-            pairs = [
-                Pair(b[c], a[c], (c[0], c[-1]), _shift(b[c], a[c])) for c in sorted(a)
-                if c[:-1] == row.key and c in b
-                and min(b[c].requests, a[c].requests) >= LEAST_CELL
-            ]  # fmt: skip
-            got = combined_ratio(pairs, slopes, CONFIDENCE)
-            if got is None or row.ratio is None:
+        slices, models = compare_tpot(b, a, CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS)
+        # each interval at 95%: Bonferroni's 1 - (1 - c) / m = 0.95 for the m compared
+        family = sum(row.ratio is not None for row in (*slices, *models))
+        plain, _ = compare_tpot(b, a, 1 - 0.05 * family, MARGIN, LEAST_CELL, LEAST_REQUESTS)
+        for row, each in zip(slices, plain, strict=True):
+            if row.ratio is None or each.ratio is None:
                 continue
-            plain = got[0]
             target = math.exp(true[row.key])
             total += 1
-            held += plain.lower <= target <= plain.upper
+            held += each.ratio.lower <= target <= each.ratio.upper
             held_family += row.ratio.lower <= target <= row.ratio.upper
     return held / total, held_family / total
-
-
-def _shift(before: Sums, after: Sums) -> float:
-    b, a = mean_load(before), mean_load(after)
-    return 0.0 if a is None or b is None else a - b
 
 
 def unequal_loads(
@@ -265,11 +250,11 @@ def tpot_coverage(side: Side, n: int, runs: int, sd: float, seed: int) -> tuple[
     variance on the linear scale, estimate +- t sqrt(v): the share holding the true TPOT."""
     rng = np.random.default_rng(seed)
     alpha = SLICES[0][2]
-    x, y, _, _ = requests(np.random.default_rng(seed + 7), side, alpha, 200_000, sd)
+    x, y, _, _, _ = requests(np.random.default_rng(seed + 7), side, alpha, 200_000, sd)
     true = x.sum() / y.sum()
     log_held = linear_held = 0
     for _ in range(runs):
-        x, y, _, _ = requests(rng, side, alpha, n, sd)
+        x, y, _, _, _ = requests(rng, side, alpha, n, sd)
         sums = Sums()
         for xi, yi in zip(x, y, strict=True):
             sums.add(float(xi), float(yi))
@@ -322,6 +307,45 @@ def alert_hours(
     return fired / hours, float(np.median(minutes)) if minutes else float("nan")
 
 
+def factor_naming(
+    before: Side, after: Side, runs: int, n: int, sd: float, seed: int
+) -> dict[str, float]:
+    """The share of runs whose model comparison names each factor as deciding, and the
+    truth of each factor (the after side's over the before config's at the after side's
+    loads, 200,000 requests a side)."""
+    rng = np.random.default_rng(seed)
+    tally: Counter[str] = Counter()
+    for _ in range(runs):
+        _, models = compare_tpot(
+            cells(rng, before, n, sd), cells(rng, after, n, sd), CONFIDENCE, MARGIN,
+            LEAST_CELL, LEAST_REQUESTS,
+        )  # fmt: skip
+        factors = models[0].factors
+        tally["verdict " + models[0].verdict] += 1
+        if factors is not None:
+            tally["factored"] += 1
+            for name in factors.deciding:
+                tally[name] += 1
+    big = np.random.default_rng(seed + 1000)
+    at_after = replace(before, loads=after.loads, mean_load=after.mean_load)
+    b, a = cells(big, at_after, 100_000, sd), cells(big, after, 100_000, sd)
+    true = {}
+    for name, num, den in ((STEP_TIME, "x", "steps"), (TOKENS_PER_STEP, "y", "steps")):
+        ratio = [
+            sum(getattr(side[c], num) for c in side) / sum(getattr(side[c], den) for c in side)
+            for side in (a, b)
+        ]
+        true[name] = ratio[0] / ratio[1]
+    return {
+        "step": tally[STEP_TIME] / runs,
+        "yield": tally[TOKENS_PER_STEP] / runs,
+        "slower": tally["verdict slower"] / runs,
+        "factored": tally["factored"] / runs,
+        "true step": true[STEP_TIME],
+        "true yield": true[TOKENS_PER_STEP],
+    }
+
+
 CURVES = ("linear", "convex", "kneed")
 # (stable's mean load, the canary's): requests in flight as each request starts, 1 + Poisson
 LOAD_PAIRS = ((8, 8), (8, 4), (6, 12), (12, 6), (18, 30), (40, 24), (2, 40))
@@ -358,6 +382,27 @@ def at_unequal_loads(args: argparse.Namespace) -> None:
                     )
 
 
+def factors_named(args: argparse.Namespace) -> None:
+    """(i) which factor is named: every step 8% dearer (tokens per step unchanged), or each
+    step yielding ~9% fewer tokens (acceptance 0.05 lower, the step's cost unchanged), at
+    equal and unequal loads, 400 requests a side per slice."""
+    bc = BATCH_COMPUTE
+    for curve in args.curves:
+        for lb, la in ((8, 8), (18, 30)):
+            stable = Side(4, 0.05, 0.0, (1, 16), bc, mean_load=lb, curve=curve)
+            for name, canary in (
+                ("steps 8% dearer", replace(stable, mean_load=la, slower=1.08)),
+                ("acceptance -0.05", replace(stable, mean_load=la, alpha_shift=-0.05)),
+            ):
+                r = factor_naming(stable, canary, args.runs, 400, args.sd, args.seed)
+                print(
+                    f"(i) {curve}, {name}, loads {lb}/{la}: model slower {r['slower']:.1%}; "
+                    f"named: step time {r['step']:.1%}, tokens per step {r['yield']:.1%} "
+                    f"(true step x{r['true step']:.3f}, tokens per step x{r['true yield']:.3f})",
+                    flush=True,
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=400)
@@ -368,14 +413,16 @@ def main() -> None:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=("classic", "loads", "power", "hours"),
-        default=["classic", "loads", "power", "hours"],
-        help="the sections to run: (a)-(f), (g) unequal loads, (h) power, the hours",
+        choices=("classic", "loads", "power", "factors", "hours"),
+        default=["classic", "loads", "power", "factors", "hours"],
+        help="the sections: (a)-(f), (g) unequal loads, (h) power, (i) factors, the hours",
     )
     parser.add_argument("--curves", nargs="*", default=list(CURVES), choices=CURVES)
     args = parser.parse_args()
     if "loads" in args.only or "power" in args.only:
         at_unequal_loads(args)
+    if "factors" in args.only:
+        factors_named(args)
     if "classic" not in args.only:
         args.requests = []
     if "hours" not in args.only:

@@ -702,7 +702,7 @@ MUTATIONS = (
     ),
     Mutation(
         "goodput: SpecDecodeCanarySlower on any sure slowdown, not past the margin",
-        "gen/goodput_rules.py",
+        "gen/goodput_alert.py",
         "    above = 1.0 + cfg.tpot_margin\n",
         "    above = 1.0\n",
     ),
@@ -715,7 +715,7 @@ MUTATIONS = (
     Mutation(
         "goodput: load buckets weighed alike, not at the after side's mix",
         "analysis/goodput_compare.py",
-        "        w = after.y / total\n",
+        "        w = pair.weight / total\n",
         "        w = 1.0 / len(rows)\n",
     ),
     Mutation(
@@ -861,6 +861,67 @@ MUTATIONS = (
         "        return state.slower_since is None or not _measured(gain)\n",
         "        return True\n",
         ("tests/unit/analysis/test_zones.py",),
+    ),
+    Mutation(
+        "same load: the load's slope from the sides' difference, not within each cell",
+        "analysis/same_load.py",
+        "            got[0] += (s.xb - t * s.yb) / t\n",
+        "            got[0] += s.xb / t\n",
+    ),
+    Mutation(
+        "same load: each cell's log-ratio left at its own loads",
+        "analysis/goodput_compare.py",
+        "        shift = 0.0 if slope is None else slope.slope * pair.shift\n",
+        "        shift = 0.0\n",
+    ),
+    Mutation(
+        "same load: the slope's variance left out of the interval",
+        "analysis/goodput_compare.py",
+        "        variance += part\n",
+        "        variance += 0.0 * part\n",
+    ),
+    Mutation(
+        "same load: each side's pooled spread halved",
+        "analysis/same_load.py",
+        "            got[0] += _deviation(s)\n",
+        "            got[0] += 0.5 * _deviation(s)\n",
+    ),
+    Mutation(
+        "same load: sides whose loads differ paired without a slope to bring them together",
+        "analysis/goodput_compare.py",
+        "    if shift != 0.0 and bucket not in slopes:\n",
+        "    if False:\n",
+    ),
+    Mutation(
+        "factors: a factor named on its estimate, not on its whole interval",
+        "analysis/goodput_factors.py",
+        "        STEP_TIME: (step.lower > 1.0, step.upper < 1.0),  # (slower, faster)\n",
+        "        STEP_TIME: (step.estimate > 1.0, step.estimate < 1.0),  # (slower, faster)\n",
+    ),
+    Mutation(
+        "factors: the load's adjustment on the tokens per step too",
+        "analysis/goodput_factors.py",
+        "b.tokens_per_step(), a.tokens_per_step(), pair.bucket, 0.0,",
+        "b.tokens_per_step(), a.tokens_per_step(), pair.bucket, pair.shift,",
+    ),
+    Mutation(
+        "factors (PromQL): the step's time not moved to the canary's load",
+        "gen/goodput_factors.py",
+        "        if factor == C.FACTOR_STEP_TIME\n        else \"\"\n",
+        "        if False\n        else \"\"\n",
+    ),
+    Mutation(
+        "same load (PromQL): the slope's part of a cell's log-ratio added, not taken out",
+        "gen/goodput_rules.py",
+        "\\n- {moved}\\nand on({cell}) {paired}",
+        "\\n+ {moved}\\nand on({cell}) {paired}",
+    ),
+    Mutation(
+        "compare: --split track reads the canary as A",
+        "commands/compare.py",
+        "        return (TRACK_STABLE, TRACK_CANARY)\n",
+        "        return (TRACK_CANARY, TRACK_STABLE)\n",
+        ("tests/integration/test_compare_loads.py",),
     ),
 )
 

@@ -24,6 +24,7 @@ from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.analysis.thresholds import Thresholds
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound, ratio_bound
+from specwatch.gen.goodput_factors import factor_bound
 from specwatch.gen.writer import RECORDING_RULES
 from specwatch.settings import load_settings
 
@@ -230,15 +231,19 @@ GOODPUT_COUNTERS = (
     C.GOODPUT_TOKENS_X_LOAD_SQUARED,
     C.GOODPUT_TOKENS_SQUARED_X_LOAD,
     C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED,
+    C.GOODPUT_STEPS,
+    C.GOODPUT_STEPS_SQUARED,
+    C.GOODPUT_SECONDS_X_STEPS,
+    C.GOODPUT_TOKENS_X_STEPS,
 )
 
 
 def test_the_recorded_tpot_ratio_at_the_same_load_is_the_sidecars(tmp_path: Path) -> None:
     """Three slices of one model over two load buckets, canary (c1) and stable (s1), the
     canary at heavier loads within each bucket (so the load's slope moves the ratio): the
-    ratio, its family-wise bounds and the load's adjustment, per slice and for the model, are
-    analysis/goodput_compare.compare_tpot's on the same sums (the rules' t quantile is
-    Cornish-Fisher's: bounds within 0.2% of the width)."""
+    ratio, its family-wise bounds and the load's adjustment, and TPOT's two factors with their
+    bounds, per slice and for the model, are analysis/goodput_compare.compare_tpot's on the
+    same sums (the rules' t quantile is Cornish-Fisher's: bounds within 0.2% of the width)."""
     rng = random.Random(13)
     series: list[dict[str, str]] = []
     checks: list[dict[str, Any]] = []
@@ -254,7 +259,7 @@ def test_the_recorded_tpot_ratio_at_the_same_load_is_the_sidecars(tmp_path: Path
                     count, y = rng.randint(1, 3), float(rng.randint(20, 200))
                     x = y * 0.01 * (1 + 0.03 * b) * rng.uniform(0.8, 1.25) * (1.05 if i else 1)
                     for _ in range(count):
-                        per_minute.add_at(x, y, float(b))
+                        per_minute.add_request(x, y, float(b), y / rng.uniform(1.5, 3.0))
                 cell_labels = (
                     f'model="m",ctx_bucket="0-512",task="{task}",config="{config}",'
                     f'track="{track}",load="{load}",instance="{track}"'
@@ -286,7 +291,25 @@ def test_the_recorded_tpot_ratio_at_the_same_load_is_the_sidecars(tmp_path: Path
             found |= {"ctx_bucket": "0-512", "task": row.key[2]}
         labels = "{" + ",".join(f'{k}="{v}"' for k, v in sorted(found.items())) + "}"
         width = row.ratio.upper - row.ratio.lower
+        assert row.factors is not None
+        factors = (
+            (name, interval)
+            for name, interval in (
+                (C.FACTOR_STEP_TIME, row.factors.step_time),
+                (C.FACTOR_TOKENS_PER_STEP, row.factors.tokens_per_step),
+            )
+        )
+        factor_checks = [
+            (factor_bound(level, name, bound, SETTINGS), getattr(interval, field), tolerance)
+            for name, interval in factors
+            for bound, field, tolerance in (
+                ("estimate", "estimate", 1e-9 * (interval.upper - interval.lower)),
+                ("lower", "lower", 2e-3 * (interval.upper - interval.lower)),
+                ("upper", "upper", 2e-3 * (interval.upper - interval.lower)),
+            )
+        ]
         for query, expected, tolerance in (
+            *factor_checks,
             (ratio_bound(level, "estimate", SETTINGS), row.ratio.estimate, 1e-9 * width),
             (ratio_bound(level, "lower", SETTINGS), row.ratio.lower, 2e-3 * width),
             (ratio_bound(level, "upper", SETTINGS), row.ratio.upper, 2e-3 * width),

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import pytest
 from specwatch import conventions as C
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.store.cyclelog import to_line
@@ -23,15 +24,21 @@ PER_REQUEST_IN_FLIGHT = 0.03
 
 
 def records(
-    seed: int, n: int, mean_load: float, slower: float = 1.0, start: float = 1.7e9
+    seed: int,
+    n: int,
+    mean_load: float,
+    slower: float = 1.0,
+    start: float = 1.7e9,
+    alpha: float = 0.7,
 ) -> list[RequestRecord]:
     """`n` requests a task (chat, code) of model m: K = 4, each its own acceptance around
-    0.7 (sd 0.08), its load 1 + Poisson(mean_load - 1), its steps' time at that load times
+    `alpha` (sd 0.08), its load 1 + Poisson(mean_load - 1), its steps' time at that load times
     `slower` and a log-normal factor of its own (sd 0.15)."""
     rng = np.random.default_rng(seed)
     out = []
+    shape = alpha * (1 - alpha) / 0.08**2 - 1
     for i in range(2 * n):
-        own = float(np.clip(rng.beta(0.7 * 31.8, 0.3 * 31.8), 0.05, 0.95))
+        own = float(np.clip(rng.beta(alpha * shape, (1 - alpha) * shape), 0.05, 0.95))
         tokens = int(rng.integers(20, 300))
         drafted: list[int] = []
         accepted: list[int] = []
@@ -109,6 +116,26 @@ def test_a_truly_slower_canary_at_other_loads_is_slower(tmp_path: Path) -> None:
     model = document["tpot"]["models"][0]
     assert model["verdict"] == "slower"
     assert model["ratio"]["lower"] <= 1.08 <= model["ratio"]["upper"]
+    factors = model["factors"]
+    assert factors["deciding"] == ["step_time"]  # each step dearer, as many tokens a step
+    assert factors["said"].startswith("slower: each step costs")
+    assert factors["tokens_per_step"]["lower"] <= 1.0 <= factors["tokens_per_step"]["upper"]
+    ratio = factors["step_time"]["estimate"] / factors["tokens_per_step"]["estimate"]
+    assert model["ratio"]["estimate"] == pytest.approx(ratio, rel=1e-9)
+
+
+def test_an_acceptance_regression_is_named_as_fewer_tokens_a_step(tmp_path: Path) -> None:
+    """The canary accepts 0.60 where stable accepts 0.70, its steps cost the same: slower, and
+    the tokens per step decide (jundot/omlx #3742's case, split by hand there)."""
+    stable, canary = records(11, 400, 12), records(12, 400, 12, alpha=0.6)
+    document = compare(
+        str(write(tmp_path / "a.jsonl", stable, "stable")),
+        str(write(tmp_path / "b.jsonl", canary, "canary")),
+    )
+    model = document["tpot"]["models"][0]
+    assert model["verdict"] == "slower"
+    assert model["factors"]["deciding"] == ["tokens_per_step"]
+    assert "fewer tokens" in model["factors"]["said"]
 
 
 def test_loads_that_do_not_overlap_are_insufficient_with_the_reason(tmp_path: Path) -> None:

@@ -66,15 +66,16 @@ def _encode_timed(cells: Timed) -> list[list[Any]]:
 
 def _decode_timed(rows: Any) -> Timed:
     """Raises ValueError on anything but the rows `_encode_timed` writes; a state saved
-    before goodput was kept has none, one saved before the load moments were kept has rows
-    without them (its cells then compared without the adjustment within a load bucket)."""
+    before goodput was kept has none, one saved before the load moments (or the steps) were
+    kept has rows without them (its cells then compared without the adjustment within a load
+    bucket, or without TPOT's factors)."""
     if rows is None:
         return {}
     if not isinstance(rows, list):
         raise ValueError("goodput must be a list")
     out: Timed = {}
     for row in rows:
-        if not isinstance(row, list) or len(row) not in (10, 15):
+        if not isinstance(row, list) or len(row) not in (10, 15, 19):
             raise ValueError(f"not a goodput row: {row!r}")
         model, ctx, task, load, n, *values = row
         if not all(isinstance(v, str) for v in (model, ctx, task, load)):

@@ -32,7 +32,7 @@ from specwatch.analysis.speedup import ASSUMED, ESTIMATED, Cost
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
 from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.analysis.windows import WindowedRatio
-from specwatch.core.records import RequestRecord
+from specwatch.core.records import RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings
 
 MAX_EXPONENT = 700.0  # math.exp past ~709 overflows: an interval that wide is no interval
@@ -49,6 +49,17 @@ def decode_of(record: RequestRecord) -> tuple[float, int] | None:
     if tpot is None or tokens is None or tokens < 2 or not 0 <= tpot or math.isinf(tpot):
         return None  # (compiled, isinf is C; math.inf an attribute read)
     return tpot * (tokens - 1), tokens - 1
+
+
+def decode_steps(spec: SpecDecodeBlock, tokens: int) -> int:
+    """A request's engine steps after its first token: the steps vLLM lists (each drafted)
+    and those it does not (a plain decode step, one token each: what the listed steps'
+    accepted + 1 tokens leave of the decode tokens)."""
+    listed = spec.steps
+    emitted = listed
+    for accepted in spec.accepted:
+        emitted += accepted
+    return listed + max(0, tokens - emitted)
 
 
 def tpot_interval(sums: Sums, confidence: float) -> Interval | None:
@@ -119,10 +130,9 @@ class GoodputTracker:
                 WindowedRatio(self._length, self._bucket), DecodeSums(), Sums()
             )
         cell.window.add(record.ts, seconds, tokens)
-        if flight is None:
-            cell.since_start.add(seconds, tokens)
-        else:
-            cell.since_start.add_at(seconds, tokens, float(flight))
+        at = None if flight is None else float(flight)
+        steps = float(decode_steps(record.spec, tokens))
+        cell.since_start.add_request(seconds, tokens, at, steps)
         if record.spec.steps:
             cell.steps.add(seconds, record.spec.steps)
             if flight is not None:

@@ -51,100 +51,34 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from specwatch.analysis.compare import family_confidence
 from specwatch.analysis.goodput import MAX_EXPONENT
+from specwatch.analysis.goodput_factors import (
+    STEP_TIME,
+    TOKENS_PER_STEP,
+    Factors,
+    factor_pairs,
+    factor_part,
+    factors_of,
+)
+from specwatch.analysis.same_load import (
+    K,
+    LoadSlope,
+    Pair,
+    Spread,
+    load_slopes,
+    mean_load,
+    spreads,
+    timed,
+)
 from specwatch.analysis.stats import Interval, t_quantile
 from specwatch.analysis.sums import DecodeSums, Sums
 
 FASTER, SLOWER, SAME, INSUFFICIENT = "faster", "slower", "same", "insufficient"
 LOAD_MOVED = 0.2  # from this share of the after side's decode tokens at loads only it saw
 MIX_MOVED_LOAD = 0.1  # PSI of the load buckets' shares from which the load is said to move
-
-# a cell's key: (*the slice's key, model first; the load bucket last)
-K = TypeVar("K", bound=tuple[str, ...])
-
-
-@dataclass(frozen=True, slots=True)
-class LoadSlope:
-    """Per model and load bucket: kappa, the relative change of TPOT per request in flight
-    (pooled within every cell and side), its variance and degrees of freedom."""
-
-    slope: float
-    variance: float
-    df: float
-
-
-@dataclass(frozen=True, slots=True)
-class Spread:
-    """Per slice and side: the squared relative deviation of a request's TPOT from its cell's,
-    pooled over the slice's load buckets (weighted by tokens squared), and its degrees of
-    freedom (requests less cells)."""
-
-    deviation: float
-    df: float
-
-
-@dataclass(frozen=True, slots=True)
-class Pair:
-    """One cell both sides timed: its sums, its load bucket's key (model, load), the after
-    side's mean load minus the before side's (0 where a side's loads are not known), and each
-    side's pooled spread."""
-
-    before: Sums
-    after: Sums
-    bucket: tuple[str, str]
-    shift: float
-    spreads: tuple[Spread, Spread]
-
-    @classmethod
-    def alone(
-        cls, before: Sums, after: Sums, bucket: tuple[str, str] = ("", ""), shift: float = 0.0
-    ) -> Pair:
-        """A pair whose sides' spreads are their own cell's (a comparison of one cell)."""
-        return cls(before, after, bucket, shift, (own_spread(before), own_spread(after)))
-
-    def log_variances(self) -> tuple[float, float]:
-        """Var(log TPOT) of each side: n / (n - 1) x the pooled deviation x sum y^2 / (sum y)^2
-        (the cluster-robust variance with each request's deviation at its slice's mean)."""
-        return (
-            _log_variance(self.before, self.spreads[0]),
-            _log_variance(self.after, self.spreads[1]),
-        )
-
-
-def _log_variance(sums: Sums, spread: Spread) -> float:
-    n = sums.requests
-    return n / max(1.0, n - 1.0) * spread.deviation * sums.yy / (sums.y * sums.y)
-
-
-def _deviation(s: Sums) -> float:
-    """sum over a cell's requests of (x_i - T y_i)^2 / T^2: y_i^2 (t_i / T - 1)^2."""
-    t = s.x / s.y
-    return max(0.0, s.xx - 2.0 * t * s.xy + t * t * s.yy) / (t * t)
-
-
-def own_spread(s: Sums) -> Spread:
-    """One cell's spread, from its own requests alone."""
-    return Spread(_deviation(s) / s.yy, max(1.0, s.requests - 1.0))
-
-
-def spreads(side: Mapping[K, Sums]) -> dict[tuple[str, ...], Spread]:
-    """Per slice (a cell's key less its load) the side's pooled spread: a cell of five
-    requests says little of its own variance, its slice's cells together do."""
-    parts: dict[tuple[str, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    for cell, s in side.items():
-        if _timed(s, 2):
-            got = parts[cell[:-1]]
-            got[0] += _deviation(s)
-            got[1] += s.yy
-            got[2] += s.requests - 1
-    return {
-        key: Spread(deviation / yy, max(1.0, df))
-        for key, (deviation, yy, df) in parts.items()
-        if yy > 0 and math.isfinite(deviation)
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +92,7 @@ class TpotComparison:
     caveat: str | None
     load_adjustment: float | None = None  # the ratio at the same load over the cells' raw one
     reason: str | None = None  # why `insufficient`
+    factors: Factors | None = None  # None where a side's engine steps are not known
 
     def as_dict(self, names: tuple[str, ...], sides: tuple[str, str]) -> dict[str, Any]:
         """The JSON shape `compare` (sides a, b) and /status.change (before, after) share."""
@@ -179,46 +114,9 @@ class TpotComparison:
             "reason": self.reason,
             "loads_compared": self.loads_compared,
             "load_adjustment": self.load_adjustment,
+            "factors": None if self.factors is None else self.factors.as_dict(),
             "caveat": self.caveat,
         }
-
-
-def mean_load(sums: Sums) -> float | None:
-    """The tokens-weighted mean load of a side's requests; None where it was not recorded."""
-    if isinstance(sums, DecodeSums) and sums.yb > 0 and sums.y > 0:
-        return sums.yb / sums.y
-    return None
-
-
-def _timed(sums: Sums, least: int) -> bool:
-    finite = math.isfinite(sums.x + sums.y + sums.xx + sums.xy + sums.yy)
-    return sums.requests >= max(2, least) and sums.x > 0 and sums.y > 0 and finite
-
-
-def load_slopes(sides: Iterable[Mapping[K, Sums]]) -> dict[tuple[str, str], LoadSlope]:
-    """kappa per (model, load bucket): the tokens-weighted regression of each request's TPOT
-    t_i on its load b_i within each (cell, side) g, relative to g's TPOT T_g and pooled:
-    sum_g (sum x b - T_g sum y b) / T_g over sum_g (sum y b^2 - (sum y b)^2 / sum y). Its
-    variance: sum_g e_g (sum y^2 (b - B_g)^2) / (the denominator)^2, e_g the y^2-weighted mean
-    of a request's squared relative deviation (t_i / T_g - 1)^2 in g."""
-    parts: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
-    for side in sides:
-        for cell, s in side.items():
-            if not isinstance(s, DecodeSums) or s.yb <= 0 or not _timed(s, 2):
-                continue
-            t, b = s.x / s.y, s.yb / s.y
-            e = _deviation(s) / s.yy
-            got = parts[cell[0], cell[-1]]
-            got[0] += (s.xb - t * s.yb) / t
-            got[1] += max(0.0, s.ybb - s.yb * b)
-            got[2] += e * max(0.0, s.yybb - 2.0 * b * s.yyb + b * b * s.yy)
-            got[3] += s.requests
-            got[4] += 1
-    out: dict[tuple[str, str], LoadSlope] = {}
-    for key, (num, den, var, n, groups) in parts.items():
-        if den > 0 and math.isfinite(num + den + var):
-            out[key] = LoadSlope(num / den, var / (den * den), max(1.0, n - 2.0 * groups))
-    return out
 
 
 def combined_ratio(
@@ -228,14 +126,14 @@ def combined_ratio(
     each), each cell's log-ratio weighted by its share of the after side's decode tokens;
     with the factor the load's adjustment moved it by."""
     rows = list(cells)
-    total = sum(pair.after.y for pair in rows)
+    total = sum(pair.weight for pair in rows)
     if not rows or total <= 0:
         return None
     estimate = variance = shares = adjustment = 0.0
     moved: dict[tuple[str, str], float] = defaultdict(float)  # sum of w x shift per bucket
     for pair in rows:
         before, after = pair.before, pair.after
-        w = after.y / total
+        w = pair.weight / total
         v_before, v_after = pair.log_variances()
         df_before, df_after = pair.spreads[0].df, pair.spreads[1].df
         slope = slopes.get(pair.bucket)
@@ -281,6 +179,7 @@ class _Group:
     before: Sums
     after: Sums
     paired: list[Pair]  # the cells both sides timed
+    keys: list[tuple[str, ...]]  # each paired cell's slice (its key less the load)
     unpaired_tokens: float  # the after side's decode tokens in cells only it timed
     loads: tuple[set[str], set[str]]  # the load buckets each side timed
 
@@ -299,7 +198,7 @@ def _pair(
     shift = 0.0 if before is None or after is None else after - before
     if shift != 0.0 and bucket not in slopes:
         return None
-    return Pair(b, a, bucket, shift, spread)
+    return Pair(b, a, bucket, shift, spread, a.y)
 
 
 def _groups(
@@ -312,23 +211,24 @@ def _groups(
     """Per slice and per model (key (model,)), its cells paired by load (and, for a model, by
     ctx bucket and task too)."""
     groups: dict[tuple[str, ...], _Group] = defaultdict(
-        lambda: _Group(DecodeSums(), DecodeSums(), [], 0.0, (set(), set()))
+        lambda: _Group(DecodeSums(), DecodeSums(), [], [], 0.0, (set(), set()))
     )
     empty = Sums()
     for cell in sorted(set(before) | set(after)):
         b, a = before.get(cell, empty), after.get(cell, empty)
         pair = None
-        if _timed(b, least_cell) and _timed(a, least_cell):
+        if timed(b, least_cell) and timed(a, least_cell):
             pair = _pair(cell, b, a, slopes, (spread[0][cell[:-1]], spread[1][cell[:-1]]))
         for key in {cell[:-1], cell[:1]}:  # one, when the slices are the models
             group = groups[key]
             group.before.merge(b)
             group.after.merge(a)
             for side, sums in zip(group.loads, (b, a), strict=True):
-                if _timed(sums, least_cell):
+                if timed(sums, least_cell):
                     side.add(cell[-1])
             if pair is not None:
                 group.paired.append(pair)
+                group.keys.append(cell[:-1])
             else:
                 group.unpaired_tokens += a.y
     return groups
@@ -370,6 +270,11 @@ def compare_tpot(
     family per model over its slices compared and its rollup."""
     slopes = load_slopes((before, after))
     groups = _groups(before, after, least_cell, slopes)
+    spread = tuple(
+        spreads({cell: factor_part(sums, part) for cell, sums in side.items()})
+        for part in (STEP_TIME, TOKENS_PER_STEP)
+        for side in (before, after)
+    )
 
     def compared(group: _Group) -> bool:
         return bool(group.paired) and all(
@@ -394,6 +299,13 @@ def compare_tpot(
             else None
         )
         said = verdict(ratio, margin)
+        factors = None
+        parts = factor_pairs(group.paired, spread, group.keys) if ratio is not None else None
+        if parts is not None:
+            step = combined_ratio(parts[0], slopes, each)
+            yields = combined_ratio(parts[1], {}, each)
+            if step is not None and yields is not None:
+                factors = factors_of(step[0], yields[0], said, margin)
         row = TpotComparison(
             key,
             group.before,
@@ -404,6 +316,7 @@ def compare_tpot(
             caveat,
             adjustment,
             _reason(group, least_requests, said),
+            factors,
         )
         (models if len(key) == 1 else slices).append(row)
     return slices, models

@@ -100,13 +100,18 @@ class Sums:
 
 
 class DecodeSums(Sums):
-    """A goodput cell's sums: decode seconds (x) over decode tokens (y) per request, and the
-    load moments that compare two configs at the same load (analysis/goodput_compare.py), b
-    being a request's load (requests in flight at the upstream as it started): the sums of
-    y b, x b, y b^2 (the tokens-weighted regression of a request's time per token on its
-    load) and y^2 b, y^2 b^2 (that slope's variance). Kept as floats: loads times seconds."""
+    """A goodput cell's sums: decode seconds (x) over decode tokens (y) per request, and
 
-    __slots__ = ("xb", "yb", "ybb", "yyb", "yybb")
+    - the load moments that compare two configs at the same load (analysis/goodput_compare.py),
+      b being a request's load (requests in flight at the upstream as it started): the sums of
+      y b, x b, y b^2 (the tokens-weighted regression of a request's time per token on its
+      load) and y^2 b, y^2 b^2 (that slope's variance);
+    - the engine steps s of its decode and the sums s^2, x s, y s: TPOT = (x / s) / (y / s),
+      the step's time over the tokens a step yields, each factor with its variance.
+
+    Kept as floats: loads times seconds."""
+
+    __slots__ = ("ss", "steps", "xb", "xs", "yb", "ybb", "ys", "yyb", "yybb")
 
     def __init__(
         self,
@@ -121,19 +126,30 @@ class DecodeSums(Sums):
         ybb: float = 0.0,
         yyb: float = 0.0,
         yybb: float = 0.0,
+        steps: float = 0.0,
+        ss: float = 0.0,
+        xs: float = 0.0,
+        ys: float = 0.0,
     ) -> None:
         super().__init__(requests, x, y, xx, xy, yy)
         self.yb, self.xb, self.ybb, self.yyb, self.yybb = yb, xb, ybb, yyb, yybb
+        self.steps, self.ss, self.xs, self.ys = steps, ss, xs, ys
 
-    def add_at(self, x: float, y: float, load: float) -> None:
-        """One more request with its decode seconds, tokens and load."""
+    def add_request(self, x: float, y: float, load: float | None, steps: float) -> None:
+        """One more request: its decode seconds, tokens, load (None: not recorded) and
+        engine steps."""
         self.add(x, y)
-        yb = y * load
-        self.yb += yb
-        self.xb += x * load
-        self.ybb += yb * load
-        self.yyb += y * yb
-        self.yybb += yb * yb
+        if load is not None:
+            yb = y * load
+            self.yb += yb
+            self.xb += x * load
+            self.ybb += yb * load
+            self.yyb += y * yb
+            self.yybb += yb * yb
+        self.steps += steps
+        self.ss += steps * steps
+        self.xs += x * steps
+        self.ys += y * steps
 
     def merge(self, other: Sums) -> None:
         super().merge(other)
@@ -143,16 +159,52 @@ class DecodeSums(Sums):
             self.ybb += other.ybb
             self.yyb += other.yyb
             self.yybb += other.yybb
+            self.steps += other.steps
+            self.ss += other.ss
+            self.xs += other.xs
+            self.ys += other.ys
 
     def copy(self) -> DecodeSums:
         return DecodeSums(
-            self.requests, self.x, self.y, self.xx, self.xy, self.yy,
-            self.yb, self.xb, self.ybb, self.yyb, self.yybb,
-        )  # fmt: skip
+            self.requests,
+            self.x,
+            self.y,
+            self.xx,
+            self.xy,
+            self.yy,
+            self.yb,
+            self.xb,
+            self.ybb,
+            self.yyb,
+            self.yybb,
+            self.steps,
+            self.ss,
+            self.xs,
+            self.ys,
+        )
+
+    def step_time(self) -> Sums:
+        """Decode seconds over engine steps, per request: the step's time."""
+        return Sums(self.requests, self.x, self.steps, self.xx, self.xs, self.ss)
+
+    def tokens_per_step(self) -> Sums:
+        """Decode tokens over engine steps, per request: what a step yields."""
+        return Sums(self.requests, self.y, self.steps, self.yy, self.ys, self.ss)
 
     def decode_fields(self) -> tuple[Number, ...]:
-        """requests, x, y, xx, xy, yy, yb, xb, ybb, yyb, yybb."""
-        return (*self, self.yb, self.xb, self.ybb, self.yyb, self.yybb)
+        """requests, x, y, xx, xy, yy, yb, xb, ybb, yyb, yybb, steps, ss, xs, ys."""
+        return (
+            *self,
+            self.yb,
+            self.xb,
+            self.ybb,
+            self.yyb,
+            self.yybb,
+            self.steps,
+            self.ss,
+            self.xs,
+            self.ys,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DecodeSums) and self.decode_fields() == other.decode_fields()

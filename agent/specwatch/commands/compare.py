@@ -291,8 +291,15 @@ def _print_tpot(out: Any, document: dict[str, Any], by: tuple[str, ...]) -> None
     what = "Decode time per output token"
     _show(out, document, by, what, columns, [*tpot["models"], *tpot["slices"]], (side, ratio))
     for row in tpot["models"]:
-        if row["caveat"]:
-            out.print(f"{row['model']}: {row['caveat']}", highlight=False)
+        said = [row["factors"]["said"]] if row["factors"] else []
+        if row["load_adjustment"] is not None and abs(row["load_adjustment"] - 1) >= 0.005:
+            said.append(
+                f"compared at the same load: B's loads moved the raw ratio by "
+                f"{1 / row['load_adjustment'] - 1:+.1%} (taken out)"
+            )
+        said += [text for text in (row["reason"], row["caveat"]) if text]
+        for text in said:
+            out.print(f"{row['model']}: {text}", highlight=False)
 
 
 def _print_alpha(out: Any, document: dict[str, Any], by: tuple[str, ...]) -> None:

@@ -169,3 +169,31 @@ GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED: Final = _metric(
     "Sum over requests of (the request's decode tokens x its load)^2.",
     _CELL,
 )
+# TPOT's two factors (analysis/goodput_compare.py): s_i the request's engine steps after its
+# first token (those vLLM lists, and the plain ones), so that TPOT = (x / s) / (y / s): the
+# step's time over the tokens a step yields.
+GOODPUT_STEPS: Final = _metric(
+    "specwatch_goodput_decode_steps",
+    _C,
+    "Engine steps after the first token of those requests (listed speculative steps and "
+    "plain ones): the step time's and tokens per step's denominator.",
+    _CELL,
+)
+GOODPUT_STEPS_SQUARED: Final = _metric(
+    "specwatch_goodput_decode_steps_squared",
+    _C,
+    "Sum over requests of (the request's decode steps)^2.",
+    _CELL,
+)
+GOODPUT_SECONDS_X_STEPS: Final = _metric(
+    "specwatch_goodput_decode_seconds_x_steps",
+    _C,
+    "Sum over requests of the request's decode seconds x its decode steps.",
+    _CELL,
+)
+GOODPUT_TOKENS_X_STEPS: Final = _metric(
+    "specwatch_goodput_decode_tokens_x_steps",
+    _C,
+    "Sum over requests of the request's decode tokens x its decode steps.",
+    _CELL,
+)

@@ -59,6 +59,23 @@ RECORDED_GOODPUT_SLOPE_DF: Final = "specwatch_goodput_load_slope_degrees_of_free
 RECORDED_CANARY_TPOT_LOAD_SHIFT: Final = "specwatch_canary_tpot_load_shift"
 RECORDED_CANARY_TPOT_LOAD_LEVER: Final = "specwatch_canary_tpot_load_lever"
 RECORDED_CANARY_TPOT_LOAD_ADJUSTMENT: Final = "specwatch_canary_tpot_load_adjustment"
+# TPOT's two factors (gen/goodput_factors.py), each as TPOT is: per cell its ratio, deviation,
+# log variance; per slice and track its pooled spread; per paired cell and per slice and model
+# its log-ratio, variance, degrees of freedom, and its ratio with bounds
+FACTOR_STEP_TIME: Final = "step_time"
+FACTOR_TOKENS_PER_STEP: Final = "tokens_per_step"
+
+
+def goodput_factor(factor: str, what: str = "") -> str:
+    """A factor's per-cell series: specwatch_goodput_step_time, ..._step_time_deviation."""
+    return f"specwatch_goodput_{factor}{what}"
+
+
+def canary_factor(factor: str, what: str) -> str:
+    """A factor's comparison series: specwatch_canary_step_time_ratio, ..._log_ratio."""
+    return f"specwatch_canary_{factor}{what}"
+
+
 RECORDED_CANARY_TPOT_BASELINE: Final = "specwatch_canary_tpot_baseline_requests"
 RECORDED_CANARY_TPOT_PAIRED: Final = "specwatch_canary_tpot_paired"
 RECORDED_CANARY_TPOT_LOG_RATIO: Final = "specwatch_canary_tpot_log_ratio"

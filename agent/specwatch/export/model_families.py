@@ -102,6 +102,10 @@ def goodput(snapshot: Snapshot, run: Run) -> Iterator[Family]:
         C.GOODPUT_TOKENS_X_LOAD_SQUARED,
         C.GOODPUT_TOKENS_SQUARED_X_LOAD,
         C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED,
+        C.GOODPUT_STEPS,
+        C.GOODPUT_STEPS_SQUARED,
+        C.GOODPUT_SECONDS_X_STEPS,
+        C.GOODPUT_TOKENS_X_STEPS,
     )
     families = [Family(name) for name in names]
     for (model, ctx, task, load), (_, since) in snapshot.goodput_cells.items():

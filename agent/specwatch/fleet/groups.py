@@ -211,3 +211,7 @@ def _add_decode(ratio: Sums, sums: Sequence[Any], at: dict[str, int]) -> None:
         ratio.ybb += sums[at["dec_ybb"]] or 0.0
         ratio.yyb += sums[at["dec_yyb"]] or 0.0
         ratio.yybb += sums[at["dec_yybb"]] or 0.0
+        ratio.steps += sums[at["dec_s"]] or 0.0
+        ratio.ss += sums[at["dec_ss"]] or 0.0
+        ratio.xs += sums[at["dec_xs"]] or 0.0
+        ratio.ys += sums[at["dec_ys"]] or 0.0

@@ -110,6 +110,10 @@ SUMS = (
     "dec_ybb",
     "dec_yyb",
     "dec_yybb",
+    "dec_s",
+    "dec_ss",
+    "dec_xs",
+    "dec_ys",
 )
 
 
@@ -270,7 +274,11 @@ slow AS (
       -- every other line: one row, its entry a placeholder
       ELSE [{{'key': -1::BIGINT, 'value': 0::UBIGINT}}] END AS hist,
     CASE WHEN {decode} THEN tpot_ms / 1000.0 * (completion_tokens - 1) END AS dec_x,
-    CASE WHEN {decode} THEN CAST(completion_tokens - 1 AS DOUBLE) END AS dec_y
+    CASE WHEN {decode} THEN CAST(completion_tokens - 1 AS DOUBLE) END AS dec_y,
+    -- its engine steps after the first token: those listed, and the plain ones the listed
+    -- steps' accepted + 1 tokens leave (analysis/goodput.decode_steps)
+    CASE WHEN {decode} THEN CAST(coalesce(n, 0) + greatest(0, completion_tokens - 1
+      - coalesce(accepted_total, 0) - coalesce(n, 0)) AS DOUBLE) END AS dec_s
   FROM cuts
 ),
 """
@@ -295,18 +303,24 @@ def _grouped_sums(dims: list[str], group: list[str], with_load: bool) -> str:
                 "sum(first * dec_y * in_flight * in_flight) AS dec_ybb",
                 "sum(first * dec_y * dec_y * in_flight) AS dec_yyb",
                 "sum(first * dec_y * dec_y * in_flight * in_flight) AS dec_yybb",
+                # the engine steps: TPOT's two factors (step time, tokens per step)
+                "sum(first * dec_s) AS dec_s",
+                "sum(first * dec_s * dec_s) AS dec_ss",
+                "sum(first * dec_x * dec_s) AS dec_xs",
+                "sum(first * dec_y * dec_s) AS dec_ys",
             )
         )
         if with_load
         else "NULL AS max_load, 0 AS dec_n, NULL AS dec_x, NULL AS dec_y, NULL AS dec_xx, "
         "NULL AS dec_xy, NULL AS dec_yy, NULL AS dec_yb, NULL AS dec_xb, NULL AS dec_ybb, "
-        "NULL AS dec_yyb, NULL AS dec_yybb"
+        "NULL AS dec_yyb, NULL AS dec_yybb, NULL AS dec_s, NULL AS dec_ss, NULL AS dec_xs, "
+        "NULL AS dec_ys"
     )
     slot_sums = ",\n  ".join(f"sum({_slot(str(v))}) AS h{v}" for v in range(SLOTS))
     return f"""entries AS (
   SELECT {", ".join(dims) if dims else "1 AS g_"}, status, cut, packed, in_flight, first_bucket,
     accepted_total, drafted_total, n, d_min, h, part_steps, part_accepted, part_drafted,
-    part_trials, part_first_code, dec_x, dec_y,
+    part_trials, part_first_code, dec_x, dec_y, dec_s,
     unnest(hist) AS e
   FROM slow
 ),

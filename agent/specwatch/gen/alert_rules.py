@@ -14,7 +14,7 @@ from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.alert import BURN_RATES, ON_SLICE, SLICE_TEXT, Alert, GenerateError, slice_value
 from specwatch.gen.canary import canary_alert
-from specwatch.gen.goodput_rules import slower_alert
+from specwatch.gen.goodput_alert import slower_alert
 from specwatch.gen.ops_alerts import divergence_alerts, health_alerts
 from specwatch.settings import Settings
 

@@ -22,8 +22,7 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
-from specwatch.gen.alert import Alert
-from specwatch.gen.canary import CANARY, STABLE, family_z, ratio_bound, recorded_name, window
+from specwatch.gen.canary import CANARY, STABLE, family_z, ratio_bound, recorded_name
 from specwatch.settings import Settings
 
 CELL: tuple[str, ...] = (*Q.SLICE, C.Label.LOAD)
@@ -41,7 +40,29 @@ SUMS = (
     ("ybb", C.GOODPUT_TOKENS_X_LOAD_SQUARED),
     ("yyb", C.GOODPUT_TOKENS_SQUARED_X_LOAD),
     ("yybb", C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED),
+    ("s", C.GOODPUT_STEPS),
+    ("ss", C.GOODPUT_STEPS_SQUARED),
+    ("xs", C.GOODPUT_SECONDS_X_STEPS),
+    ("ys", C.GOODPUT_TOKENS_X_STEPS),
 )
+
+
+def stable_side(series: str, settings: Settings) -> str:
+    """A stable cell's series on the stable config each canary cell compares with (the one
+    with the most requests in the cell), `baseline_config` added."""
+    chosen = recorded_name("cell", C.RECORDED_CANARY_TPOT_BASELINE, settings, "increase")
+    return (
+        f'({series}{{track="{STABLE}"}} * on({Q.by(CELL)}) '
+        f"group_left({C.Label.BASELINE_CONFIG}) ({chosen} * 0 + 1))"
+    )
+
+
+def joined_sides(left: str, op: str, right: str, settings: Settings) -> str:
+    """`left` of each canary cell `op` `right` of the stable cell it compares with."""
+    return (
+        f'{left}{{track="{CANARY}"}}\n{op} on({Q.by(PAIR)}) '
+        f"group_left({C.Label.BASELINE_CONFIG}) {stable_side(right, settings)}"
+    )
 
 
 def _spread_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, Any]]:
@@ -49,7 +70,7 @@ def _spread_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, An
     per slice and track the pooled spread and its degrees of freedom, and each cell's log
     variance from it; per model and load bucket the load's relative slope, from the
     variation of load within each cell and track (analysis/goodput_compare.load_slopes)."""
-    n, x, y, xx, xy, yy, yb, xb, ybb, yyb, yybb = (part[name] for name, _ in SUMS)
+    n, x, y, xx, xy, yy, yb, xb, ybb, yyb, yybb = (part[name] for name, _ in SUMS[:11])
     cell, slice_, bucket = Q.by(CELL), Q.by(Q.SLICE), Q.by(BUCKET)
     tpot = recorded_name("cell", C.RECORDED_GOODPUT_TPOT, settings, "ratio")
     deviation = recorded_name("cell", C.RECORDED_GOODPUT_DEVIATION, settings)
@@ -109,26 +130,31 @@ def _spread_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, An
             ),
         },
         {
-            "record": _slope(settings),
+            "record": slope_name(settings),
             "expr": f"sum by ({bucket}) ({slope_part})\n/ {denominator}",
         },
         {
-            "record": _slope(settings, C.RECORDED_GOODPUT_SLOPE_VARIANCE),
+            "record": slope_name(settings, C.RECORDED_GOODPUT_SLOPE_VARIANCE),
             "expr": f"sum by ({bucket}) ({variance_part})\n/ {denominator} ^ 2",
         },
         {
-            "record": _slope(settings, C.RECORDED_GOODPUT_SLOPE_DF),
+            "record": slope_name(settings, C.RECORDED_GOODPUT_SLOPE_DF),
             "expr": (
                 f"clamp_min(\n  sum by ({bucket}) ({n} and on({cell}) {slope_spread})\n"
                 f"  - 2 * count by ({bucket}) ({slope_spread}),\n  1\n)\n"
-                f"and on({bucket}) {_slope(settings)}"
+                f"and on({bucket}) {slope_name(settings)}"
             ),
         },
     ]
 
 
-def _slope(settings: Settings, metric: str = C.RECORDED_GOODPUT_SLOPE) -> str:
+def slope_name(settings: Settings, metric: str = C.RECORDED_GOODPUT_SLOPE) -> str:
     return recorded_name("load", metric, settings)
+
+
+def increases(settings: Settings) -> dict[str, str]:
+    """Each sum's recorded increase over the canary window, by its short name (SUMS)."""
+    return {name: recorded_name("cell", metric, settings, "increase") for name, metric in SUMS}
 
 
 def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
@@ -139,7 +165,7 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
     span, cell, pair = windows(settings.canary.window_seconds), Q.by(CELL), Q.by(PAIR)
     bucket = Q.by(BUCKET)
     least = settings.canary.tpot_min_cell_requests
-    part = {name: recorded_name("cell", metric, settings, "increase") for name, metric in SUMS}
+    part = increases(settings)
     n, y = part["n"], part["y"]
     tpot = recorded_name("cell", C.RECORDED_GOODPUT_TPOT, settings, "ratio")
     log_variance = recorded_name("cell", C.RECORDED_GOODPUT_LOG_VARIANCE, settings)
@@ -148,19 +174,12 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
     chosen = recorded_name("cell", C.RECORDED_CANARY_TPOT_BASELINE, settings, "increase")
     paired = recorded_name("cell", C.RECORDED_CANARY_TPOT_PAIRED, settings, "bool")
     shift = recorded_name("cell", C.RECORDED_CANARY_TPOT_LOAD_SHIFT, settings)
-    one = f"({chosen} * 0 + 1)"
 
     def stable(series: str) -> str:
-        return (
-            f'({series}{{track="{STABLE}"}} * on({cell}) '
-            f"group_left({C.Label.BASELINE_CONFIG}) {one})"
-        )
+        return stable_side(series, settings)
 
     def joined(left: str, op: str, right: str) -> str:
-        return (
-            f'{left}{{track="{CANARY}"}}\n{op} on({pair}) '
-            f"group_left({C.Label.BASELINE_CONFIG}) {stable(right)}"
-        )
+        return joined_sides(left, op, right, settings)
 
     def canary(series: str) -> str:
         """A canary cell's series on its paired rows, baseline_config kept (group_left: a
@@ -168,7 +187,7 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
         return f'{paired} * on({cell}) group_left() {series}{{track="{CANARY}"}}'
 
     # the slope's part of a cell's log-ratio: 0 where no slope was learnt (the shift is then 0)
-    moved = f"({shift} * on({bucket}) group_left() {_slope(settings)}\nor {shift} * 0)"
+    moved = f"({shift} * on({bucket}) group_left() {slope_name(settings)}\nor {shift} * 0)"
     rules: list[dict[str, Any]] = [
         {"record": part[name], "expr": f"sum by ({cell}) (increase({metric}_total[{span}]))"}
         for name, metric in SUMS
@@ -194,7 +213,7 @@ def _cell_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
                 f"and on({pair}) {stable(n)} >= {least}\n"
                 f'and on({cell}) {log_variance}{{track="{CANARY}"}}\n'
                 f"and on({pair}) {stable(log_variance)}\n"
-                f"unless on({cell}) ({shift} != 0 unless on({bucket}) {_slope(settings)})"
+                f"unless on({cell}) ({shift} != 0 unless on({bucket}) {slope_name(settings)})"
             ),
         },
         {
@@ -243,7 +262,7 @@ def _level_rules(level: str, settings: Settings) -> list[dict[str, Any]]:
     requests = recorded_name("cell", C.RECORDED_CANARY_TPOT_REQUESTS, settings)
     shift = recorded_name("cell", C.RECORDED_CANARY_TPOT_LOAD_SHIFT, settings)
     bucket = Q.by(BUCKET)
-    has_slope = f"on({bucket}) group_left() ({_slope(settings)} * 0 + 1)"
+    has_slope = f"on({bucket}) group_left() ({slope_name(settings)} * 0 + 1)"
     names = {
         "log_ratio": recorded_name(level, C.RECORDED_CANARY_TPOT_LOG_RATIO, settings),
         "variance": recorded_name(level, C.RECORDED_CANARY_TPOT_VARIANCE, settings),
@@ -258,13 +277,13 @@ def _level_rules(level: str, settings: Settings) -> list[dict[str, Any]]:
     # per load bucket: sum of weight x shift, and its part of the variance (kappa's)
     lever = names["lever"]
     slope_variance = (
-        f"on({bucket}) group_left() {_slope(settings, C.RECORDED_GOODPUT_SLOPE_VARIANCE)}"
+        f"on({bucket}) group_left() {slope_name(settings, C.RECORDED_GOODPUT_SLOPE_VARIANCE)}"
     )
-    slope_df = f"on({bucket}) group_left() {_slope(settings, C.RECORDED_GOODPUT_SLOPE_DF)}"
+    slope_df = f"on({bucket}) group_left() {slope_name(settings, C.RECORDED_GOODPUT_SLOPE_DF)}"
     load_part = f"{lever} ^ 2 * {slope_variance}"
     least = settings.zones.min_requests
     by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
-    z = f"({names['df']} * 0 + on({by_family}) group_left {_z_name(settings)})"
+    z = f"({names['df']} * 0 + on({by_family}) group_left {z_name(settings)})"
     compared = names["compared"]
     cells_variance = f"sum by ({labels}) ({weight} ^ 2 * {variance})"
     cells_df = f"sum by ({labels}) ({weight} ^ 4 * {df_part})"
@@ -283,7 +302,7 @@ def _level_rules(level: str, settings: Settings) -> list[dict[str, Any]]:
             "record": names["adjustment"],
             "expr": (
                 f"exp(-sum by ({labels}) (\n  {lever}\n  * on({bucket}) group_left() "
-                f"{_slope(settings)}\n))\nor {names['log_ratio']} * 0 + 1"
+                f"{slope_name(settings)}\n))\nor {names['log_ratio']} * 0 + 1"
             ),
         },
         {
@@ -342,7 +361,7 @@ def _level_rules(level: str, settings: Settings) -> list[dict[str, Any]]:
     ]
 
 
-def _z_name(settings: Settings) -> str:
+def z_name(settings: Settings) -> str:
     return recorded_name("model", C.RECORDED_CANARY_TPOT_Z, settings)
 
 
@@ -364,51 +383,6 @@ def goodput_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]
             "record": family,
             "expr": f"({counts[0]}\n+ on({by_family}) {counts[1]})\nor {counts[0]}\nor {counts[1]}",
         },
-        {"record": _z_name(settings), "expr": family_z(family, settings.canary.confidence)},
+        {"record": z_name(settings), "expr": family_z(family, settings.canary.confidence)},
         *rest,
     ]
-
-
-def slower_alert(settings: Settings) -> Alert:
-    cfg = settings.canary
-    lower = ratio_bound("slice", "lower", settings)
-    estimate = ratio_bound("slice", "estimate", settings)
-    labels = "{{ $labels.model }} / {{ $labels.ctx_bucket }} / {{ $labels.task }}"
-    above = 1.0 + cfg.tpot_margin
-    return Alert(
-        name=C.AlertName.CANARY_SLOWER,
-        severity="critical",
-        expr=f"{estimate}\nand on({Q.by(Q.SLICE)}) {lower} > {above:g}",
-        for_seconds=cfg.for_seconds,
-        summary=f"The canary config decodes slower than stable for {labels}",
-        description=(
-            "Slice " + labels + ": the time per output token of config {{ $labels.config }} "
-            "(canary) is {{ $value | humanize }} times that of {{ $labels.baseline_config }} "
-            f"(stable) over {window(settings)}, compared within load buckets; the whole "
-            f"interval is above {above:g} (slower by more than {cfg.tpot_margin:.0%})."
-        ),
-        meaning=(
-            "What users feel of a config change: pods labelled `track=canary` decode each "
-            "output token more slowly than the stable ones, at the same load. Per slice the "
-            "ratio canary / stable of the decode time per output token (generation time after "
-            "the first token over output tokens - 1, vLLM's per-request metrics) is compared "
-            "within load buckets (requests in flight) and combined at the canary's mix, so a "
-            "canary with lighter or heavier traffic per pod is not judged by its load; the "
-            "interval is request-level and guarded across the slices compared (Bonferroni). "
-            f"Its lower bound above {above:g} for {Q.duration(cfg.for_seconds)}: the canary is "
-            f"slower by more than {cfg.tpot_margin:.0%}, whatever its acceptance."
-        ),
-        confirm=(
-            f"`{estimate}` and its `_lower` / `_upper` bounds by slice; "
-            f"`{ratio_bound('model', 'estimate', settings)}` for the model",
-            f"`{C.SPEC_CONFIG_INFO}`: what the two configs are (method, draft, K, vLLM)",
-            "`specwatch compare --metric tpot` on both tracks' cycle logs: the same ratio "
-            "offline, per slice and load",
-        ),
-        actions=(
-            "Abort the rollout (Argo Rollouts: the generated AnalysisTemplate does it).",
-            "A longer K or a bigger draft costs more per step than it gains at this load: "
-            "`specwatch advise` gives the K per batch size.",
-        ),
-        extra_labels={"track": CANARY},
-    )

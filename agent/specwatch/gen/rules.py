@@ -28,7 +28,8 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import canary_rules
-from specwatch.gen.goodput_rules import goodput_rules
+from specwatch.gen.goodput_factors import factor_rules
+from specwatch.gen.goodput_rules import goodput_rules, increases
 from specwatch.gen.zone_rules import deciding_rules, evidence_rules
 from specwatch.settings import Settings
 
@@ -207,6 +208,8 @@ def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, A
         rules += _level_rules(level, labels, windows, settings)
     rules += canary_rules(settings, windows)
     rules += goodput_rules(settings, windows)
+    for part in factor_rules(settings, increases(settings)):  # after TPOT's: they read them
+        rules += part
     rules.append(_cause_rule())
     return [
         {"name": "specwatch.recording", "rules": rules},

@@ -130,7 +130,7 @@ def _timed(tpot: float, requests: int, tokens: float = 50.0, load: float = 3.0) 
     in flight."""
     out = DecodeSums()
     for i in range(requests):
-        out.add_at(tpot * tokens * (0.9 + 0.2 * (i % 5) / 4), tokens, load)
+        out.add_request(tpot * tokens * (0.9 + 0.2 * (i % 5) / 4), tokens, load, tokens / 2)
     return out
 
 

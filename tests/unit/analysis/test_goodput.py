@@ -14,11 +14,11 @@ from specwatch.analysis.goodput_compare import (
     INSUFFICIENT,
     SAME,
     SLOWER,
-    Pair,
     combined_ratio,
     compare_tpot,
     verdict,
 )
+from specwatch.analysis.same_load import Pair
 from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.stats import Interval, robust_variance, t_quantile
 from specwatch.analysis.sums import Sums
