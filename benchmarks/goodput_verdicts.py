@@ -25,10 +25,17 @@ Cases (`--runs` comparisons each, `--requests` a side per slice):
 (e) equal configs, the canary at half the stable pods' load (loads 1-8 against 1-16): a raw
     ratio of TPOT would call it faster; within load buckets, how often any verdict is given;
 (f) one slice's TPOT interval at 8, 30 and 120 requests: coverage on the log scale (what the
-    sidecar uses) against the linear one.
+    sidecar uses) against the linear one;
+(g) equal configs at stable's and the canary's loads (1 + Poisson(mean - 1) per request: 8/8,
+    8/4, 6/12, 12/6, 18/30, 40/24, 2/40), on a linear, a convex and a kneed curve of step time
+    against load: any verdict, and the model's interval covering the true ratio (1);
+(h) power at 400 a side: a canary whose every step costs 1.08x, or 0.85x;
+(i) which factor is named: every step 8% dearer, or acceptance 0.05 lower (fewer tokens a
+    step), at 8/8 and 18/30.
 
     .venv/bin/python benchmarks/goodput_verdicts.py [--runs 400] [--hours 100] [--seed 1]
-        [--sd 0.08] [--requests 120 ...]
+        [--sd 0.08] [--requests 120 ...] [--only classic loads power factors hours]
+        [--curves linear convex kneed]
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ class ConfigHistory:
         return state
 
     def _tpot(self, timed: Timed) -> dict[str, Any]:
-        """after / before of TPOT within load buckets; per model a caveat where the load
+        """after / before of TPOT at the same load; per model a caveat where the load
         itself moved between the periods."""
         cfg, zones = self._settings.canary, self._settings.zones
         after = _merged(self.carried_timed, timed)

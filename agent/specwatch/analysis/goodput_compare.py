@@ -79,6 +79,8 @@ from specwatch.analysis.sums import DecodeSums, Sums
 FASTER, SLOWER, SAME, INSUFFICIENT = "faster", "slower", "same", "insufficient"
 LOAD_MOVED = 0.2  # from this share of the after side's decode tokens at loads only it saw
 MIX_MOVED_LOAD = 0.1  # PSI of the load buckets' shares from which the load is said to move
+# from this |log| of the load's adjustment the verdict leans on TPOT being straight in load
+LEANS_ON_SLOPE = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,12 +294,19 @@ def compare_tpot(
         got = combined_ratio(group.paired, slopes, each) if key in chosen else None
         ratio, adjustment = (None, None) if got is None else got
         share = group.unpaired_tokens / group.after.y if group.after.y > 0 else 0.0
-        caveat = (
-            f"{share:.0%} of the after side's decode tokens ran at loads the before side did "
-            "not see: judged on the loads both saw"
-            if share >= LOAD_MOVED
-            else None
-        )
+        caveats = []
+        if share >= LOAD_MOVED:
+            caveats.append(
+                f"{share:.0%} of the after side's decode tokens ran at loads the before side "
+                "did not see: judged on the loads both saw"
+            )
+        if adjustment is not None and abs(math.log(adjustment)) >= LEANS_ON_SLOPE:
+            caveats.append(
+                f"the two sides' loads differ within a load bucket: the ratio was moved by "
+                f"{adjustment - 1:+.0%} along a straight line of TPOT against load; where "
+                "TPOT bends there (a KV-cache knee), put a load.batch_edges edge at the bend"
+            )
+        caveat = "; ".join(caveats) or None
         said = verdict(ratio, margin)
         factors = None
         parts = factor_pairs(group.paired, spread, group.keys) if ratio is not None else None

@@ -262,9 +262,11 @@ def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "requests), a verdict better / worse / same / insufficient guarded family-wise across\n"
         "the slices compared, and per model the overall change at B's traffic mix and the\n"
         "mix shift: the live canary comparison's statistics; and per slice and model the\n"
-        "ratio B / A of the decode time per output token (TPOT), compared within load buckets\n"
-        "at B's mix, verdict faster / slower / same / insufficient. A and B are two paths\n"
-        "(files, directories, globs), or one set split by --split config|track.",
+        "ratio B / A of the decode time per output token (TPOT), compared at the same load\n"
+        "at B's mix, verdict faster / slower / same / insufficient, and which factor decides\n"
+        "(each step's time, or the tokens a step yields). A and B are two paths (files,\n"
+        "directories, globs), or one set split by --split config|track (A: stable, or the\n"
+        "older config; B: the canary, or the newer config).",
     )
     compare.add_argument("paths", nargs="+", metavar="PATH", help="A and B, or the set to split")
     compare.add_argument(

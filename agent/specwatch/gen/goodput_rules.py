@@ -1,19 +1,22 @@
 """Canary against stable on goodput in PromQL: per slice and per model the ratio canary /
-stable of the decode time per output token (TPOT), compared within load buckets and combined
-at the canary's mix, with analysis/goodput_compare.py's interval; and the alert and the Argo
-Rollouts metric that act on it.
+stable of the decode time per output token (TPOT), compared at the same load and combined at
+the canary's mix, with analysis/goodput_compare.py's interval (the alert that acts on it is
+gen/goodput_alert.py's; its two factors gen/goodput_factors.py's).
 
 Per cell (a slice's load bucket) each track's TPOT is the ratio of its decode seconds to its
-decode tokens over the canary window, summed across pods, and the variance of its log the
-delta method's: n / (n - 1) (xx / x^2 - 2 xy / (x y) + yy / y^2) from the requests' sums of
-squares and products (conventions/counters.py), which is V / TPOT^2 with V the ratio's
-cluster-robust variance. A cell is paired where both tracks timed `tpot_min_cell_requests`
-requests; the stable side is its config with the most requests in the cell. Per slice (and
-per model, over all its cells) the log-ratios of the paired cells are weighted by their shares
-of the canary's decode tokens; the variance is the weighted sum of the cells' and the degrees
-of freedom Welch-Satterthwaite's. A slice (model) is compared where its paired cells hold
-`zones.min_requests` timed requests on each side; the family is a model's slices compared and
-its rollup, the quantile gen/canary.py's.
+decode tokens over the canary window, summed across pods; the variance of its log is
+n / (n - 1) x e x yy / y^2, e the requests' squared relative deviation pooled over the slice's
+cells per track (analysis/same_load.py). Per model and load bucket kappa, the load's relative
+slope, is learnt within each cell and track (both tracks, every slice) from the load moments
+(conventions/counters.py). A cell is paired where both tracks timed `tpot_min_cell_requests`
+requests (and, where their mean loads differ, a slope was learnt); the stable side is its
+config with the most requests in the cell. A paired cell's log-ratio is moved to the canary's
+mean load by kappa x the loads' difference. Per slice (and per model, over all its cells) the
+log-ratios are weighted by their shares of the canary's decode tokens; the variance is the
+weighted sum of the cells' plus, per load bucket, (the weighted loads' difference)^2
+Var(kappa), and the degrees of freedom Welch-Satterthwaite's. A slice (model) is compared
+where its paired cells hold `zones.min_requests` timed requests on each side; the family is a
+model's slices compared and its rollup, the quantile gen/canary.py's.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from grafana_foundation_sdk.builders import bargauge
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound, ratio_bound
+from specwatch.gen.goodput_factors import factor_bound
 from specwatch.gen.panels import (
     DATASOURCE,
     M,
@@ -164,19 +165,38 @@ def canary_panels(settings: Settings) -> list[Any]:
         for level, label in (("model", "{{model}}"), ("slice", "{{ctx_bucket}} {{task}}"))
         for bound, prefix in (("estimate", ""), ("lower", "lower "), ("upper", "upper "))
     ]
+    factors = [
+        (f"{factor_bound('model', factor, bound, settings)}{{{M}}}", f"{prefix}{name} {pairs}")
+        for factor, name in (
+            (C.FACTOR_STEP_TIME, "step time {{model}}"),
+            (C.FACTOR_TOKENS_PER_STEP, "tokens per step {{model}}"),
+        )
+        for bound, prefix in (("estimate", ""), ("lower", "lower "), ("upper", "upper "))
+    ]
     difference = difference_bound("slice", "estimate", settings)
     lower = difference_bound("slice", "lower", settings)
     upper = difference_bound("slice", "upper", settings)
     legend = "{{ctx_bucket}} {{task}} {{config}} vs {{baseline_config}}"
     return [
         series(
-            f"Canary / stable: time per output token by slice and model ({w}, within load "
-            "buckets, family-wise 95%)",
+            f"Canary / stable: time per output token by slice and model ({w}, at the same "
+            "load, family-wise 95%)",
             tpot,
             width=12,
             description=f"Above 1 + canary.tpot_margin ({1 + settings.canary.tpot_margin:g}) "
             "for canary.for (the lower bound): SpecDecodeCanarySlower, and the rollout fails. "
             "Below 1: the canary is faster, whatever its acceptance.",
+        ),
+        series(
+            f"Canary / stable: TPOT's two factors by model ({w}, at the same load, "
+            "family-wise 95%)",
+            factors,
+            width=12,
+            description="TPOT's ratio is the step's time over the tokens a step yields. The "
+            "step's time above 1 (tokens per step at 1): each step costs more (the token "
+            "budget, the version, the drafter's size); the tokens per step below 1 (the "
+            "step's time at 1): an acceptance regression. The runbook of "
+            "SpecDecodeCanarySlower has a section for each.",
         ),
         series(
             f"Canary's gain per output token over stable ({w}, all loads pooled)",
