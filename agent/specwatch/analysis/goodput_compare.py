@@ -312,7 +312,7 @@ def compare_tpot(
         parts = factor_pairs(group.paired, spread, group.keys) if ratio is not None else None
         if parts is not None:
             step = combined_ratio(parts[0], slopes, each)
-            yields = combined_ratio(parts[1], {}, each)
+            yields = combined_ratio(parts[1], slopes, each)  # their shift is 0: not moved
             if step is not None and yields is not None:
                 factors = factors_of(step[0], yields[0], said, margin)
         row = TpotComparison(
