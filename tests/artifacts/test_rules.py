@@ -219,25 +219,6 @@ def test_the_recorded_canary_difference_is_the_sidecars_comparison(tmp_path: Pat
     run_promtool(tmp_path, series, checks)
 
 
-GOODPUT_COUNTERS = (
-    C.GOODPUT_REQUESTS,
-    C.GOODPUT_DECODE_SECONDS,
-    C.GOODPUT_DECODE_TOKENS,
-    C.GOODPUT_SECONDS_SQUARED,
-    C.GOODPUT_SECONDS_X_TOKENS,
-    C.GOODPUT_TOKENS_SQUARED,
-    C.GOODPUT_TOKENS_X_LOAD,
-    C.GOODPUT_SECONDS_X_LOAD,
-    C.GOODPUT_TOKENS_X_LOAD_SQUARED,
-    C.GOODPUT_TOKENS_SQUARED_X_LOAD,
-    C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED,
-    C.GOODPUT_STEPS,
-    C.GOODPUT_STEPS_SQUARED,
-    C.GOODPUT_SECONDS_X_STEPS,
-    C.GOODPUT_TOKENS_X_STEPS,
-)
-
-
 def test_the_recorded_tpot_ratio_at_the_same_load_is_the_sidecars(tmp_path: Path) -> None:
     """Three slices of one model over two load buckets, canary (c1) and stable (s1), the
     canary at heavier loads within each bucket (so the load's slope moves the ratio): the
@@ -264,7 +245,9 @@ def test_the_recorded_tpot_ratio_at_the_same_load_is_the_sidecars(tmp_path: Path
                     f'model="m",ctx_bucket="0-512",task="{task}",config="{config}",'
                     f'track="{track}",load="{load}",instance="{track}"'
                 )
-                for name, value in zip(GOODPUT_COUNTERS, per_minute.decode_fields(), strict=True):
+                for name, value in zip(
+                    C.GOODPUT_CELL_COUNTERS, per_minute.decode_fields(), strict=True
+                ):
                     series.append(
                         {"series": f"{name}_total{{{cell_labels}}}", "values": f"0+{value!r}x40"}
                     )

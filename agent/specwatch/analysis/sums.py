@@ -165,23 +165,9 @@ class DecodeSums(Sums):
             self.ys += other.ys
 
     def copy(self) -> DecodeSums:
-        return DecodeSums(
-            self.requests,
-            self.x,
-            self.y,
-            self.xx,
-            self.xy,
-            self.yy,
-            self.yb,
-            self.xb,
-            self.ybb,
-            self.yyb,
-            self.yybb,
-            self.steps,
-            self.ss,
-            self.xs,
-            self.ys,
-        )
+        out = DecodeSums()
+        out.merge(self)  # every sum from 0: exact, and a count stays an int
+        return out
 
     def step_time(self) -> Sums:
         """Decode seconds over engine steps, per request: the step's time."""

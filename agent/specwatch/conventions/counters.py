@@ -197,3 +197,23 @@ GOODPUT_TOKENS_X_STEPS: Final = _metric(
     "Sum over requests of the request's decode tokens x its decode steps.",
     _CELL,
 )
+
+# A goodput cell's counters in analysis/sums.DecodeSums.decode_fields' order: what the
+# exposition writes and the recording rules read
+GOODPUT_CELL_COUNTERS: Final = (
+    GOODPUT_REQUESTS,
+    GOODPUT_DECODE_SECONDS,
+    GOODPUT_DECODE_TOKENS,
+    GOODPUT_SECONDS_SQUARED,
+    GOODPUT_SECONDS_X_TOKENS,
+    GOODPUT_TOKENS_SQUARED,
+    GOODPUT_TOKENS_X_LOAD,
+    GOODPUT_SECONDS_X_LOAD,
+    GOODPUT_TOKENS_X_LOAD_SQUARED,
+    GOODPUT_TOKENS_SQUARED_X_LOAD,
+    GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED,
+    GOODPUT_STEPS,
+    GOODPUT_STEPS_SQUARED,
+    GOODPUT_SECONDS_X_STEPS,
+    GOODPUT_TOKENS_X_STEPS,
+)

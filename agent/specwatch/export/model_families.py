@@ -90,23 +90,7 @@ def vllm(snapshot: Snapshot, run: Run) -> Iterator[Family]:
 def goodput(snapshot: Snapshot, run: Run) -> Iterator[Family]:
     """Per cell the goodput counters (since the start; analysis/goodput.py), and per slice
     and model its TPOT over the window with its bounds."""
-    names = (
-        C.GOODPUT_REQUESTS,
-        C.GOODPUT_DECODE_SECONDS,
-        C.GOODPUT_DECODE_TOKENS,
-        C.GOODPUT_SECONDS_SQUARED,
-        C.GOODPUT_SECONDS_X_TOKENS,
-        C.GOODPUT_TOKENS_SQUARED,
-        C.GOODPUT_TOKENS_X_LOAD,
-        C.GOODPUT_SECONDS_X_LOAD,
-        C.GOODPUT_TOKENS_X_LOAD_SQUARED,
-        C.GOODPUT_TOKENS_SQUARED_X_LOAD,
-        C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED,
-        C.GOODPUT_STEPS,
-        C.GOODPUT_STEPS_SQUARED,
-        C.GOODPUT_SECONDS_X_STEPS,
-        C.GOODPUT_TOKENS_X_STEPS,
-    )
+    names = C.GOODPUT_CELL_COUNTERS
     families = [Family(name) for name in names]
     for (model, ctx, task, load), (_, since) in snapshot.goodput_cells.items():
         labels = (model, ctx, task, *run, load)

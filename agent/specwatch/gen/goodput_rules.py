@@ -31,22 +31,13 @@ from specwatch.settings import Settings
 CELL: tuple[str, ...] = (*Q.SLICE, C.Label.LOAD)
 PAIR: tuple[str, ...] = tuple(label for label in CELL if label not in C.RUN_LABELS)
 BUCKET: tuple[str, ...] = (C.Label.MODEL, C.Label.LOAD)  # where the load's slope is learnt
-SUMS = (
-    ("n", C.GOODPUT_REQUESTS),
-    ("x", C.GOODPUT_DECODE_SECONDS),
-    ("y", C.GOODPUT_DECODE_TOKENS),
-    ("xx", C.GOODPUT_SECONDS_SQUARED),
-    ("xy", C.GOODPUT_SECONDS_X_TOKENS),
-    ("yy", C.GOODPUT_TOKENS_SQUARED),
-    ("yb", C.GOODPUT_TOKENS_X_LOAD),
-    ("xb", C.GOODPUT_SECONDS_X_LOAD),
-    ("ybb", C.GOODPUT_TOKENS_X_LOAD_SQUARED),
-    ("yyb", C.GOODPUT_TOKENS_SQUARED_X_LOAD),
-    ("yybb", C.GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED),
-    ("s", C.GOODPUT_STEPS),
-    ("ss", C.GOODPUT_STEPS_SQUARED),
-    ("xs", C.GOODPUT_SECONDS_X_STEPS),
-    ("ys", C.GOODPUT_TOKENS_X_STEPS),
+# each counter's short name in the rules, in C.GOODPUT_CELL_COUNTERS' order
+SUMS = tuple(
+    zip(
+        ("n", "x", "y", "xx", "xy", "yy", "yb", "xb", "ybb", "yyb", "yybb", "s", "ss", "xs", "ys"),
+        C.GOODPUT_CELL_COUNTERS,
+        strict=True,
+    )
 )
 
 
