@@ -302,9 +302,10 @@ def compare_tpot(
             )
         if adjustment is not None and abs(math.log(adjustment)) >= LEANS_ON_SLOPE:
             caveats.append(
-                f"the two sides' loads differ within a load bucket: the ratio was moved by "
-                f"{adjustment - 1:+.0%} along a straight line of TPOT against load; where "
-                "TPOT bends there (a KV-cache knee), put a load.batch_edges edge at the bend"
+                f"the two sides' loads differ within a load bucket: {1 / adjustment - 1:+.0%} "
+                "of the raw ratio came from them and was taken out along a straight line of "
+                "TPOT against load; where TPOT bends there (a KV-cache knee), put a "
+                "load.batch_edges edge at the bend"
             )
         caveat = "; ".join(caveats) or None
         said = verdict(ratio, margin)

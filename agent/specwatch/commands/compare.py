@@ -292,7 +292,8 @@ def _print_tpot(out: Any, document: dict[str, Any], by: tuple[str, ...]) -> None
     _show(out, document, by, what, columns, [*tpot["models"], *tpot["slices"]], (side, ratio))
     for row in tpot["models"]:
         said = [row["factors"]["said"]] if row["factors"] else []
-        if row["load_adjustment"] is not None and abs(row["load_adjustment"] - 1) >= 0.005:
+        moved = row["load_adjustment"] is not None and abs(row["load_adjustment"] - 1) >= 0.005
+        if moved and "straight line" not in (row["caveat"] or ""):  # else the caveat says it
             said.append(
                 f"compared at the same load: B's loads moved the raw ratio by "
                 f"{1 / row['load_adjustment'] - 1:+.1%} (taken out)"
