@@ -19,8 +19,9 @@ static const char ERROR_PREFIX[] = "data: {\"error\"";
 /* What kind of chunk the rewriter has, as stream.one_event_kind says (the reference):
  * 0, anything but one whole one-line event (a line feed only in the `\n\n` that ends it, no
  * `\r`); 1, a content event (its choice not finished); 4, vLLM's usage event (usage, no
- * choices); 3, a finishing chunk that carries nothing the rewriter keeps (no usage, no
- * per-request data of any engine, not an error); 2, any other one-line event. */
+ * choices; SGLang's `"usage":null` is no usage); 3, a finishing chunk that carries nothing
+ * the rewriter keeps (no usage, no per-request data of any engine, not an error); 2, any other
+ * one-line event. */
 static PyObject *event_kind(PyObject *self, PyObject *chunk) {
     if (!PyBytes_Check(chunk)) {
         PyErr_SetString(PyExc_TypeError, "event_kind() takes bytes");
@@ -33,7 +34,7 @@ static PyObject *event_kind(PyObject *self, PyObject *chunk) {
         && memchr(s, '\n', (size_t)(n - 2)) == NULL && memchr(s, '\r', (size_t)n) == NULL) {
         if (has(s, n, "\"finish_reason\":null")) {
             kind = 1;
-        } else if (has(s, n, "\"usage\"")) {
+        } else if (has(s, n, "\"usage\"") && !has(s, n, "\"usage\":null")) {
             kind = has(s, n, "\"choices\":[]") ? 4 : 2;
         } else if (has(s, n, "\"finish_reason\":")
                    && !(n >= (Py_ssize_t)strlen(ERROR_PREFIX)

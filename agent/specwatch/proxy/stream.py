@@ -21,6 +21,7 @@ from specwatch.conventions import ParseReason
 from specwatch.engines import sglang
 from specwatch.proxy.sse import SseSplitter
 from specwatch.vllm.response import (
+    carries_usage,
     event_data,
     finishes,
     is_details_event,
@@ -49,8 +50,9 @@ def one_event_kind(chunk: bytes) -> int:
     """What kind of chunk the rewriter has. NOT_ONE_EVENT: anything but one whole one-line
     event (a line feed only in the `\\n\\n` at its end, no `\\r`); of those, CONTENT_EVENT:
     its choice has not finished (so neither the usage chunk, [DONE] nor an error event);
-    USAGE_EVENT: vLLM's usage chunk (`"usage"`, `"choices":[]`); FINISHING_EVENT: a finishing
-    chunk with nothing the rewriter keeps (no usage, none of `_OWN_DATA`, not an error);
+    USAGE_EVENT: vLLM's usage chunk (`"usage"`, `"choices":[]`; not SGLang's `"usage":null`,
+    which its serializer writes on every chunk, its details chunk included); FINISHING_EVENT:
+    a finishing chunk with nothing the rewriter keeps (no usage, none of `_OWN_DATA`, not an error);
     ONE_EVENT: any other (the splitter would give it back as it is). Searches from the end
     first, where `finish_reason` sits in vLLM's chunks. It runs once per streamed event: the
     compiled build has it in C (proxy/_fastpath.c, a byte search there is a memmem where here
@@ -64,7 +66,7 @@ def one_event_kind(chunk: bytes) -> int:
         return NOT_ONE_EVENT
     if chunk.rfind(b'"finish_reason":null') >= 0:
         return CONTENT_EVENT
-    if chunk.find(b'"usage"') >= 0:
+    if chunk.find(b'"usage"') >= 0 and chunk.find(b'"usage":null') < 0:  # SGLang's null
         return USAGE_EVENT if chunk.find(b'"choices":[]') >= 0 else ONE_EVENT
     if (
         chunk.find(b'"finish_reason":') >= 0
@@ -176,7 +178,7 @@ class StreamRewriter:
                 if ending:
                     # usage in a content chunk: vLLM's continuous usage, which it sends only
                     # when it includes usage anyway (asked by nobody here but forced)
-                    self._forced = self._forced or event.find(b'"usage"') >= 0
+                    self._forced = self._forced or carries_usage(event)
                     self._held = event
                     continue
                 forward.append(event)

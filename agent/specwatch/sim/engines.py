@@ -10,7 +10,9 @@ engine's names. vLLM's shapes are sim/shapes.py; these replace its `metrics` blo
   without `metrics`; `trtllm_spec_decode_*` counters.
 - sglang: `sglext.spec_tokens_details` only when the request asked
   `return_spec_tokens_details`, on the body, or in a stream's chunk of its own before usage
-  (sglang PR #33518); `sglang:spec_accept_length`, a gauge: no counters to reconcile.
+  (sglang PR #33518); every stream chunk without usage says `"usage":null`, as SGLang's
+  serializer writes it (its details chunk and finishing chunk too: sim/server.py's `_event`);
+  `sglang:spec_accept_length`, a gauge: no counters to reconcile.
 
 Each names itself in /v1/models' `owned_by` as the engine does.
 """

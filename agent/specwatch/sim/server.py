@@ -278,7 +278,15 @@ class SimServer:
         return piece
 
     def _event(self, piece: dict[str, Any]) -> bytes:
-        return shapes.event(self._shaped(piece))
+        """A stream chunk as the engine writes it. SGLang's serializer (pydantic's
+        model_dump_json, protocol.py of 0.5.19-0.5.23) writes `"usage":null` on every chunk
+        that has none, its details chunk and its finishing chunk included."""
+        shaped = self._shaped(piece)
+        if self.config.engine == "sglang" and "usage" not in shaped:
+            at = list(shaped).index("choices") + 1 if "choices" in shaped else len(shaped)
+            items = list(shaped.items())
+            shaped = dict([*items[:at], ("usage", None), *items[at:]])
+        return shapes.event(shaped)
 
     def _metrics_block(self, gen: Generation, ttft: float, generation: float) -> dict[str, Any]:
         cfg = self.config

@@ -377,9 +377,15 @@ def _joined_data(event: bytes) -> bytes | None:
 _EMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*\]')
 
 
+def carries_usage(event: bytes) -> bool:
+    """A chunk with usage in it: `"usage"`, but not SGLang's `"usage":null` (its serializer
+    writes the field on every chunk, null where there is none)."""
+    return event.find(b'"usage"') >= 0 and event.find(b'"usage":null') < 0
+
+
 def is_usage_event(event: bytes) -> bool:
     """The final usage chunk of an OpenAI stream: `"choices": []` with usage (cheap byte test)."""
-    return event.find(b'"usage"') >= 0 and (
+    return carries_usage(event) and (
         event.find(b'"choices":[]') >= 0 or _EMPTY_CHOICES.search(event) is not None
     )
 

@@ -29,8 +29,8 @@ STREAM = Path(__file__).parents[2] / "fixtures" / "vllm-0.32.0-cpu" / "stream_us
 EVENTS = [e + b"\n\n" for e in STREAM.read_bytes().split(b"\n\n") if e]
 PIECES = [
     b"\n", b"\r", b"\n\n", b'"finish_reason":null', b'"finish_reason":', b"data: ", b"x",
-    b'"usage"', b'"choices":[]', b'data: {"error"', b'"timings"', b'"sglext"', b'"meta_info"',
-    b'"speculative_decoding',
+    b'"usage"', b'"usage":null', b'"choices":[]', b'data: {"error"', b'"timings"', b'"sglext"',
+    b'"meta_info"', b'"speculative_decoding',
 ]  # fmt: skip
 
 chunks = st.one_of(
