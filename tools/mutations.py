@@ -498,7 +498,7 @@ MUTATIONS = (
     Mutation(
         "stream: usage vLLM forces on everyone is not taken out",
         "proxy/stream.py",
-        """                    self._forced = self._forced or event.find(b'"usage"') >= 0""",
+        "                    self._forced = self._forced or carries_usage(event)",
         "                    pass",
     ),
     Mutation(
@@ -924,6 +924,20 @@ MUTATIONS = (
         "\\n- {moved}\\nand on({cell}) {paired}",
         "\\n+ {moved}\\nand on({cell}) {paired}",
         ("tests/artifacts/test_rules.py",),
+    ),
+    Mutation(
+        "stream: SGLang's null usage taken for vLLM's usage chunk (the C test's reference)",
+        "proxy/stream.py",
+        """    if chunk.find(b'"usage"') >= 0 and chunk.find(b'"usage":null') < 0:""",
+        """    if chunk.find(b'"usage"') >= 0:""",
+        ("tests/integration/test_engines.py",),
+    ),
+    Mutation(
+        "stream: SGLang's null usage taken for usage in the general path",
+        "vllm/response.py",
+        """    return event.find(b'"usage"') >= 0 and event.find(b'"usage":null') < 0""",
+        """    return event.find(b'"usage"') >= 0""",
+        ("tests/integration/test_engines.py",),
     ),
     Mutation(
         "compare: --split track reads the canary as A",
