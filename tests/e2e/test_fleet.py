@@ -86,6 +86,15 @@ async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
                 if pytest.approx(pooled, rel=1e-9) == fleet:
                     break
                 after = ts
+            # the two pods' whole load (a 5 s window can end after the one-request pod's last
+            # answer: its ratio 0/0, seen once in CI on a busy machine): pooled against the
+            # mean of the pods' ratios over the same span
+            whole = "60s"
+            accepted = f"increase(specwatch_accepted_tokens_total[{whole}])"
+            trials = f"increase(specwatch_acceptance_trials_total[{whole}])"
+            _, pooled_whole = value(
+                api(prom, "/api/v1/query", query=f"sum({accepted}) / sum({trials})", time=ts)
+            )
             _, mean_of_ratios = value(
                 api(
                     prom, "/api/v1/query", time=ts,
@@ -98,4 +107,4 @@ async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
         for runner in runners:
             await runner.cleanup()
     assert pytest.approx(pooled, rel=1e-9) == fleet
-    assert abs(fleet - mean_of_ratios) > 0.02, (fleet, mean_of_ratios)
+    assert abs(pooled_whole - mean_of_ratios) > 0.02, (pooled_whole, mean_of_ratios)
