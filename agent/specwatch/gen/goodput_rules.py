@@ -60,21 +60,15 @@ def joined_sides(left: str, op: str, right: str, settings: Settings) -> str:
 
 
 def _spread_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, Any]]:
-    """Per cell and track TPOT, the requests' squared relative deviation and the mean load;
-    per slice and track the pooled spread and its degrees of freedom, and each cell's log
-    variance from it; per model and load bucket the load's relative slope, from the
-    variation of load within each cell and track (analysis/goodput_compare.load_slopes)."""
-    n, x, y, xx, xy, yy, yb, xb, ybb, yyb, yybb = (part[name] for name, _ in SUMS[:11])
-    cell, slice_, bucket = Q.by(CELL), Q.by(Q.SLICE), Q.by(BUCKET)
+    """Per cell and track TPOT and the requests' squared relative deviation; per slice and
+    track the pooled spread and its degrees of freedom, and each cell's log variance from it;
+    then the load's slope (_slope_rules)."""
+    n, x, y, xx, xy, yy = (part[name] for name in ("n", "x", "y", "xx", "xy", "yy"))
+    cell, slice_ = Q.by(CELL), Q.by(Q.SLICE)
     tpot = recorded_name("cell", C.RECORDED_GOODPUT_TPOT, settings, "ratio")
     deviation = recorded_name("cell", C.RECORDED_GOODPUT_DEVIATION, settings)
     spread = recorded_name("slice", C.RECORDED_GOODPUT_SPREAD, settings)
     spread_df = recorded_name("slice", C.RECORDED_GOODPUT_SPREAD_DF, settings)
-    load = recorded_name("cell", C.RECORDED_GOODPUT_MEAN_LOAD, settings, "ratio")
-    slope_part = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_PART, settings)
-    slope_spread = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_SPREAD, settings)
-    variance_part = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_VARIANCE_PART, settings)
-    denominator = f"(sum by ({bucket}) ({slope_spread}) > 0)"
     return [
         {"record": tpot, "expr": f"{x} / ({y} > 0)"},
         {
@@ -107,6 +101,25 @@ def _spread_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, An
             "record": recorded_name("cell", C.RECORDED_GOODPUT_SPREAD_DF, settings),
             "expr": f"{deviation} * 0 + on({slice_}) group_left() {spread_df}",
         },
+        *_slope_rules(settings, part),
+    ]
+
+
+def _slope_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, Any]]:
+    """Per cell and track the mean load and the slope's parts; per model and load bucket the
+    load's relative slope, its variance and degrees of freedom, from the variation of load
+    within each cell and track (analysis/same_load.load_slopes)."""
+    n, y, yy, yb, xb = part["n"], part["y"], part["yy"], part["yb"], part["xb"]
+    ybb, yyb, yybb = part["ybb"], part["yyb"], part["yybb"]
+    cell, bucket = Q.by(CELL), Q.by(BUCKET)
+    tpot = recorded_name("cell", C.RECORDED_GOODPUT_TPOT, settings, "ratio")
+    deviation = recorded_name("cell", C.RECORDED_GOODPUT_DEVIATION, settings)
+    load = recorded_name("cell", C.RECORDED_GOODPUT_MEAN_LOAD, settings, "ratio")
+    slope_part = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_PART, settings)
+    slope_spread = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_SPREAD, settings)
+    variance_part = recorded_name("cell", C.RECORDED_GOODPUT_SLOPE_VARIANCE_PART, settings)
+    denominator = f"(sum by ({bucket}) ({slope_spread}) > 0)"
+    return [
         {"record": load, "expr": f"{yb} / ({y} > 0)\nand {yb} > 0"},
         {
             "record": slope_part,
