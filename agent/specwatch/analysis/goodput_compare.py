@@ -181,7 +181,6 @@ class _Group:
     before: Sums
     after: Sums
     paired: list[Pair]  # the cells both sides timed
-    keys: list[tuple[str, ...]]  # each paired cell's slice (its key less the load)
     unpaired_tokens: float  # the after side's decode tokens in cells only it timed
     loads: tuple[set[str], set[str]]  # the load buckets each side timed
 
@@ -200,7 +199,7 @@ def _pair(
     shift = 0.0 if before is None or after is None else after - before
     if shift != 0.0 and bucket not in slopes:
         return None
-    return Pair(b, a, bucket, shift, spread, a.y)
+    return Pair(b, a, bucket, shift, spread, a.y, cell[:-1])
 
 
 def _groups(
@@ -213,7 +212,7 @@ def _groups(
     """Per slice and per model (key (model,)), its cells paired by load (and, for a model, by
     ctx bucket and task too)."""
     groups: dict[tuple[str, ...], _Group] = defaultdict(
-        lambda: _Group(DecodeSums(), DecodeSums(), [], [], 0.0, (set(), set()))
+        lambda: _Group(DecodeSums(), DecodeSums(), [], 0.0, (set(), set()))
     )
     empty = Sums()
     for cell in sorted(set(before) | set(after)):
@@ -230,7 +229,6 @@ def _groups(
                     side.add(cell[-1])
             if pair is not None:
                 group.paired.append(pair)
-                group.keys.append(cell[:-1])
             else:
                 group.unpaired_tokens += a.y
     return groups
@@ -310,7 +308,7 @@ def compare_tpot(
         caveat = "; ".join(caveats) or None
         said = verdict(ratio, margin)
         factors = None
-        parts = factor_pairs(group.paired, spread, group.keys) if ratio is not None else None
+        parts = factor_pairs(group.paired, spread) if ratio is not None else None
         if parts is not None:
             step = combined_ratio(parts[0], slopes, each)
             yields = combined_ratio(parts[1], slopes, each)  # their shift is 0: not moved

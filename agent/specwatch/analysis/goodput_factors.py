@@ -54,23 +54,24 @@ def _interval_dict(r: Interval) -> dict[str, float]:
 def factor_pairs(
     pairs: list[Pair],
     spread: tuple[Mapping[tuple[str, ...], Spread], ...],
-    keys: list[tuple[str, ...]],
 ) -> tuple[list[Pair], list[Pair]] | None:
     """Each pair's step time and tokens per step as pairs of their own (TPOT's weights and
     shift; the shift only on the step: load moves what a step costs, not what it yields);
     None where a side's engine steps are not known."""
     steps, yields = [], []
-    for pair, key in zip(pairs, keys, strict=True):
-        b, a = pair.before, pair.after
+    for pair in pairs:
+        b, a, key = pair.before, pair.after, pair.slice
         if not (isinstance(b, DecodeSums) and isinstance(a, DecodeSums)):
             return None
         if b.steps <= 0 or a.steps <= 0 or not all(key in side for side in spread):
             return None
         cost = (spread[0][key], spread[1][key])
         made = (spread[2][key], spread[3][key])
-        steps.append(Pair(b.step_time(), a.step_time(), pair.bucket, pair.shift, cost, pair.weight))
+        steps.append(
+            Pair(b.step_time(), a.step_time(), pair.bucket, pair.shift, cost, pair.weight, key)
+        )
         yields.append(
-            Pair(b.tokens_per_step(), a.tokens_per_step(), pair.bucket, 0.0, made, pair.weight)
+            Pair(b.tokens_per_step(), a.tokens_per_step(), pair.bucket, 0.0, made, pair.weight, key)
         )
     return steps, yields
 

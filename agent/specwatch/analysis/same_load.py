@@ -61,6 +61,7 @@ class Pair:
     shift: float
     spreads: tuple[Spread, Spread]
     weight: float  # the after side's decode tokens in the cell (TPOT's, for its factors too)
+    slice: tuple[str, ...] = ()  # the cell's key less its load: where its spread is pooled
 
     @classmethod
     def alone(
