@@ -13,7 +13,7 @@ import sys
 import structlog
 
 from specwatch.core.loop import run_command, until_signal
-from specwatch.engines.detect import LLAMACPP, engine_of
+from specwatch.engines.detect import LLAMACPP, NAMES, engine_of
 from specwatch.settings import Settings
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.vllm.child import VllmProcess, prepare_command
@@ -57,7 +57,8 @@ async def serve(settings: Settings, vllm_argv: list[str]) -> int:
     command = prepare_command(vllm_argv)
     print(f"specwatch: starting {command.argv[0]}: {shlex.join(command.argv)}", file=sys.stderr)
     if command.added:
-        print(f"specwatch: added to the vLLM command: {shlex.join(command.added)}", file=sys.stderr)
+        added = shlex.join(command.added)
+        print(f"specwatch: added to the {NAMES[command.engine]} command: {added}", file=sys.stderr)
     # what vLLM is told is what the sidecar reports (its own --speculative-config aside)
     speculative = flag_value(vllm_argv, SPECULATIVE_FLAGS) or settings.speculative_config
     target = target_of(vllm_argv)

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 
 import structlog
 
-from specwatch.engines.detect import LLAMACPP, LLAMACPP_FLAGS, VLLM, engine_of
+from specwatch.engines.detect import (
+    LLAMACPP,
+    LLAMACPP_FLAGS,
+    SGLANG,
+    SGLANG_FLAGS,
+    VLLM,
+    engine_of,
+)
 
 log = structlog.get_logger("specwatch.child")
 
@@ -54,20 +61,23 @@ class VllmCommand:
     argv: tuple[str, ...]
     added: tuple[str, ...]  # what specwatch added, to print
     upstream: str  # where the proxy reaches it
+    engine: str = VLLM  # engines/detect.py
 
 
 def prepare_command(argv: Sequence[str], port: int | None = None) -> VllmCommand:
     """The user's vLLM command plus what is missing: per-request metrics, loopback host, port
-    (llama.cpp's server: its /metrics, loopback host, port; SGLang's and TensorRT-LLM's: host
+    (llama.cpp's server and SGLang: their /metrics, loopback host, port; TensorRT-LLM's: host
     and port; engines/detect.py)."""
     if not argv:
         raise ValueError("no vLLM command given: specwatch serve [options] -- vllm serve MODEL ...")
     added: list[str] = []
     speculative = any(_has_flag(argv, flag) is not None for flag in SPECULATIVE_FLAGS)
     engine = engine_of(argv)
-    # SGLang's and TensorRT-LLM's per-request data is asked per request, or in a config file
-    # the user writes (docs/engines.md): nothing to add but where to listen
-    required = {LLAMACPP: LLAMACPP_FLAGS, VLLM: REQUIRED_FLAGS}.get(engine, ())
+    # SGLang's per-request data is asked per request, TensorRT-LLM's and its Prometheus page in
+    # a config file the user writes (docs/engines.md): nothing to add but where to listen
+    required = {LLAMACPP: LLAMACPP_FLAGS, SGLANG: SGLANG_FLAGS, VLLM: REQUIRED_FLAGS}.get(
+        engine, ()
+    )
     for flag, value in required:
         if flag in SPEC_ONLY_FLAGS and not speculative:
             continue  # vLLM 0.32 refuses to start with it when nothing is speculative
@@ -85,7 +95,10 @@ def prepare_command(argv: Sequence[str], port: int | None = None) -> VllmCommand
         added += ["--port", str(chosen)]
     connect = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     return VllmCommand(
-        argv=(*argv, *added), added=tuple(added), upstream=f"http://{connect}:{chosen}"
+        argv=(*argv, *added),
+        added=tuple(added),
+        upstream=f"http://{connect}:{chosen}",
+        engine=engine,
     )
 
 
