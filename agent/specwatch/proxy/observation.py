@@ -16,7 +16,8 @@ from specwatch.conventions import (
     TpotSource,
 )
 from specwatch.core.health import Health
-from specwatch.core.records import Latency, RequestRecord
+from specwatch.core.records import Latency, RequestRecord, SpecTotals
+from specwatch.engines.detect import SGLANG
 from specwatch.proxy.budget import Held
 from specwatch.proxy.tasks import RequestFeatures, classify
 from specwatch.settings import TaskSettings
@@ -45,6 +46,7 @@ class Observation(msgspec.Struct, frozen=True):
     in_flight: int | None = None  # observed requests in flight at that upstream, itself too
     # a stream's finishing chunk whose choice carries the per-request block (per-choice shape)
     choice_stats: bytes | None = None
+    details_asked: bool = False  # specwatch asked SGLang for its details (engines/sglang.py)
     held: Held | None = None  # what the payloads hold of the byte budget, until they are read
 
 
@@ -70,6 +72,27 @@ def _parse_event(event: bytes) -> ParsedResponse:
     return parse_usage_data(data)
 
 
+def _as_served(obs: Observation, parsed: ParsedResponse, health: Health) -> ParsedResponse:
+    """What the answer's data says of the request that was sent. Several prompts: SGLang
+    details the first alone, beside every prompt's usage (serving_completions.py), so none is
+    read (counted, `several_prompts`). SGLang asked for its details and sending none, having
+    made one token at most: it verified no step (it details only verified requests), so the
+    request drafted nothing; not data missing."""
+    if obs.features.prompts > 1:
+        if parsed.spec is not None or parsed.totals is not None:
+            health.parse_error(ParseSource.RESPONSE, ParseReason.SEVERAL_PROMPTS)
+        return msgspec.structs.replace(parsed, spec=None, totals=None)
+    if (
+        obs.details_asked
+        and parsed.spec is None
+        and parsed.totals is None
+        and parsed.completion_tokens is not None
+        and parsed.completion_tokens <= 1
+    ):
+        return msgspec.structs.replace(parsed, totals=SpecTotals(0, 0, 0, engine=SGLANG))
+    return parsed
+
+
 def to_record(
     obs: Observation, tasks: TaskSettings, health: Health, config: str | None = None
 ) -> RequestRecord:
@@ -93,6 +116,8 @@ def to_record(
             health.parse_error(source, failure.reason)
             outcome = Outcome.PARSE_ERROR
         else:
+            if parsed is not None:
+                parsed = _as_served(obs, parsed, health)
             if obs.variant == VARIANT_BASELINE:  # no speculation there: nothing to miss
                 outcome = Outcome.OBSERVED
             elif parsed is None or (parsed.spec is None and parsed.totals is None):

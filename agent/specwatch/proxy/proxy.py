@@ -25,7 +25,7 @@ import orjson
 import structlog
 
 from specwatch.conventions import (
-    GENERATE_PATH,
+    NATIVE_PATHS,
     OBSERVED_PATHS,
     Header,
     Outcome,
@@ -316,7 +316,7 @@ class Proxy:
             if not isinstance(body, dict):
                 body = None
             stream = body is not None and body.get("stream") is True
-            openai = request.path != GENERATE_PATH  # the token endpoint's streams are its own
+            openai = request.path not in NATIVE_PATHS  # the native endpoints' streams are their own
             if body is not None and stream and openai and self.ask_usage():
                 options = body.get("stream_options")
                 if not (isinstance(options, dict) and options.get("include_usage") is True):
@@ -361,6 +361,7 @@ class Proxy:
                     stream=stream,
                     payload=exchange.payload,
                     choice_stats=exchange.choice_stats,
+                    details_asked=exchange.strip,
                     e2e=time.perf_counter() - started,
                     first_byte=exchange.first_byte,
                     parse_failure=exchange.parse_failure,

@@ -60,6 +60,8 @@ class RequestFeatures(msgspec.Struct, frozen=True):
     # the prompt's length where the request gives its tokens (`token_ids`, vLLM's token-in,
     # token-out endpoint, whose answer has no usage)
     prompt_tokens: int | None = None
+    # the prompts a completions body (`prompt`) or SGLang's native one (`text`) holds
+    prompts: int = 1
 
 
 def _text_of(content: Any) -> str:
@@ -90,6 +92,15 @@ def prompt_sample(body: dict[str, Any]) -> str:
     return prompt[:PROMPT_SAMPLE_CHARS] if isinstance(prompt, str) else ""
 
 
+def prompts_in(body: dict[str, Any]) -> int:
+    """How many prompts a request holds: a list of strings, or of token lists, is one each
+    (a list of token ids is one prompt)."""
+    prompt = body.get("prompt", body.get("text"))
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
+        return len(prompt)
+    return 1
+
+
 def features_of(
     path: str, header_value: str | None, body: dict[str, Any] | None
 ) -> RequestFeatures:
@@ -109,6 +120,7 @@ def features_of(
         prompt_sample=prompt_sample(body),
         is_chat=isinstance(body.get("messages"), list),
         prompt_tokens=len(tokens) if isinstance(tokens := body.get("token_ids"), list) else None,
+        prompts=prompts_in(body),
     )
 
 

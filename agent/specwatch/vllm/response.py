@@ -15,7 +15,8 @@ import orjson
 
 from specwatch.conventions import ParseReason
 from specwatch.core.records import Latency, SpecDecodeBlock, SpecTotals
-from specwatch.engines import Contradiction, Unreadable, fields, llamacpp, sglang, shapes
+from specwatch.engines import Contradiction, Unreadable, fields, llamacpp
+from specwatch.engines.answers import native_tokens, other_engine
 from specwatch.engines.fields import count as _count
 from specwatch.engines.fields import key as _key
 
@@ -251,6 +252,8 @@ def parse_response_object(obj: Any) -> ParsedResponse:
             bad.append(ParseReason.BAD_USAGE)
     elif usage is not None:
         bad.append(ParseReason.BAD_USAGE)
+    else:
+        prompt_tokens, completion_tokens = native_tokens(obj)
     metrics = obj.get("metrics")
     spec = None
     latency = Latency()
@@ -271,11 +274,12 @@ def parse_response_object(obj: Any) -> ParsedResponse:
     totals = None
     if spec is None:
         try:
-            spec, totals = _other_engine(obj)
+            found = other_engine(obj)
         except Contradiction as contradiction:
             raise ParseFailure(ParseReason.INCONSISTENT_SPEC_BLOCK, str(contradiction)) from None
         except Unreadable as unreadable:
             raise ParseFailure(ParseReason.BAD_SPEC_BLOCK, str(unreadable)) from None
+        spec, totals = (None, found) if isinstance(found, SpecTotals) else (found, None)
         if totals is not None and totals.engine == llamacpp.ENGINE:
             latency = Latency(tpot=llamacpp.tpot_seconds(obj))
     model = obj.get("model")
@@ -290,31 +294,6 @@ def parse_response_object(obj: Any) -> ParsedResponse:
         bad_fields=tuple(bad),
         totals=totals,
     )
-
-
-def _other_engine(obj: dict[str, Any]) -> tuple[SpecDecodeBlock | None, SpecTotals | None]:
-    """TensorRT-LLM's per-choice `speculative_decoding`; SGLang's details (`sglext` on its
-    OpenAI answers, `meta_info` on its native ones, top level or on the one choice);
-    llama.cpp's `timings` (engines/); (None, None) when none. Raises engines' Contradiction or
-    Unreadable."""
-    choice = first_choice(obj)
-    choices = obj.get("choices")
-    single = choice if isinstance(choices, list) and len(choices) == 1 else None
-    meta = sglang.details(obj) or obj.get("meta_info")
-    if not isinstance(meta, dict) and single is not None:
-        meta = single.get("meta_info")
-    found: SpecDecodeBlock | SpecTotals
-    if single is not None and isinstance(single.get("speculative_decoding"), dict):
-        found = shapes.trtllm_block(single["speculative_decoding"])
-    elif isinstance(meta, dict) and shapes.SGLANG_STEPS in meta:
-        found = shapes.sglang_block(meta, None)
-    elif llamacpp.is_llamacpp(obj):
-        found = llamacpp.totals(obj)
-    else:
-        return None, None
-    if isinstance(found, SpecTotals):
-        return None, found
-    return found, None
 
 
 def first_choice(obj: Any) -> dict[str, Any] | None:

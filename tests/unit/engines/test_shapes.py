@@ -1,4 +1,5 @@
-"""SGLang's and TensorRT-LLM's per-request data, read from their documented shapes
+"""SGLang's and TensorRT-LLM's per-request data, read from SGLang 0.5.23's own answers
+(tests/fixtures/sglang-0.5.23, tools/sglang_fixtures.py) and TensorRT-LLM PR #19311's shape
 (tests/fixtures/engines): per step where a fixed width makes the histogram per-step data,
 totals with steps where it does not, and nothing read from a record that contradicts itself."""
 
@@ -15,10 +16,12 @@ from specwatch.vllm.response import ParseFailure, parse_response_object
 from tests.support import ROOT
 
 SHAPES = ROOT / "tests" / "fixtures" / "engines"
+SGLANG = ROOT / "tests" / "fixtures" / "sglang-0.5.23"
 
 
 def body(name: str) -> dict[str, Any]:
-    value: dict[str, Any] = orjson.loads((SHAPES / name).read_bytes())
+    where = SGLANG / name.removeprefix("sglang_") if name.startswith("sglang_") else SHAPES / name
+    value: dict[str, Any] = orjson.loads(where.read_bytes())
     return value
 
 
@@ -29,11 +32,12 @@ def rebuilt(histogram: list[int], k: int) -> SpecDecodeBlock:
 
 def test_sglang_native_and_chat_give_steps_from_the_fixed_width_histogram() -> None:
     native = parse_response_object(body("sglang_generate.json"))
-    assert native.spec == rebuilt([2, 2, 2, 3], 3)
+    assert native.spec == rebuilt([1, 2, 5, 1], 3)
     assert native.totals is None
+    assert (native.prompt_tokens, native.completion_tokens) == (41, 25)  # its meta_info's
     chat = parse_response_object(body("sglang_chat.json"))
     assert chat.spec == rebuilt([2, 2, 1, 1], 3)
-    assert chat.prompt_tokens == 30
+    assert (chat.prompt_tokens, chat.completion_tokens) == (30, 14)
 
 
 def test_sglangs_accept_length_is_not_read_as_tau() -> None:
@@ -42,7 +46,7 @@ def test_sglangs_accept_length_is_not_read_as_tau() -> None:
     spec = parse_response_object(body("sglang_generate.json")).spec
     assert spec is not None
     tau = 1 + sum(spec.accepted) / spec.steps
-    assert meta["spec_accept_length"] == pytest.approx(24 / 9, abs=1e-4)
+    assert meta["spec_accept_length"] == pytest.approx(25 / 9)
     assert tau == pytest.approx(1 + 15 / 9)
     assert spec.reported_tau is None
 
@@ -64,7 +68,7 @@ def test_sglang_without_a_histogram_is_totals_with_its_steps() -> None:
 @pytest.mark.parametrize(
     ("name", "path", "value", "reason"),
     [
-        ("sglang_generate.json", ("meta_info", "spec_correct_drafts_histogram"), [2, 2, 3, 3],
+        ("sglang_generate.json", ("meta_info", "spec_correct_drafts_histogram"), [1, 2, 5, 2],
          ParseReason.INCONSISTENT_SPEC_BLOCK),  # 10 steps in the histogram, 9 verified
         ("sglang_generate.json", ("meta_info", "spec_num_correct_drafts"), 30,
          ParseReason.INCONSISTENT_SPEC_BLOCK),  # more accepted than proposed

@@ -25,8 +25,17 @@ except ImportError:  # the pure build: the reference alone
     fastpath = None  # type: ignore[assignment]
 c_part = pytest.mark.skipif(fastpath is None, reason="the pure build has no C part")
 
-STREAM = Path(__file__).parents[2] / "fixtures" / "vllm-0.32.0-cpu" / "stream_usage.sse"
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+STREAM = FIXTURES / "vllm-0.32.0-cpu" / "stream_usage.sse"
 EVENTS = [e + b"\n\n" for e in STREAM.read_bytes().split(b"\n\n") if e]
+# SGLang 0.5.23's own streams (tools/sglang_fixtures.py): msgspec chat chunks, pydantic
+# completions chunks and details chunk with `"usage":null`, its native /generate's
+SGLANG = [
+    e + b"\n\n"
+    for name in ("chat_stream_usage.sse", "completion_stream_usage.sse", "generate_stream.sse")
+    for e in (FIXTURES / "sglang-0.5.23" / name).read_bytes().split(b"\n\n")
+    if e
+]
 PIECES = [
     b"\n", b"\r", b"\n\n", b'"finish_reason":null', b'"finish_reason":', b"data: ", b"x",
     b'"usage"', b'"usage":null', b'"choices":[]', b'data: {"error"', b'"timings"', b'"sglext"',
@@ -34,11 +43,11 @@ PIECES = [
 ]  # fmt: skip
 
 chunks = st.one_of(
-    st.sampled_from(EVENTS),
+    st.sampled_from(EVENTS + SGLANG),
     st.lists(st.sampled_from(PIECES), max_size=8).map(b"".join),
     st.builds(
         lambda event, cut, piece: event[:cut] + piece + event[cut:],
-        st.sampled_from(EVENTS),
+        st.sampled_from(EVENTS + SGLANG),
         st.integers(0, 400),
         st.sampled_from(PIECES),
     ),
@@ -73,3 +82,22 @@ def test_vllm_events_are_told_apart(kind_of: str) -> None:
     if fastpath is not None:
         with pytest.raises(TypeError):
             fastpath.event_kind("not bytes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind_of", ["python", "c"])
+def test_sglang_events_are_told_apart(kind_of: str) -> None:
+    """SGLang's own: its details chunk (`"choices":[]`, `"usage":null`) is not a usage chunk;
+    its usage chunk is; a finishing chunk with `"usage":null` (completions) is not usage sent
+    unasked; native /generate's last chunk carries its `meta_info`, kept."""
+    if kind_of == "c" and fastpath is None:
+        pytest.skip("the pure build has no C part")
+    kind = one_event_kind if kind_of == "python" else fastpath.event_kind
+    for event in SGLANG:
+        if b'"sglext"' in event or b'"meta_info":{"id"' in event and b'"type":' in event:
+            assert kind(event) == ONE_EVENT, event
+        elif b'"choices":[]' in event:
+            assert kind(event) == USAGE_EVENT, event
+        elif b'"finish_reason":"length"' in event:
+            assert kind(event) == FINISHING_EVENT, event
+        elif event != b"data: [DONE]\n\n":
+            assert kind(event) == CONTENT_EVENT, event
