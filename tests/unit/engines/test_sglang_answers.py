@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from specwatch.conventions import Outcome, ParseReason, ParseSource
@@ -36,7 +37,9 @@ def events(raw: bytes) -> list[bytes]:
     return [part + b"\n\n" for part in raw.split(b"\n\n") if part]
 
 
-def relayed(upstream: bytes, inject: bool, strip: bool, fast: bool, split: int | None):
+def relayed(
+    upstream: bytes, inject: bool, strip: bool, fast: bool, split: int | None
+) -> tuple[bytes, StreamRewriter]:
     """What the client gets of `upstream` through the rewriter, fed one event per chunk (the
     fast path's case) or in pieces of `split` bytes (the general path's)."""
     rewriter = StreamRewriter(inject, 1 << 20, strip=strip)
@@ -51,7 +54,7 @@ def relayed(upstream: bytes, inject: bool, strip: bool, fast: bool, split: int |
 
 
 def record_of(payload: bytes | None, stream: bool, choice_stats: bytes | None = None,
-              body: dict[str, object] | None = None, asked: bool = True,
+              body: dict[str, Any] | None = None, asked: bool = True,
               path: str = "/v1/chat/completions") -> tuple[RequestRecord, Health]:  # fmt: skip
     health = Health()
     observation = Observation(
@@ -85,9 +88,10 @@ def test_a_stream_reaches_its_client_as_sglang_wrote_it_and_is_read(
 def test_the_details_chunk_is_not_taken_for_usage() -> None:
     """SGLang's details chunk has `"choices":[]` and `"usage":null`: not vLLM's usage chunk."""
     details = next(e for e in events(answer("chat_stream.sse")) if b'"sglext"' in e)
-    assert b'"usage":null' in details and b'"choices":[]' in details
+    assert b'"usage":null' in details
+    assert b'"choices":[]' in details
     _, rewriter = relayed(answer("chat_stream.sse"), True, True, True, None)
-    assert rewriter.usage is None and rewriter.choice_stats == details
+    assert (rewriter.usage, rewriter.choice_stats) == (None, details)
 
 
 @pytest.mark.parametrize("kind", ["chat", "completion"])
@@ -134,10 +138,11 @@ def test_the_native_generate_stream_goes_out_unchanged_and_its_last_meta_info_is
     body = {"text": "def add(a, b):", "sampling_params": {"max_new_tokens": 25}, "stream": True}
     record, _ = record_of(rewriter.usage, True, rewriter.choice_stats, body, False, "/generate")
     spec = record.spec
-    assert record.outcome == Outcome.OBSERVED and spec is not None
+    assert record.outcome == Outcome.OBSERVED
+    assert spec is not None
     assert (spec.steps, sum(spec.accepted), record.completion_tokens) == (9, 15, 25)
     whole, _ = record_of(answer("generate.json"), False, body=body, asked=False, path="/generate")
-    assert whole.spec == spec and whole.prompt_tokens == 41
+    assert (whole.spec, whole.prompt_tokens) == (spec, 41)
 
 
 def test_the_fixtures_are_sglangs_own_and_name_their_version() -> None:

@@ -93,7 +93,7 @@ def test_sglang_events_are_told_apart(kind_of: str) -> None:
         pytest.skip("the pure build has no C part")
     kind = one_event_kind if kind_of == "python" else fastpath.event_kind
     for event in SGLANG:
-        if b'"sglext"' in event or b'"meta_info":{"id"' in event and b'"type":' in event:
+        if b'"sglext"' in event or (b'"meta_info":{"id"' in event and b'"type":' in event):
             assert kind(event) == ONE_EVENT, event
         elif b'"choices":[]' in event:
             assert kind(event) == USAGE_EVENT, event
