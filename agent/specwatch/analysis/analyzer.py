@@ -79,7 +79,9 @@ class Analyzer:
             fresh_start=fresh_engine,
         )
         self._log = LogTotals()
-        self._drafted_seen: dict[str, int] = {}  # per model, by the proxy: what coverage reads
+        # per model, by the proxy: what coverage reads (draft tokens; steps, for SGLang's)
+        self._drafted_seen: dict[str, int] = {}
+        self._steps_seen: dict[str, int] = {}
         self._drift = DriftDetector(settings.drift)
         self._mix = TrafficMix(self._drift, settings.drift)
         self._speedup = SpeedupTracker(settings)
@@ -148,6 +150,7 @@ class Analyzer:
         model, (drafted, accepted) = request_key.model, tokens
         self._drafted_seen[model] = self._drafted_seen.get(model, 0) + drafted
         steps = counts.steps  # the last of `keyed`: the rollup's, which are the request's
+        self._steps_seen[model] = self._steps_seen.get(model, 0) + steps
         if steps:
             self._series.observe(C.REQUEST_ACCEPTANCE_LENGTH, request_key, 1.0 + accepted / steps)
 
@@ -162,7 +165,10 @@ class Analyzer:
 
     def ingest_engine(self, sample: EngineSample) -> None:
         self._changes += 1
-        self._engine.observe(sample, self._drafted_seen.get(sample.model, 0))
+        model = sample.model
+        self._engine.observe(
+            sample, self._drafted_seen.get(model, 0), self._steps_seen.get(model, 0)
+        )
 
     def ingest_log(self, record: SpecLogRecord | EngineLogRecord) -> None:
         self._changes += 1

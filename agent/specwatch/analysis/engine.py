@@ -68,7 +68,8 @@ class EngineView:
     window: Counts
     stats: SliceStats
     # draft tokens the proxy saw / vLLM counted, between the same scrapes, over the window (or
-    # since the start, when vLLM drafted nothing in the window); None: vLLM drafted nothing
+    # since the start, when vLLM drafted nothing in the window); None: vLLM drafted nothing.
+    # Of an engine that counts its steps and no tokens (SGLang), steps seen / steps counted
     coverage: float | None
     running: float | None = None  # vLLM's num_requests_running at the latest scrape
 
@@ -93,22 +94,24 @@ class EngineCounters:
         self._since_start: dict[str, Counts] = {}
         self._window: SlidingWindow[str] = SlidingWindow(length, bucket, max_position)
         self._seen: SlidingWindow[str] = SlidingWindow(length, bucket, max_position)
-        self._seen_at_last: dict[str, int] = {}
-        self._seen_first: dict[str, int] = {}  # what the proxy had seen at the first sample
+        self._seen_at_last: dict[str, tuple[int, int]] = {}
+        # what the proxy had seen at the first sample: draft tokens, steps
+        self._seen_first: dict[str, tuple[int, int]] = {}
         self.resets = 0
 
-    def observe(self, sample: EngineSample, seen: int = 0) -> None:
-        """A scrape's sample, with the draft tokens of that model the proxy had seen by then
-        (a running total)."""
+    def observe(self, sample: EngineSample, seen: int = 0, seen_steps: int = 0) -> None:
+        """A scrape's sample, with the draft tokens and steps of that model the proxy had seen
+        by then (running totals)."""
         previous = self._last.get(sample.model)
         self._last[sample.model] = sample
-        seen_before = self._seen_at_last.get(sample.model, 0)
-        self._seen_at_last[sample.model] = seen
-        self._seen_first.setdefault(sample.model, 0 if self._fresh_start else seen)
-        if previous is None and not self._fresh_start:
+        before, before_steps = self._seen_at_last.get(sample.model, (0, 0))
+        self._seen_at_last[sample.model] = seen, seen_steps
+        fresh = self._fresh_start or sample.since_zero
+        self._seen_first.setdefault(sample.model, (0, 0) if fresh else (seen, seen_steps))
+        if previous is None and not fresh:
             return
         between = Counts(self._max_position)
-        between.drafted = seen - seen_before
+        between.drafted, between.steps = seen - before, seen_steps - before_steps
         self._seen.add(sample.model, sample.ts, between)
         counts, reset = _delta_counts(sample, previous, self._max_position)
         self.resets += reset
@@ -140,13 +143,19 @@ class EngineCounters:
         seen = self._seen.totals(now)
         for model, since_start in sorted(self.since_start().items()):
             counts = window.get(model) or Counts(self._max_position)
-            drafted = seen[model].drafted if model in seen else 0
-            coverage = drafted / counts.drafted if counts.drafted else None
-            if coverage is None and since_start.drafted:
+            # SGLang counts the steps it verified, no tokens: its steps are what is covered
+            steps_only = int(not since_start.drafted and since_start.steps > 0)
+            saw = seen.get(model) or Counts(self._max_position)
+            unit = (counts.drafted, counts.steps)[steps_only]
+            coverage = (saw.drafted, saw.steps)[steps_only] / unit if unit else None
+            total = (since_start.drafted, since_start.steps)[steps_only]
+            if coverage is None and total:
                 # vLLM drafted nothing in the window, but since the start it did: the share
                 # the proxy saw since the start (0, never None, when it saw none of it)
-                seen_since = self._seen_at_last[model] - self._seen_first[model]
-                coverage = seen_since / since_start.drafted
+                seen_since = (
+                    self._seen_at_last[model][steps_only] - self._seen_first[model][steps_only]
+                )
+                coverage = seen_since / total
             out.append(
                 EngineView(
                     model=model,

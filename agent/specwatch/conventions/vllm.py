@@ -22,9 +22,20 @@ LLAMACPP_NUM_DRAFT_TOKENS: Final = "llamacpp:spec_decode_num_draft_tokens"
 LLAMACPP_NUM_ACCEPTED_TOKENS: Final = "llamacpp:spec_decode_num_accepted_tokens"
 LLAMACPP_NUM_ACCEPTED_PER_POS: Final = "llamacpp:spec_decode_num_accepted_tokens_per_pos"
 LLAMACPP_REQUESTS_RUNNING: Final = "llamacpp:requests_processing"
-# TensorRT-LLM's (PR #12545): draft and accepted tokens, no count of steps, no model label
+# SGLang's (metrics_collector.py, 0.5.23; with --enable-metrics): the steps it verified, every
+# request's `spec_verify_ct` summed, labelled `model_name` and `engine_type`
+SGLANG_VERIFY_CALLS: Final = "sglang:spec_verify_calls"
+# TensorRT-LLM's (tensorrt_llm/metrics/collector.py; its counters labelled `model_name` and
+# `engine_type`): draft and accepted tokens from its iteration stats (PR #12545, with
+# `enable_iter_perf_stats`), and per position from its requests' perf metrics (PR #12636, with
+# `return_perf_metrics`): drafted at `token_position` 0 is every step that drafted. trtllm-serve
+# mounts the page at /prometheus/metrics; its /metrics is JSON iteration stats, drained when
+# read (never polled here)
 TRTLLM_NUM_DRAFT_TOKENS: Final = "trtllm_spec_decode_num_draft_tokens"
 TRTLLM_NUM_ACCEPTED_TOKENS: Final = "trtllm_spec_decode_num_accepted_tokens"
+TRTLLM_DRAFTED_PER_POS: Final = "trtllm_spec_decode_drafted_tokens"
+TRTLLM_ACCEPTED_PER_POS: Final = "trtllm_spec_decode_accepted_tokens"
+TRTLLM_METRICS_PATH: Final = "/prometheus/metrics"
 
 # Paths whose responses carry per-request speculative metrics: the OpenAI ones, vLLM's token-in,
 # token-out endpoint (vLLM PR #43310) and SGLang's native one (its `meta_info`, sent unasked

@@ -120,6 +120,9 @@ class EngineSample:
     accepted_per_position: tuple[float, ...]  # position 0 .. K-1
     requests: float  # finished requests (vllm:request_success_total, every reason)
     running: float | None = None  # vllm:num_requests_running now (a gauge), summed over engines
+    # counted from zero: the model's counters were absent from an earlier page (TensorRT-LLM
+    # and SGLang make theirs at the first count), so all they hold came after it
+    since_zero: bool = False
 
 
 @dataclass(frozen=True, slots=True)

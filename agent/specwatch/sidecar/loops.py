@@ -72,11 +72,16 @@ async def every(
 
 
 def vllm_watchers(
-    settings: Settings, health: Health, intake: Intake, clock: Callable[[], float]
+    settings: Settings,
+    health: Health,
+    intake: Intake,
+    clock: Callable[[], float],
+    engine: Callable[[], str | None],
 ) -> list[Loop]:
-    """vLLM's own view: its /metrics scraped, and its log followed when it is in a file."""
+    """vLLM's own view: its /metrics scraped (once `engine` says which engine it is), and its
+    log followed when it is in a file."""
     scrape = settings.upstream, settings.scrape_interval_seconds
-    found: list[Loop] = [Scraper(*scrape, health, intake.engine_sample, clock).run]
+    found: list[Loop] = [Scraper(*scrape, health, intake.engine_sample, clock, engine).run]
     if settings.vllm_log is not None:
         found.append(LogFollower(settings.vllm_log, intake.log_line).run)
     return found

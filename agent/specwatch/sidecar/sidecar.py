@@ -110,6 +110,10 @@ class Sidecar:
         await self.states.config_known(self.config)
         return self.config.config
 
+    def _engine(self) -> str | None:
+        """The engine upstream, once known (vllm/configwatch.py)."""
+        return self.config.config.engine if self.config.resolved.is_set() else None
+
     def ready(self) -> tuple[bool, str]:
         return self.health.readiness(self.proxy.draining)
 
@@ -123,7 +127,7 @@ class Sidecar:
             self.config.run,
             lambda: self.intake.consume(self._config_known),
             lambda: loops.every(interval, self._evaluation, health, "evaluation_failed"),
-            *loops.vllm_watchers(settings, health, self.intake, self._clock),
+            *loops.vllm_watchers(settings, health, self.intake, self._clock, self._engine),
             *loops.ab_loops(settings, self.router, self.analyzer, health, self._clock),
         ]
 

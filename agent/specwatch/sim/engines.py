@@ -10,9 +10,9 @@ engine's names. vLLM's shapes are sim/shapes.py; these replace its `metrics` blo
   without `metrics`; `trtllm_spec_decode_*` counters.
 - sglang: `sglext.spec_tokens_details` only when the request asked
   `return_spec_tokens_details`, on the body, or in a stream's chunk of its own before usage
-  (sglang PR #33518); every stream chunk without usage says `"usage":null`, as SGLang's
-  serializer writes it (its details chunk and finishing chunk too: sim/server.py's `_event`);
-  `sglang:spec_accept_length`, a gauge: no counters to reconcile.
+  (sglang PR #33518), in SGLang 0.5.23's layout (sim/sglang.py: `"usage":null` on its
+  pydantic chunks, the details chunk included); `sglang:spec_verify_calls_total` (the steps it
+  verified, the sum of every request's `spec_verify_ct`) beside `sglang:spec_accept_length`.
 
 Each names itself in /v1/models' `owned_by` as the engine does.
 """
@@ -64,6 +64,8 @@ def engine_fields(engine: str, gen: Generation, k: int, generation: float) -> di
             "num_spec_tokens": k if fixed else None,
         }
         return {"top": {}, "choice": {"speculative_decoding": block}}
+    if not steps:  # _calculate_spec_decoding_metrics: no verified step, no details
+        return {"top": {}, "choice": {}}
     details = {  # sglang: proposed is verify count x the configured width, as SGLang counts it
         "spec_accept_rate": sum(accepted) / (steps * k) if steps else 0.0,
         "spec_accept_length": gen.max_tokens / steps if steps else 0.0,
@@ -72,7 +74,8 @@ def engine_fields(engine: str, gen: Generation, k: int, generation: float) -> di
         "spec_num_correct_drafts": sum(accepted),
         "spec_num_proposed_drafts": steps * k,
         "spec_verify_ct": steps,
-        "spec_correct_drafts_histogram": histogram[: k + 1],
+        # Req.update_spec_correct_drafts_histogram: as long as the most a step accepted, + 1
+        "spec_correct_drafts_histogram": histogram[: max(accepted, default=-1) + 1],
         "spec_cap_lens_histogram": [],
     }
     return {"top": {"sglext": {"spec_tokens_details": details}}, "choice": {}}
@@ -89,25 +92,22 @@ def dress(obj: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
 
 def metrics_page(engine: str, counters: dict[str, float], model: str) -> bytes:
     """/metrics under the engine's names: llama.cpp's and TensorRT-LLM's counters (no model
-    label: one model per server), SGLang's resetting gauge."""
-    if engine == "sglang":
+    label: one model per server), SGLang's count of verified steps and its resetting gauge."""
+    if engine == "sglang":  # its TokenizerMetricsCollector's labels (metrics_collector.py)
         steps = counters["drafts"]
         length = 1.0 + counters["accepted"] / steps if steps else 0.0
+        labels = f'model_name="{model}",engine_type="unified"'
         return (
+            f"# TYPE {C.SGLANG_VERIFY_CALLS}_total counter\n"
+            f"{C.SGLANG_VERIFY_CALLS}_total{{{labels}}} {steps}\n"
             f"# TYPE sglang:spec_accept_length gauge\n"
-            f'sglang:spec_accept_length{{model_name="{model}"}} {length}\n'
+            f"sglang:spec_accept_length{{{labels}}} {length}\n"
         ).encode()
-    if engine == "llamacpp":
-        names = {
-            C.LLAMACPP_NUM_DRAFTS: "drafts",
-            C.LLAMACPP_NUM_DRAFT_TOKENS: "draft_tokens",
-            C.LLAMACPP_NUM_ACCEPTED_TOKENS: "accepted",
-        }
-    else:  # TensorRT-LLM counts no steps
-        names = {
-            C.TRTLLM_NUM_DRAFT_TOKENS: "draft_tokens",
-            C.TRTLLM_NUM_ACCEPTED_TOKENS: "accepted",
-        }
+    names = {  # llama.cpp's (TensorRT-LLM's: sim/metrics.py, at its own path)
+        C.LLAMACPP_NUM_DRAFTS: "drafts",
+        C.LLAMACPP_NUM_DRAFT_TOKENS: "draft_tokens",
+        C.LLAMACPP_NUM_ACCEPTED_TOKENS: "accepted",
+    }
     lines = []
     for name, key in names.items():
         lines += [f"# TYPE {name}_total counter", f"{name}_total {counters[key]}"]

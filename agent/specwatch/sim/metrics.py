@@ -61,6 +61,37 @@ class IntervalStats:
         return out
 
 
+class TrtllmCounters:
+    """TensorRT-LLM's speculative counters as its MetricsCollector makes them (tensorrt_llm/
+    metrics/collector.py): labelled `model_name` and `engine_type`; tokens drafted and
+    accepted (its iteration stats), and per `token_position` (its requests' perf metrics)."""
+
+    def __init__(self, model: str) -> None:
+        self.registry = CollectorRegistry()
+        labels = {"model_name": model, "engine_type": "trtllm"}
+        self._labels = labels
+
+        def counter(name: str, doc: str, *extra: str) -> Counter:
+            return Counter(name, doc, [*labels, *extra], registry=self.registry)
+
+        self.draft_tokens = counter(C.TRTLLM_NUM_DRAFT_TOKENS, "Total number of draft tokens")
+        self.accepted = counter(C.TRTLLM_NUM_ACCEPTED_TOKENS, "Total number of accepted tokens")
+        self.drafted_at = counter(
+            C.TRTLLM_DRAFTED_PER_POS, "Drafted per position.", "token_position"
+        )
+        self.accepted_at = counter(
+            C.TRTLLM_ACCEPTED_PER_POS, "Accepted per position.", "token_position"
+        )
+
+    def step(self, step: Step) -> None:
+        self.draft_tokens.labels(**self._labels).inc(step.drafted)
+        self.accepted.labels(**self._labels).inc(step.accepted)
+        for at in range(step.drafted):
+            self.drafted_at.labels(**self._labels, token_position=str(at)).inc()
+        for at in range(step.accepted):
+            self.accepted_at.labels(**self._labels, token_position=str(at)).inc()
+
+
 class SimMetrics:
     """vLLM's own metric names, on a registry of this server's."""
 
@@ -108,6 +139,7 @@ class SimMetrics:
             registry=self.registry,
         )
         self.interval = IntervalStats()
+        self.trtllm = TrtllmCounters(model)
         # Like vLLM, every series exists from the start at 0: a scraper's first sample is a
         # true baseline, not one taken after the first requests.
         for family in (
@@ -135,6 +167,7 @@ class SimMetrics:
         for position in range(step.accepted):
             self.per_pos.labels(**labels, position=str(position)).inc()
         self.interval.step(step)
+        self.trtllm.step(step)
 
     def labels(self) -> dict[str, str]:
         return self._labels

@@ -24,7 +24,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from specwatch import conventions as C
-from specwatch.sim import engines, shapes
+from specwatch.sim import engines, sglang, shapes
 from specwatch.sim.acceptance import AcceptanceModel, CostModel, plan_steps
 from specwatch.sim.metrics import SimMetrics
 from specwatch.sim.requests import BadRequest, Fault, error_response, fault_of, limits, task_of
@@ -56,6 +56,8 @@ class SimConfig:
     force_include_usage: bool = False
     # answer like another engine (sim/engines.py): llamacpp, trtllm, sglang
     engine: str = "vllm"
+    # trtllm: Prometheus at /prometheus/metrics, as with `return_perf_metrics` (else none)
+    trtllm_prometheus: bool = True
 
 
 class SimServer:
@@ -71,6 +73,7 @@ class SimServer:
         # the second could not be compared byte for byte, direct against proxied
         self._created = int(time.time())
         self.reported_steps = 0  # steps of responses whose metrics reached the client
+        self.metrics_json_reads = 0  # trtllm: reads of its drained JSON /metrics
         self.corrupted = 0  # requests whose output a simulated bug changed (corrupt_share)
         self.in_flight = 0  # the batch a step runs in (CostModel.batch_compute)
         self.received = 0  # generation requests that reached it (tests wait for one to arrive)
@@ -91,6 +94,8 @@ class SimServer:
         else:
             app.router.add_get("/version", self._version)
         app.router.add_get("/metrics", self._metrics)
+        if self.config.engine == "trtllm" and self.config.trtllm_prometheus:
+            app.router.add_get(C.TRTLLM_METRICS_PATH, self._trtllm_metrics)
         if self.config.engine == "vllm":
             app.router.add_post(C.GENERATE_PATH, self._token_generate)
         return app
@@ -117,7 +122,14 @@ class SimServer:
     async def _props(self, _request: web.Request) -> web.Response:
         return web.json_response({"build_info": engines.BUILD_INFO, "total_slots": 1})
 
+    async def _trtllm_metrics(self, _request: web.Request) -> web.Response:
+        page = generate_latest(self.metrics.trtllm.registry)
+        return web.Response(body=page, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
     async def _metrics(self, _request: web.Request) -> web.Response:
+        if self.config.engine == "trtllm":  # trtllm-serve's: JSON iteration stats, drained
+            self.metrics_json_reads += 1
+            return web.json_response([])
         if self.config.engine == "vllm":
             page = generate_latest(self.metrics.registry)
         else:
@@ -271,22 +283,11 @@ class SimServer:
             obj["usage"] = shapes.usage(gen)
         return engines.dress(obj, fields)
 
-    def _shaped(self, piece: dict[str, Any]) -> dict[str, Any]:
-        """A body or chunk as the engine writes it: SGLang sends no system_fingerprint."""
-        if self.config.engine == "sglang":
-            piece.pop("system_fingerprint", None)
-        return piece
-
     def _event(self, piece: dict[str, Any]) -> bytes:
-        """A stream chunk as the engine writes it. SGLang's serializer (pydantic's
-        model_dump_json, protocol.py of 0.5.19-0.5.23) writes `"usage":null` on every chunk
-        that has none, its details chunk and its finishing chunk included."""
-        shaped = self._shaped(piece)
-        if self.config.engine == "sglang" and "usage" not in shaped:
-            at = list(shaped).index("choices") + 1 if "choices" in shaped else len(shaped)
-            items = list(shaped.items())
-            shaped = dict([*items[:at], ("usage", None), *items[at:]])
-        return shapes.event(shaped)
+        """A stream chunk as the engine writes it (SGLang's layout: sim/sglang.py)."""
+        if self.config.engine == "sglang":
+            return b"".join(shapes.event(shaped) for shaped in sglang.events(piece))
+        return shapes.event(piece)
 
     def _metrics_block(self, gen: Generation, ttft: float, generation: float) -> dict[str, Any]:
         cfg = self.config
@@ -320,7 +321,9 @@ class SimServer:
         generation = time.perf_counter() - started - ttft
         metrics = self._metrics_block(gen, ttft, generation)
         whole = self._dressed(shapes.body(gen, "".join(texts), metrics), gen, generation)
-        data = orjson.dumps(self._shaped(whole))
+        if self.config.engine == "sglang":
+            whole = sglang.body(whole, gen, whole.get("sglext"))
+        data = orjson.dumps(whole)
         if gen.fault == Fault.TRUNCATE:
             data = data[: len(data) // 2]
         elif gen.fault == Fault.BAD_JSON:

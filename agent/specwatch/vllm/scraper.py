@@ -10,6 +10,7 @@ the analysis' business (analysis/engine.py).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import time
 from collections import defaultdict
@@ -23,6 +24,7 @@ from specwatch import conventions as C
 from specwatch.conventions import ParseReason, ParseSource
 from specwatch.core.health import Health
 from specwatch.core.records import EngineSample
+from specwatch.engines.detect import TRTLLM, owner_engine
 from specwatch.vllm.models import first_model, listed_models
 
 log = structlog.get_logger("specwatch.scraper")
@@ -37,12 +39,18 @@ _COUNTERS = {
     C.LLAMACPP_NUM_ACCEPTED_TOKENS + "_total": "accepted_tokens",
     C.TRTLLM_NUM_DRAFT_TOKENS + "_total": "draft_tokens",
     C.TRTLLM_NUM_ACCEPTED_TOKENS + "_total": "accepted_tokens",
+    C.SGLANG_VERIFY_CALLS + "_total": "drafts",  # its verified steps: no token counters
 }
 _PER_POSITION = frozenset(
     {C.VLLM_NUM_ACCEPTED_PER_POS + "_total", C.LLAMACPP_NUM_ACCEPTED_PER_POS + "_total"}
 )
+# TensorRT-LLM's per-position pair, by `token_position`: what every total is read from
+_TRTLLM_POSITIONS = {
+    C.TRTLLM_DRAFTED_PER_POS + "_total": 0,
+    C.TRTLLM_ACCEPTED_PER_POS + "_total": 1,
+}
 _RUNNING = frozenset({C.VLLM_REQUESTS_RUNNING, C.LLAMACPP_REQUESTS_RUNNING})
-_READ = frozenset((*_COUNTERS, *_PER_POSITION, *_RUNNING))
+_READ = frozenset((*_COUNTERS, *_PER_POSITION, *_TRTLLM_POSITIONS, *_RUNNING))
 # a sample line of a family read here starts with its name and then labels or the value
 _OURS = tuple(sorted(f"{name}{after}" for name in _READ for after in ("{", " ")))
 
@@ -58,11 +66,16 @@ class ScrapeFailure(Exception):
 
 
 def parse_vllm_metrics(text: str, ts: float, unlabelled: str = "") -> list[EngineSample]:
-    """One sample per served model that has speculative counters: vLLM's (by `model_name`),
-    or llama.cpp's and TensorRT-LLM's, whose one model has no label and is called
-    `unlabelled`. SGLang has gauges only (they reset every log interval): none is read."""
+    """One sample per served model that has speculative counters, by `model_name` (vLLM's,
+    SGLang's, TensorRT-LLM's) or, for llama.cpp's one model, which has no label, `unlabelled`.
+    SGLang counts its verified steps only (no tokens: its gauges reset every log interval).
+    Where TensorRT-LLM counts per position, every total is read from those: the steps that
+    drafted (position 0), the tokens drafted and accepted (their sums), per position."""
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     positions: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    trtllm: dict[str, tuple[dict[int, float], dict[int, float]]] = defaultdict(
+        lambda: (defaultdict(float), defaultdict(float))
+    )
     running: dict[str, float] = defaultdict(float)
     try:
         for family in text_string_to_metric_families(_our_lines(text)):
@@ -76,10 +89,22 @@ def parse_vllm_metrics(text: str, ts: float, unlabelled: str = "") -> list[Engin
                     sums[model][_COUNTERS[sample.name]] += sample.value
                 elif sample.name in _PER_POSITION:
                     positions[model][int(sample.labels["position"])] += sample.value
+                elif sample.name in _TRTLLM_POSITIONS:
+                    pair = trtllm[model][_TRTLLM_POSITIONS[sample.name]]
+                    pair[int(sample.labels["token_position"])] += sample.value
                 elif sample.name in _RUNNING:
                     running[model] += sample.value
     except (ValueError, KeyError, TypeError) as error:
         raise ScrapeFailure(ParseReason.BAD_FORMAT) from error
+    for model, (drafted, accepted) in trtllm.items():
+        sums[model].update(
+            drafts=drafted.get(0, 0.0),
+            draft_tokens=sum(drafted.values()),
+            accepted_tokens=sum(accepted.values()),
+        )
+        positions[model] = defaultdict(float, accepted)
+        for at in range(max(drafted, default=-1) + 1):
+            positions[model][at] += 0.0  # a position drafted but never accepted counts 0
     out = []
     for model, values in sorted(sums.items()):
         if "drafts" not in values and "draft_tokens" not in values:
@@ -100,8 +125,21 @@ def parse_vllm_metrics(text: str, ts: float, unlabelled: str = "") -> list[Engin
     return out
 
 
+# what trtllm-serve needs for a Prometheus page, said once when it has none
+TRTLLM_ABSENT = (
+    f"trtllm-serve mounts Prometheus at {C.TRTLLM_METRICS_PATH} only with "
+    "`return_perf_metrics: true` (per-position counters) and `enable_iter_perf_stats: true` "
+    "(token counters) in its --extra_llm_api_options YAML; its /metrics is JSON, drained when "
+    "read, and is never polled"
+)
+
+
 class Scraper:
-    """Every `interval` seconds: GET /health (-> upstream_up), then GET /metrics (-> samples)."""
+    """Every `interval` seconds: GET /health (-> upstream_up), then the engine's Prometheus page
+    (-> samples): /metrics, TensorRT-LLM's /prometheus/metrics (its /metrics must never be
+    read). `engine` says which engine the upstream is, None until the sidecar knows; until
+    then the scraper asks /v1/models' `owned_by` itself, so that the first sample, the
+    baseline of a sidecar started beside a running engine, comes before its traffic."""
 
     def __init__(
         self,
@@ -110,12 +148,17 @@ class Scraper:
         health: Health,
         sink: Callable[[EngineSample], None],
         clock: Callable[[], float] = time.time,
+        engine: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._upstream = upstream
         self._interval = interval
         self._health = health
         self._sink = sink
         self._clock = clock
+        self._engine = engine
+        self._absent_said = False
+        self._pages = 0  # pages read
+        self._counted: set[str] = set()  # models with counters on a page read
         # llama.cpp's counters carry no model label: the model its /v1/models serves
         self._unlabelled: str | None = None
 
@@ -135,13 +178,22 @@ class Scraper:
         self._health.upstream_up = up
         if not up:
             return
+        engine = self._engine()
+        if engine is None:
+            engine = owner_engine(await listed_models(session, self._upstream))
+        trtllm = engine == TRTLLM
         try:
-            async with session.get(self._upstream + "/metrics") as response:
+            path = C.TRTLLM_METRICS_PATH if trtllm else "/metrics"
+            async with session.get(self._upstream + path) as response:
+                if trtllm and response.status == 404:
+                    if not self._absent_said:
+                        log.warning("trtllm_prometheus_absent", reason=TRTLLM_ABSENT)
+                        self._absent_said = True
+                    return
                 if response.status != 200:
                     raise ScrapeFailure(ParseReason.BAD_STATUS)
                 text = await response.text(errors="replace")
-            unlabelled = C.LLAMACPP_NUM_DRAFTS in text or C.TRTLLM_NUM_DRAFT_TOKENS in text
-            if self._unlabelled is None and unlabelled:
+            if self._unlabelled is None and C.LLAMACPP_NUM_DRAFTS in text:
                 self._unlabelled = await self._served_model(session)
             samples = parse_vllm_metrics(text, self._clock(), self._unlabelled or "")
         except ScrapeFailure as failure:
@@ -150,7 +202,11 @@ class Scraper:
         except (aiohttp.ClientError, TimeoutError):
             self._health.parse_error(ParseSource.METRICS, ParseReason.UNREACHABLE)
             return
+        first, self._pages = not self._pages, self._pages + 1
         for sample in samples:
+            if not first and sample.model not in self._counted:
+                sample = dataclasses.replace(sample, since_zero=True)
+            self._counted.add(sample.model)
             try:
                 self._sink(sample)
             except Exception:  # a bug costs this sample, not the rest of the page
