@@ -34,11 +34,11 @@ SUPPORTS = {
 
 
 @asynccontextmanager
-async def proxied(engine: str) -> AsyncIterator[tuple[SimServer, Sidecar]]:
+async def proxied(engine: str, **overrides: Any) -> AsyncIterator[tuple[SimServer, Sidecar]]:
     server = SimServer(SimConfig(engine=engine, sleep=False, cost=CostModel(target_step_ms=0.1)))
     runner, url = await serve(server.app())
     settings = sidecar_settings(
-        url, scrape_interval_seconds=0.2, limits={"version_wait_seconds": 5}
+        url, scrape_interval_seconds=0.2, limits={"version_wait_seconds": 5}, **overrides
     )
     car = Sidecar(settings)
     await car.start()
@@ -127,3 +127,26 @@ async def test_sglang_is_asked_for_its_details_and_its_client_gets_what_it_would
     # every request read: the details were there for specwatch though the clients never saw them
     assert status["requests_by_outcome"] == {C.Outcome.OBSERVED: len(requests)}
     assert status["per_request_data"][server.config.model]["with"] == len(requests)
+
+
+async def test_sglangs_tree_drafts_are_read_as_totals_and_status_says_why() -> None:
+    """--speculative-eagle-topk 4: a step verifies a tree; its nodes are SGLang's proposed
+    drafts and its histogram counts accepted depths. Read per step it would give an alpha-hat
+    of nothing real: read as totals, alpha-hat is null and /status says why."""
+    tree = '{"method": "eagle", "eagle_topk": 4, "num_speculative_tokens": 7}'
+    async with proxied("sglang", speculative_config=tree) as (server, car):
+        assert car.config.config.tree_topk == 4
+        await send(car, mixed_requests(seed=4, n=8))
+        await car.drained()
+        status = await get_json(f"http://127.0.0.1:{car.ports.admin}/status")
+    assert_status_valid(status)
+    data = status["per_request_data"][server.config.model]
+    assert (data["data"], data["supports"]["alpha_hat"], data["supports"]["per_position"]) == (
+        "totals",
+        False,
+        False,
+    )
+    assert data["supports"]["tau"] is True
+    assert "--speculative-eagle-topk" in data["reason"]
+    (rollup,) = status["models"]
+    assert rollup["alpha"] is None

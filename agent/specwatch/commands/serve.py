@@ -13,7 +13,7 @@ import sys
 import structlog
 
 from specwatch.core.loop import run_command, until_signal
-from specwatch.engines.detect import LLAMACPP, NAMES, engine_of
+from specwatch.engines.detect import LLAMACPP, NAMES, SGLANG
 from specwatch.settings import Settings
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.vllm.child import VllmProcess, prepare_command
@@ -22,6 +22,8 @@ from specwatch.vllm.specconfig import (
     flag_value,
     llamacpp_speculative,
     llamacpp_target,
+    sglang_speculative,
+    sglang_target,
     target_of,
 )
 
@@ -62,14 +64,15 @@ async def serve(settings: Settings, vllm_argv: list[str]) -> int:
     # what vLLM is told is what the sidecar reports (its own --speculative-config aside)
     speculative = flag_value(vllm_argv, SPECULATIVE_FLAGS) or settings.speculative_config
     target = target_of(vllm_argv)
-    if engine_of(vllm_argv) == LLAMACPP:
-        found = llamacpp_speculative(vllm_argv)
+    if command.engine in (LLAMACPP, SGLANG):
+        llamacpp = command.engine == LLAMACPP
+        found = (llamacpp_speculative if llamacpp else sglang_speculative)(vllm_argv)
         speculative = settings.speculative_config if found is None else json.dumps(found)
-        target = llamacpp_target(vllm_argv)
+        target = (llamacpp_target if llamacpp else sglang_target)(vllm_argv)
     settings = settings.model_copy(
         update={"upstream": command.upstream, "speculative_config": speculative}
     )
-    sidecar = Sidecar(settings, fresh_engine=True, target=target, engine=engine_of(vllm_argv))
+    sidecar = Sidecar(settings, fresh_engine=True, target=target, engine=command.engine)
     child = VllmProcess(command, sidecar.log_line)
     await child.start()
     try:

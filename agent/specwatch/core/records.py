@@ -166,6 +166,9 @@ class SpecConfig:
     # the serving engine (engines/detect.py); its version is `vllm_version`, named for the
     # first engine and kept so: dashboards and rules read that label
     engine: str = "vllm"
+    # drafts are trees of this many branches per node (SGLang's --speculative-eagle-topk > 1):
+    # a step's draft is no line of positions, so neither alpha-hat nor per-position is read
+    tree_topk: int | None = None
 
     @property
     def speculation(self) -> str:

@@ -1,6 +1,6 @@
-"""SGLang's and TensorRT-LLM's per-request speculative data, read from their documented shapes
-(not yet run against either engine: docs/engines.md, tests/fixtures/engines/README.md names the
-PR that defines each field).
+"""SGLang's and TensorRT-LLM's per-request speculative data: SGLang 0.5.23's as its own classes
+write it (tests/fixtures/sglang-0.5.23), TensorRT-LLM's in the shape of its PR #19311, which is
+open: released trtllm-serve sends nothing per request (docs/engines.md).
 
 Each gives per-step data only as a histogram of accepted counts, which is per-step data at one
 draft width: the steps are rebuilt from it (unordered, as vLLM's summary mode is read). Where

@@ -96,19 +96,29 @@ def _goodput_models(snapshot: Snapshot) -> dict[str, Any]:
     return out
 
 
-def _per_request_data(snapshot: Snapshot) -> dict[str, Any]:
+def _per_request_data(snapshot: Snapshot, config: SpecConfig | None) -> dict[str, Any]:
     """Per model: requests with and without per-request data, where its acceptance comes
-    from, and what its data supports."""
+    from, what its data supports, and why not the rest where the config says."""
     rollups = {view.key.model: view.since_start for view in snapshot.rollups}
+    topk = None if config is None else config.tree_topk
+    reason = None if topk is None else TREE_REASON.format(topk=topk)
     return {
         model: {
             "with": with_data,
             "without": without,
             "source": _data_source(with_data),
             **_supported(rollups.get(model) if with_data else None),
+            "reason": reason,
         }
         for model, (with_data, without) in sorted((snapshot.per_request_data or {}).items())
     }
+
+
+TREE_REASON = (
+    "drafts are trees ({topk} candidates per node, --speculative-eagle-topk): a step verifies "
+    "a tree, not a line of positions, so alpha-hat and per-position acceptance do not apply; "
+    "the rate (accepted over the nodes verified) and tau do"
+)
 
 
 def _supported(counts: Counts | None) -> dict[str, Any]:
@@ -199,7 +209,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "goodput": _goodput_models(snapshot),
         "requests_by_outcome": dict(sorted(requests.items())),
         "requests_by_variant": dict(sorted(variants.items())),
-        "per_request_data": _per_request_data(snapshot),
+        "per_request_data": _per_request_data(snapshot, reading.config),
         "extreme_requests": {
             model: dict(sorted(kinds.items())) for model, kinds in (snapshot.extremes or {}).items()
         },

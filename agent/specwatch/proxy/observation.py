@@ -72,8 +72,14 @@ def _parse_event(event: bytes) -> ParsedResponse:
     return parse_usage_data(data)
 
 
-def _as_served(obs: Observation, parsed: ParsedResponse, health: Health) -> ParsedResponse:
-    """What the answer's data says of the request that was sent. Several prompts: SGLang
+def _as_served(
+    obs: Observation, parsed: ParsedResponse, health: Health, tree: bool
+) -> ParsedResponse:
+    """What the answer's data says of the request that was sent. Under tree drafts (`tree`:
+    SGLang's --speculative-eagle-topk > 1) a step verifies a tree of candidates, whose nodes
+    SGLang counts as proposed: its histogram is of accepted depths, not of a line of K
+    positions, so the steps are read as totals (the rate over the nodes, and tau), never as
+    per-position trials. Several prompts: SGLang
     details the first alone, beside every prompt's usage (serving_completions.py), so none is
     read (counted, `several_prompts`). SGLang asked for its details and sending none, having
     made one token at most: it verified no step (it details only verified requests), so the
@@ -90,14 +96,24 @@ def _as_served(obs: Observation, parsed: ParsedResponse, health: Health) -> Pars
         and parsed.completion_tokens <= 1
     ):
         return msgspec.structs.replace(parsed, totals=SpecTotals(0, 0, 0, engine=SGLANG))
+    if tree and parsed.spec is not None:
+        spec = parsed.spec
+        totals = SpecTotals(sum(spec.drafted), sum(spec.accepted), spec.steps, engine=SGLANG)
+        return msgspec.structs.replace(parsed, spec=None, totals=totals)
     return parsed
 
 
 def to_record(
-    obs: Observation, tasks: TaskSettings, health: Health, config: str | None = None
+    obs: Observation,
+    tasks: TaskSettings,
+    health: Health,
+    config: str | None = None,
+    tree: bool = False,
+    served: str | None = None,
 ) -> RequestRecord:
     """Classify and parse one observation; every failure is counted, none raises. `config`:
-    the id of the speculative config it ran under."""
+    the id of the speculative config it ran under; `tree`: whether it drafts trees; `served`:
+    the model of a request that names none (SGLang's native /generate), where known."""
     task = classify(obs.features, tasks)
     outcome = obs.outcome
     parsed: ParsedResponse | None = None
@@ -117,7 +133,7 @@ def to_record(
             outcome = Outcome.PARSE_ERROR
         else:
             if parsed is not None:
-                parsed = _as_served(obs, parsed, health)
+                parsed = _as_served(obs, parsed, health, tree)
             if obs.variant == VARIANT_BASELINE:  # no speculation there: nothing to miss
                 outcome = Outcome.OBSERVED
             elif parsed is None or (parsed.spec is None and parsed.totals is None):
@@ -126,7 +142,7 @@ def to_record(
                 outcome = Outcome.OBSERVED
             for reason in parsed.bad_fields if parsed else ():
                 health.parse_error(source, reason)
-    model = (parsed.model if parsed else None) or obs.features.model or OTHER
+    model = (parsed.model if parsed else None) or obs.features.model or served or OTHER
     latency = parsed.latency if parsed else Latency()
     tpot, tpot_source = latency.tpot, latency.tpot_source
     tokens = parsed.completion_tokens if parsed else None

@@ -73,6 +73,8 @@ class Intake:
             else None
         )
         self._config: str | None = None  # the config's id, once known (consume)
+        self._tree = False  # it drafts trees (SpecConfig.tree_topk)
+        self._served: str | None = None  # the model its command line serves
         self._nap: asyncio.Future[None] | None = None  # the consumer gathering a batch
 
     def submit(self, observation: Observation) -> None:
@@ -87,7 +89,8 @@ class Intake:
         if observation.held is not None:
             observation.held.release()  # read now, and let go of after
         try:
-            record = to_record(observation, self._settings.tasks, self._health, self._config)
+            tasks, health = self._settings.tasks, self._health
+            record = to_record(observation, tasks, health, self._config, self._tree, self._served)
             self._analyzer.ingest(record)
         except Exception:  # a bug must cost one observation, never the sidecar
             self._health.internal_errors += 1
@@ -106,7 +109,8 @@ class Intake:
         """Ingest what the proxy submits, once `ready` gives the config (every record is
         labelled with it, so it must be known first)."""
         config = await ready()
-        self._config = config.id
+        self._config, self._tree = config.id, config.tree_topk is not None
+        self._served = config.model
         if self._cycle_log is not None:
             self._cycle_log.labelled(config)
         self._gate.change(partial(self._analyzer.set_config, config))

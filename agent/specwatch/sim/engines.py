@@ -5,9 +5,10 @@ engine's names. vLLM's shapes are sim/shapes.py; these replace its `metrics` blo
 - llamacpp: `timings` (`draft_n`, `draft_n_accepted`, left out when nothing was drafted) on
   the body and on a stream's finishing chunk, with usage there whether asked or not (no usage
   chunk); no /version, its build in /props; `llamacpp:spec_decode_*` counters, no model label.
-- trtllm: the one choice's `speculative_decoding` (the histogram and `num_spec_tokens`, null
-  when steps drafted different lengths, as under `draft_len_schedule`); the usage chunk
-  without `metrics`; `trtllm_spec_decode_*` counters.
+- trtllm: the one choice's `speculative_decoding` (PR #19311's shape, open: the histogram and
+  `num_spec_tokens`, null when steps drafted different lengths, as under
+  `draft_len_schedule`); the usage chunk without `metrics`; its counters as released, at
+  /prometheus/metrics, by `token_position` (sim/metrics.py), its /metrics JSON.
 - sglang: `sglext.spec_tokens_details` only when the request asked
   `return_spec_tokens_details`, on the body, or in a stream's chunk of its own before usage
   (sglang PR #33518), in SGLang 0.5.23's layout (sim/sglang.py: `"usage":null` on its

@@ -83,6 +83,42 @@ def llamacpp_speculative(argv: Sequence[str]) -> dict[str, Any] | None:
     return spec
 
 
+def sglang_speculative(argv: Sequence[str]) -> dict[str, Any] | None:
+    """The speculative config of an SGLang command (sglang/srt/arg_groups/fields/spec.py,
+    0.5.23), in the shape vLLM's is read in: the algorithm as the method, the draft width
+    (`--speculative-num-draft-tokens` - 1: what each step verifies, as SGLang counts its
+    proposed drafts) as K, else the steps drafted; `eagle_topk` where given, > 1 a tree; None
+    without speculation."""
+    algorithm = flag_value(argv, ("--speculative-algorithm",))
+    if not algorithm:
+        return None
+    spec: dict[str, Any] = {"method": algorithm.lower()}
+    named = {
+        "num_draft_tokens": "--speculative-num-draft-tokens",
+        "num_steps": "--speculative-num-steps",
+        "eagle_topk": "--speculative-eagle-topk",
+    }
+    numbers = {key: flag_value(argv, (flag,)) for key, flag in named.items()}
+    found = {key: int(value) for key, value in numbers.items() if value and value.isdigit()}
+    if "num_draft_tokens" in found:
+        spec["num_speculative_tokens"] = found["num_draft_tokens"] - 1
+    elif "num_steps" in found:
+        spec["num_speculative_tokens"] = found["num_steps"]
+    if "eagle_topk" in found:
+        spec["eagle_topk"] = found["eagle_topk"]
+    draft = flag_value(argv, ("--speculative-draft-model-path", "--speculative-draft-model"))
+    if draft:
+        spec["model"] = draft
+    return spec
+
+
+def sglang_target(argv: Sequence[str]) -> str | None:
+    """The model an SGLang server answers as: `--served-model-name`, else `--model-path`."""
+    return flag_value(argv, ("--served-model-name",)) or flag_value(
+        argv, ("--model-path", "--model")
+    )
+
+
 def llamacpp_target(argv: Sequence[str]) -> str | None:
     """The model a llama.cpp server answers as: its `--alias`, else its model file."""
     return flag_value(argv, ("--alias", "-a")) or flag_value(argv, ("--model", "-m"))
@@ -170,6 +206,7 @@ def spec_config(
     draft = spec.get("model")
     method = _method(spec)
     rejection = spec.get("rejection_sample_method")
+    topk = spec.get("eagle_topk")
     return SpecConfig(
         id=config_id(spec or None, vllm_version, engine) if spec or vllm_version else UNKNOWN,
         method=method,
@@ -184,6 +221,9 @@ def spec_config(
         model=target,
         verifier=verifier_of(spec),
         engine=engine,
+        tree_topk=topk
+        if isinstance(topk, int) and not isinstance(topk, bool) and topk > 1
+        else None,
     )
 
 

@@ -10,6 +10,7 @@ for and reads nothing (`no_spec_metrics` for every streamed request)."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from specwatch.proxy.observation import Observation, to_record
 from specwatch.proxy.stream import StreamRewriter
 from specwatch.proxy.tasks import features_of
 from specwatch.settings import TaskSettings
+from specwatch.vllm.specconfig import sglang_speculative, sglang_target, spec_config
 
 from tests.support import ROOT
 
@@ -151,3 +153,42 @@ def test_the_fixtures_are_sglangs_own_and_name_their_version() -> None:
     assert sorted(manifest["files"]) == sorted(
         p.name for p in Path(ANSWERS).iterdir() if p.name != "MANIFEST.json"
     )
+
+
+def test_tree_drafts_are_read_as_totals() -> None:
+    """chat_tree.json: 5 steps verifying 7-node trees (topk 4, 3 steps deep), 9 accepted.
+    Per step it reads as width-7 lines; under a tree config, as totals with their steps."""
+    raw = answer("chat_tree.json")
+    line, _ = record_of(raw, False)
+    assert line.spec is not None
+    assert line.spec.num_spec_tokens == 7
+    health = Health()
+    observation = Observation(
+        ts=1.0, request_id="r", features=features_of("/v1/chat/completions", None, None),
+        outcome=None, stream=False, payload=raw, e2e=0.2, first_byte=0.05,
+    )  # fmt: skip
+    tree = to_record(observation, TaskSettings(), health, tree=True)
+    assert (tree.outcome, tree.spec) == (Outcome.OBSERVED, None)
+    assert tree.totals == SpecTotals(35, 9, 5, engine="sglang")
+
+
+@pytest.mark.parametrize(
+    ("line", "spec", "topk"),
+    [
+        ("python -m sglang.launch_server --model-path m --speculative-algorithm EAGLE "
+         "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8 "
+         "--speculative-draft-model-path d",
+         {"method": "eagle", "num_speculative_tokens": 7, "eagle_topk": 4, "model": "d"}, 4),
+        ("sglang serve --model-path m --speculative-algorithm NEXTN --speculative-num-steps 2 "
+         "--speculative-eagle-topk 1", {"method": "nextn", "num_speculative_tokens": 2,
+                                       "eagle_topk": 1}, None),
+        ("sglang serve --model-path m", None, None),
+    ],
+)  # fmt: skip
+def test_an_sglang_command_says_its_speculative_config(
+    line: str, spec: dict[str, Any] | None, topk: int | None
+) -> None:
+    argv = shlex.split(line)
+    assert sglang_speculative(argv) == spec
+    assert spec_config(spec, "0.5.23", "stable", engine="sglang").tree_topk == topk
+    assert sglang_target([*argv, "--served-model-name", "qwen"]) == "qwen"
