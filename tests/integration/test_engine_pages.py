@@ -32,10 +32,11 @@ def trtllm_page(steps: list[tuple[int, int]]) -> str:
 
 
 def test_trtllms_per_position_counters_give_steps_tokens_and_positions() -> None:
-    steps = [(3, 3), (3, 1), (3, 0), (3, 2), (2, 2)]  # a last step cut to 2 by max_tokens
+    # the last two steps cut short by max_tokens: every step drafted position 0, not all 1
+    steps = [(3, 3), (3, 1), (3, 0), (3, 2), (2, 2), (1, 0)]
     (sample,) = parse_vllm_metrics(trtllm_page(steps), ts=1.0)
     assert sample.model == "qwen"  # its `model_name` label, no /v1/models needed
-    assert (sample.drafts, sample.draft_tokens, sample.accepted_tokens) == (5, 14, 8)
+    assert (sample.drafts, sample.draft_tokens, sample.accepted_tokens) == (6, 15, 8)
     assert sample.accepted_per_position == (4.0, 3.0, 1.0)
 
 

@@ -111,6 +111,8 @@ def test_several_prompts_are_not_read_as_the_first_ones_details() -> None:
     record, health = record_of(raw, False, body=body, path="/v1/completions")
     assert (record.outcome, record.spec, record.totals) == (Outcome.NO_SPEC_METRICS, None, None)
     assert health.parse_errors == {(ParseSource.RESPONSE, ParseReason.SEVERAL_PROMPTS): 1}
+    tokens, _ = record_of(raw, False, body={"prompt": [[1, 2], [3]]}, path="/v1/completions")
+    assert tokens.spec is None  # two prompts of token ids
     one, _ = record_of(raw, False, body={"prompt": [1, 2, 3]}, path="/v1/completions")
     assert one.spec == CHAT_STEPS  # a list of token ids is one prompt
 
