@@ -511,14 +511,14 @@ MUTATIONS = (
     Mutation(
         "coverage: the proxy's count is taken at each scrape",
         "analysis/analyzer.py",
-        "        self._engine.observe(sample, self._drafted_seen.get(sample.model, 0))",
-        "        self._engine.observe(sample)",
+        "            sample, self._drafted_seen.get(model, 0), self._steps_seen.get(model, 0)\n",
+        "            sample\n",
     ),
     Mutation(
         "coverage: between the same scrapes, not up to now",
         "analysis/engine.py",
-        "        between.drafted = seen - seen_before",
-        "        between.drafted = seen",
+        "        between.drafted, between.steps = seen - before, seen_steps - before_steps",
+        "        between.drafted, between.steps = seen, seen_steps",
     ),
     Mutation(
         "causes: the draft's cliff is where acceptance falls, not anywhere it is low after",

@@ -57,7 +57,7 @@ async def test_a_vllm_without_the_flags_is_named_with_the_flags_it_needs() -> No
     model = sim.config.model
     none = dict.fromkeys(("alpha_hat", "rate", "tau", "per_position"), False)
     assert {"with": 0, "without": 12, "source": "vllm_metrics", "data": "none",
-            "supports": none} == status["per_request_data"][model]  # fmt: skip
+            "supports": none, "reason": None} == status["per_request_data"][model]  # fmt: skip
     (cause,) = [c for c in status["models"][0]["causes"] if c["kind"] == "no_per_request_data"]
     assert "--per-request-spec-decode-metrics detailed" in cause["flags"]
     assert cause["vllm_version"] == sim.config.version
