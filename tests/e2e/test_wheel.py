@@ -26,11 +26,14 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the wheel, a directory the package is installed in without its dependencies)."""
     base = tmp_path_factory.mktemp("compiled")
     dist, target = base / "dist", base / "target"
-    subprocess.run(
+    built = subprocess.run(
         [str(ROOT / "tools" / "build_compiled.sh"), str(target), str(dist)], check=True,
         capture_output=True, env={**os.environ, "PYTHON": sys.executable},
     )  # fmt: skip
     (wheel,) = dist.glob("specwatch-*.whl")
+    said = built.stderr.decode()  # minutes of mypyc: each stage said, and where it went
+    assert f"build_compiled: built {wheel}" in said
+    assert f"build_compiled: installed into {target}" in said
     return wheel, target
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specwatch.settings import Settings, load_settings
+from specwatch.settings import ConfigError, Settings, load_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +86,18 @@ ANALYSIS_FLAGS = (
 
 
 @functools.cache
-def setting_defaults() -> Settings:
-    """The settings the help shows as defaults: built once per command line (a build reads
-    the environment and validates every part, milliseconds each; the parser has a dozen
-    commands); `arguments.parser()` clears it, so each parser sees the environment of now.
-    Help never needs valid settings: with a bad SPECWATCH_* value it shows the built-in
-    defaults, and the command itself says what is wrong (settings.load_settings)."""
+def setting_defaults() -> tuple[Settings, str | None]:
+    """The settings the help shows as defaults, and why they are the built-in ones when they
+    are: built once per command line (a build reads the environment and validates every part,
+    milliseconds each; the parser has a dozen commands); `arguments.parser()` clears it, so
+    each parser sees the environment of now. Help never needs valid settings: with a bad
+    SPECWATCH_* value it shows the built-in defaults and says so above them."""
     try:
-        return Settings()
-    except (ValidationError, ValueError):
-        return Settings.model_construct()
+        return load_settings(), None
+    except ConfigError as error:
+        return Settings.model_construct(), error.lines[0]
+    except (ValidationError, ValueError) as error:
+        return Settings.model_construct(), str(error).splitlines()[0]
 
 
 def _default(defaults: Settings, path: tuple[str, ...]) -> Any:
@@ -149,14 +151,15 @@ def _dest(flag: Flag) -> str:
 
 def add_setting_flags(parser: argparse.ArgumentParser, only: tuple[str, ...] = ()) -> None:
     """--config and the setting flags (all of them, or the ones named in `only`)."""
+    defaults, broken = setting_defaults()
+    note = None if broken is None else f"the defaults shown are the built-in ones: {broken}"
     groups = {
-        "settings": parser.add_argument_group(SETTINGS_GROUP),
+        "settings": parser.add_argument_group(SETTINGS_GROUP, note),
         "ab": parser.add_argument_group(AB_GROUP),
     }
     groups["settings"].add_argument(
         "--config", type=Path, metavar="FILE", help="YAML settings file"
     )
-    defaults = setting_defaults()
     for flag in FLAGS:
         if not only or flag.flag in only:
             default = _default(defaults, flag.path)

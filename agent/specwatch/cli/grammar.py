@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from specwatch import __version__, analysis_build
-from specwatch.cli import simulated
+from specwatch.cli import simulated, values
 from specwatch.cli.flags import (
     ANALYSIS_FLAGS,
     Help,
@@ -143,7 +143,7 @@ def _generate_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     generate.add_argument(
         "--time-scale",
-        type=float,
+        type=values.positive,
         default=1.0,
         help="divide every window and `for:` by N (live tests, demos); 1 is production",
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from specwatch.cli import values
 from specwatch.cli.flags import add_command
 from specwatch.conventions import CauseKind
 from specwatch.engines.detect import ENGINES  # not sim/: the grammar is built at every start
@@ -39,11 +40,11 @@ def _sim_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "by task and context length. For the demo, tests and benchmarks, not a model.",
     )
     sim.add_argument("--host", default="127.0.0.1", help="bind address")
-    sim.add_argument("--port", type=int, default=8001, help="port")
+    sim.add_argument("--port", type=values.port, default=8001, help="port")
     sim.add_argument(
         "--model", "--served-model-name", dest="model", default="sim-llama", help="model name"
     )
-    sim.add_argument("--num-spec-tokens", type=int, default=4, help="draft length K")
+    sim.add_argument("--num-spec-tokens", type=values.whole, default=4, help="draft length K")
     sim.add_argument(
         "--speculative-config",
         "--speculative_config",
@@ -111,9 +112,9 @@ def _demo_command(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "tasks and context lengths, on a shortened time scale (a one-minute window): zones\n"
         "settle within the run, and halfway one task's draft gets worse.",
     )
-    demo.add_argument("--duration", type=float, default=45.0, help="seconds of load")
+    demo.add_argument("--duration", type=values.positive, default=45.0, help="seconds of load")
     demo.add_argument("--seed", type=int, default=7, help="random seed")
-    demo.add_argument("--concurrency", type=int, default=16, help="requests in flight")
+    demo.add_argument("--concurrency", type=values.count, default=16, help="requests in flight")
     demo.add_argument(
         "--engine",
         choices=ENGINES,
@@ -125,8 +126,10 @@ def _demo_command(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         choices=sorted(CauseKind),
         help="simulate (or configure) one cause of poor acceptance and watch it named",
     )
-    demo.add_argument("--port", type=int, default=0, help="proxy port (default: any free)")
-    demo.add_argument("--admin-port", type=int, default=0, help="admin port (default: any free)")
+    demo.add_argument("--port", type=values.port, default=0, help="proxy port (default: any free)")
+    demo.add_argument(
+        "--admin-port", type=values.port, default=0, help="admin port (default: any free)"
+    )
     demo.add_argument(
         "--keep-running", action="store_true", help="keep serving after the summary (Ctrl-C)"
     )

@@ -24,7 +24,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             return 2
         outdated = stale(files, args.out)
         for name in outdated:
-            print(f"specwatch: generate: {name} is out of date", file=sys.stderr)
+            state = "out of date" if (args.out / name).exists() else "missing"
+            print(f"specwatch: generate: {name} is {state}", file=sys.stderr)
         if outdated:
             print(
                 "specwatch: generate: run `specwatch generate` and commit the result",

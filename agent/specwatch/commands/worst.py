@@ -117,6 +117,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write(dumps(document).decode() + "\n")
     else:
         sys.stdout.write("".join(orjson.dumps(row).decode() + "\n" for row in rows))
+        if not rows:  # said on stderr: stdout stays JSON lines for a pipe
+            which = f"{args.kind} " if args.kind else ""
+            print(
+                f"specwatch: worst: no {which}extreme request and none behind a red slice in "
+                f"{len(records)} records",
+                file=sys.stderr,
+            )
     for bad in errors:
         print(f"specwatch: worst: {bad.path}:{bad.line}: {bad.reason}", file=sys.stderr)
     return 0

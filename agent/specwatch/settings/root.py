@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -207,9 +208,10 @@ def _describe(
         if item["type"] == "extra_forbidden":
             meant = _did_you_mean(loc)
             message = "unknown setting" + (f"; did you mean {'.'.join(meant)}?" if meant else "")
-        variable = PREFIX + "__".join(loc).upper()
-        if loc and not _given(overrides, loc) and variable in os.environ:
-            where = f"environment: {variable}"
+        variable, inside = _variable_of(loc)
+        if variable is not None and not _given(overrides, loc):
+            part = f"item {inside}" if inside.isdigit() else inside
+            where = f"environment: {variable}" + (f" ({part})" if part else "")
         elif loc and not _given(overrides, loc) and config_file is not None:
             where = f"{config_file}: {where}"
         lines.append(f"{where}: {message} (got {item.get('input')!r})")
@@ -217,6 +219,28 @@ def _describe(
 
 
 PREFIX = "SPECWATCH_"
+# pydantic-settings' message for a complex setting whose variable is not JSON
+_NOT_JSON = re.compile(r'error parsing value for field "(\w+)" from source "EnvSettingsSource"')
+
+
+def _variable_of(loc: tuple[str, ...]) -> tuple[str | None, str]:
+    """The SPECWATCH_* variable a bad value's place came from, and the place inside its value
+    (`ctx_buckets.1` from SPECWATCH_CTX_BUCKETS=512,abc: the variable, item 1), if any."""
+    for size in range(len(loc), 0, -1):
+        variable = PREFIX + "__".join(loc[:size]).upper()
+        if variable in os.environ:
+            return variable, ".".join(loc[size:])
+    return None, ""
+
+
+def _source_error(error: Exception, config_file: Path | None) -> str:
+    """A value pydantic-settings could not even parse: the environment's (a complex setting
+    not given as JSON) named by its variable, else the file's."""
+    found = _NOT_JSON.search(str(error))
+    if found:
+        variable = PREFIX + found.group(1).upper()
+        return f"environment: {variable}: not JSON (a setting with parts is given as JSON)"
+    return f"{config_file}: {' '.join(str(error).split())}"
 
 
 def _unknown_environment(environ: dict[str, str]) -> list[str]:
@@ -270,5 +294,5 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         return cls(**overrides)
     except ValidationError as error:
         raise ConfigError(_describe(error, overrides, config_file)) from None
-    except (OSError, ValueError, yaml.YAMLError) as error:  # unreadable or malformed YAML
-        raise ConfigError([f"{config_file}: {' '.join(str(error).split())}"]) from None
+    except (OSError, ValueError, yaml.YAMLError) as error:  # unreadable YAML, unparsed values
+        raise ConfigError([_source_error(error, config_file)]) from None

@@ -233,8 +233,13 @@ def test_without_the_bench_extra_bench_and_snapshot_say_what_to_install(
         ("SPECWATCH_ZONES__GREEN", "x", ["replay", "none.jsonl"], "SPECWATCH_ZONES__GREEN: "),
         ("SPECWATCH_UPSTREAM", "http://127.0.0.1:8001/v1", ["proxy"], "SPECWATCH_UPSTREAM: must"),
         ("SPECWATCH_PORT", "abc", ["sim"], "environment: SPECWATCH_PORT"),
+        # a setting with parts given as no JSON: the variable, not "None: ... EnvSettingsSource"
+        ("SPECWATCH_ZONES", "{bad", ["check-config"], "environment: SPECWATCH_ZONES: not JSON"),
+        # an item of a list: the variable and the item, not `ctx_buckets.1`
+        ("SPECWATCH_CTX_BUCKETS", "512,abc", ["check-config"],
+         "environment: SPECWATCH_CTX_BUCKETS (item 1): Input should be a valid integer"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_environment_value_is_one_line_naming_the_variable_and_exit_code_2(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -259,7 +264,10 @@ def test_help_prints_whatever_the_environment_holds(
     with pytest.raises(SystemExit) as done:
         main(argv)
     assert 0 == done.value.code
-    assert "usage: specwatch" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "usage: specwatch" in out
+    if argv != ["--help"]:  # a command's settings: their defaults said to be the built-in ones
+        assert "the defaults shown are the built-in ones: environment: SPECWATCH_PORT" in out
 
 
 def test_a_file_that_is_not_a_cycle_log_is_a_few_lines_not_one_per_line(
