@@ -956,7 +956,7 @@ MUTATIONS = (
     Mutation(
         "SGLang: prompts given as token lists counted as one",
         "proxy/tasks.py",
-        "isinstance(prompt[0], str | list)",
+        "isinstance(prompt[0], (str, list))",
         "isinstance(prompt[0], str)",
         ("tests/unit/engines/test_sglang_answers.py",),
     ),

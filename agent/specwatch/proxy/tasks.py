@@ -96,7 +96,7 @@ def prompts_in(body: dict[str, Any]) -> int:
     """How many prompts a request holds: a list of strings, or of token lists, is one each
     (a list of token ids is one prompt)."""
     prompt = body.get("prompt", body.get("text"))
-    if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):
         return len(prompt)
     return 1
 
