@@ -141,6 +141,19 @@ class Writer:
             return None
         return found if n > 1 else found[0]
 
+    def _whole(self, cls: Any, choices: list[Any], runs: list[Run], asked: bool, n: int) -> str:
+        """serving_*'s whole answer: usage over every sequence, details where asked."""
+        details = self._details(runs, asked, n)
+        response = cls(
+            id=runs[0].rid, created=CREATED, model=MODEL, choices=choices,
+            usage=self.sg.usage.calculate_response_usage(
+                [{"meta_info": r.meta_info(True)} for r in runs], n_choices=n,
+                enable_cache_report=False),
+            metadata={"weight_version": "default"},
+            sglext=None if details is None else self.sg.p.SglExt(spec_tokens_details=details),
+        )  # fmt: skip
+        return str(response.model_dump_json())
+
     def chat(self, runs: list[Run], asked: bool, n: int = 1) -> str:
         p = self.sg.p
         choices = [
@@ -152,16 +165,7 @@ class Writer:
             )
             for i, r in enumerate(runs)
         ]
-        details = self._details(runs, asked, n)
-        response = p.ChatCompletionResponse(
-            id=runs[0].rid, created=CREATED, model=MODEL, choices=choices,
-            usage=self.sg.usage.calculate_response_usage(
-                [{"meta_info": r.meta_info(True)} for r in runs], n_choices=n,
-                enable_cache_report=False),
-            metadata={"weight_version": "default"},
-            sglext=None if details is None else p.SglExt(spec_tokens_details=details),
-        )  # fmt: skip
-        return response.model_dump_json()
+        return self._whole(p.ChatCompletionResponse, choices, runs, asked, n)
 
     def completion(self, runs: list[Run], asked: bool, n: int = 1) -> str:
         p = self.sg.p
@@ -171,16 +175,7 @@ class Writer:
                 matched_stop=r.finish.get("matched"))
             for i, r in enumerate(runs)
         ]  # fmt: skip
-        details = self._details(runs, asked, n)
-        response = p.CompletionResponse(
-            id=runs[0].rid, created=CREATED, model=MODEL, choices=choices,
-            usage=self.sg.usage.calculate_response_usage(
-                [{"meta_info": r.meta_info(True)} for r in runs], n_choices=n,
-                enable_cache_report=False),
-            metadata={"weight_version": "default"},
-            sglext=None if details is None else p.SglExt(spec_tokens_details=details),
-        )  # fmt: skip
-        return response.model_dump_json()
+        return self._whole(p.CompletionResponse, choices, runs, asked, n)
 
     def _usage_chunk(self, cls: Any, run: Run) -> str:
         usage = self.sg.usage.calculate_streaming_usage(
