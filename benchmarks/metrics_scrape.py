@@ -36,13 +36,13 @@ import psutil
 from prometheus_client import CollectorRegistry, generate_latest
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.core.health import Health
+from specwatch.core.heap import settle_heap
 from specwatch.core.logs import configure
-from specwatch.core.loop import settle_heap
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.core.turns import ReadGate
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
-from specwatch.export.status import Reading
+from specwatch.export.reading import Reading
 from specwatch.settings import load_settings
 
 MODELS = 16
@@ -154,7 +154,7 @@ def collections(
     traffic: Callable[[], object], exposition: Exposition, rounds: int
 ) -> dict[str, tuple[list[int], list[float], float]]:
     """The cycle collector's work over traffic + scrape cycles, with the sidecar's thresholds
-    (commands/loop.settle_heap) and with Python's default ones, 10 cycles each in turn (the
+    (core/heap.settle_heap) and with Python's default ones, 10 cycles each in turn (the
     start-up heap frozen in both): per generation, how many collections and the longest (ms),
     and the time in all of them."""
     policies = {"the sidecar's thresholds": gc.get_threshold(), "Python's": (700, 10, 10)}

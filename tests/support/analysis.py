@@ -15,7 +15,8 @@ from specwatch.core.httpjson import dumps
 from specwatch.core.records import EngineSample, Latency, RequestRecord, SpecDecodeBlock
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
-from specwatch.export.status import Reading, status_document
+from specwatch.export.reading import Reading
+from specwatch.export.status import status_document
 from specwatch.settings import load_settings
 
 

@@ -187,15 +187,6 @@ class CauseTracker:
         """Per model, requests served with vLLM's per-request block and without it."""
         return {model: (counts[0], counts[1]) for model, counts in self._drafting.data.items()}
 
-    def idle_causes(self, model: str) -> tuple[Cause, ...]:
-        """A model's causes that need no slice: what a model that never drafted still has."""
-        idle = self._drafting.not_drafting(model)
-        return () if idle is None else (Cause(Kind.NOT_DRAFTING, idle),)
-
-    @property
-    def drafting_models(self) -> list[str]:
-        return self._drafting.models
-
     def extremes(self, model: str) -> dict[str, int]:
         tally = self._models.get(model)
         return {} if tally is None else dict(tally.extremes)

@@ -106,10 +106,6 @@ class DraftingTally:
         sums[3] += after[0]
         sums[4] += after[1]
 
-    @property
-    def models(self) -> list[str]:
-        return sorted(self._idle)
-
     def not_drafting(self, model: str) -> dict[str, Any] | None:
         """The prompt ctx buckets where `model` drafts ~nothing, with their figures."""
         found = {

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable
 
 from specwatch.analysis.analyzer import Analyzer
+from specwatch.core import heap
 from specwatch.core.records import RequestRecord, SpecConfig
 from specwatch.settings import Settings
 
@@ -41,20 +41,14 @@ def replay(
     # a cycle: the collector would walk them again and again as they pile up. It is off
     # while they are read, and they are frozen out of its view for the analysis (given back
     # to it after, so a caller that lives on collects them as usual).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with heap.paused(freeze=True) as frozen:
         ordered = sorted(records, key=lambda record: record.ts)
-    finally:
-        if collecting:
-            gc.freeze()
-            gc.enable()
     try:
         _check_span(ordered, settings.zones.evaluation_interval_seconds)
         return _analysed(ordered, settings, config)
     finally:
-        if collecting:
-            gc.unfreeze()
+        if frozen:
+            heap.thaw()
 
 
 def _analysed(

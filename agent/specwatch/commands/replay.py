@@ -4,18 +4,19 @@ records' clock; the slice table (or /status's document) at the end."""
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
 
 from specwatch.commands.shared.cyclelogs import replayed, report_bad_lines
+from specwatch.core import heap
 from specwatch.settings import Settings
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from specwatch.core.httpjson import dumps
-    from specwatch.export.status import Reading, status_document
+    from specwatch.export.reading import Reading
+    from specwatch.export.status import status_document
 
     found = replayed(args.files, settings, "replay")
     if found is None:
@@ -47,9 +48,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         confidence = settings.zones.confidence
         show(console(), slice_table(snapshot, title, period, confidence))
     report_bad_lines(errors, "replay")
-    # What the replay read and made lives to the process' end and holds no garbage: frozen,
-    # the collector's pass at exit does not walk it again (about 3% of a replay's CPU).
-    gc.freeze()
+    heap.kept_to_the_end()  # what the replay read and made lives to the process' end
     return 0
 
 

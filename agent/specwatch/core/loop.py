@@ -4,32 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import signal
 import sys
 from collections.abc import Coroutine
 from typing import Any
 
-# a full cycle collection after this many middle ones (Python's default: 10)
-FULL_COLLECTION_AFTER = 100
-
-
-def settle_heap() -> None:
-    """The cycle collector, for a process whose event loop every proxied stream waits on.
-
-    What the process made so far (modules, classes, functions, settings) lives as long as it
-    does: frozen out of the collector's sight, a full collection walks only what came after.
-    And a full collection comes after 100 middle ones instead of 10: at full cardinality each
-    scrape keeps its objects until the next, so Python's rule (a full one when the survivors
-    since the last reach a quarter of the old generation) did not hold full collections back,
-    and each stopped the loop. Young and middle collections are as before; cyclic garbage that
-    grew old waits ten times longer (specwatch makes next to none), and RSS stays flat
-    (benchmarks/soak.py, benchmarks/metrics_scrape.py; the figures: docs/benchmarks.md,
-    section "Figures behind design choices")."""
-    gc.collect()
-    gc.freeze()
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, FULL_COLLECTION_AFTER)
+from specwatch.core.heap import settle_heap
 
 
 def run_loop(coroutine: Coroutine[Any, Any, int]) -> int:

@@ -29,7 +29,7 @@ from specwatch.core.turns import finish
 from specwatch.export import model_families, ops_families
 from specwatch.export.families import Family, Group, bounds_group, histogram_group, run_labels
 from specwatch.export.model_families import Run
-from specwatch.export.status import Reading
+from specwatch.export.reading import Reading
 from specwatch.settings import CostSettings
 
 # a slice's since-start counters: the family and the Counts attribute it reads

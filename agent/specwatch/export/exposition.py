@@ -43,7 +43,7 @@ from prometheus_client.utils import floatToGoString
 from specwatch import conventions as C
 from specwatch.core.turns import finish, run
 from specwatch.export.families import Family, Group
-from specwatch.export.status import Reading
+from specwatch.export.reading import Reading
 
 _KINDS = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "info": "gauge"}
 _SUFFIX = {"counter": "_total", "info": "_info"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from specwatch import conventions as C
@@ -12,27 +12,14 @@ from specwatch.analysis.counts import Counts
 from specwatch.analysis.evidence import Evidence
 from specwatch.analysis.goodput import GoodputView
 from specwatch.analysis.speedup import Gain
-from specwatch.core.health import HealthSnapshot
-from specwatch.core.records import ABState, SpecConfig
+from specwatch.core.records import SpecConfig
 from specwatch.export.fields import (
     comparison_row,
     interval_fields,
     model_comparison,
     statistics_fields,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """Everything export reads at one moment, copied: the analysis, specwatch's own health
-    (None on replay) and the A/B router's state (None without A/B)."""
-
-    snapshot: Snapshot
-    health: HealthSnapshot | None = None
-    ab: ABState | None = None
-    config: SpecConfig | None = None
-    change: ChangeView | None = None  # a config change across a restart (analysis/changes)
-    config_changes: int = 0
+from specwatch.export.reading import Reading
 
 
 def _gain(gain: Gain | None) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ from specwatch.conventions import (
 )
 from specwatch.core.health import Health
 from specwatch.engines import sglang
+from specwatch.engines.detect import LLAMACPP, SGLANG, VLLM
 from specwatch.proxy import wire
 from specwatch.proxy.ab import ABRouter
 from specwatch.proxy.budget import ByteBudget
@@ -88,7 +89,6 @@ class Proxy:
         submit: Submit,
         router: ABRouter,
         budget: ByteBudget,
-        shadow: Shadow,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
@@ -101,7 +101,7 @@ class Proxy:
         self._max_response = settings.limits.max_response_bytes
         # what is held of responses to read them, shared with the analysis queue (runtime.py)
         self.budget = budget
-        self.shadow = shadow
+        self.shadow = Shadow(settings, health, self._shared_session, budget)
         self._max_concurrent = settings.limits.max_concurrent_requests
         self._pools: dict[str, UpstreamPool] = {}
         self._server: asyncio.Server | None = None
@@ -112,11 +112,10 @@ class Proxy:
         self._load: dict[str, int] = {}  # observed requests in flight per upstream
         self.in_flight = 0
         self.draining = False  # shutting down: new requests get a 503, in-flight ones finish
-        # whether to ask the upstream for a stream's usage on its client's behalf: vLLM's
-        # per-request data comes with usage; llama.cpp sends its own unasked (the sidecar)
-        self.ask_usage: Callable[[], bool] = lambda: True
-        # whether to ask for SGLang's per-request details on the client's behalf (engines/sglang)
-        self.ask_details: Callable[[], bool] = lambda: False
+        # the engine upstream (engines/detect.py), which says what is asked on a client's
+        # behalf: vLLM's data comes with a stream's usage; llama.cpp sends its own unasked;
+        # SGLang's details come when asked (engines/sglang.py). Set by the sidecar.
+        self.engine = VLLM
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -158,6 +157,9 @@ class Proxy:
             pool.close()
         if self._session is not None:
             await self._session.close()
+
+    def _shared_session(self) -> aiohttp.ClientSession:
+        return self.session
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -317,7 +319,7 @@ class Proxy:
                 body = None
             stream = body is not None and body.get("stream") is True
             openai = request.path not in NATIVE_PATHS  # the native endpoints' streams are their own
-            if body is not None and stream and openai and self.ask_usage():
+            if body is not None and stream and openai and self.engine != LLAMACPP:
                 options = body.get("stream_options")
                 if not (isinstance(options, dict) and options.get("include_usage") is True):
                     asked = with_usage(raw, body)
@@ -325,7 +327,7 @@ class Proxy:
                         self._health.parse_error(ParseSource.REQUEST, ParseReason.UNENCODABLE)
                     else:
                         raw, exchange.inject = asked, True
-            if body and openai and self.ask_details() and not sglang.wants(body):
+            if body and openai and self.engine == SGLANG and not sglang.wants(body):
                 raw, exchange.strip = sglang.asking(raw), True
             features = self._features(request, body)
             shadowed = self.shadow.wanted(body, variant)

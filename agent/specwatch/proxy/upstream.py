@@ -36,10 +36,6 @@ class UpstreamError(ConnectionError):
     pass
 
 
-class StaleConnection(UpstreamError):
-    """A kept connection was closed as a request went out on it, before any answer."""
-
-
 class UpstreamConnection(asyncio.Protocol):
     """One keep-alive connection; at most one request at a time."""
 

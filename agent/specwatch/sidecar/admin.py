@@ -19,7 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from specwatch import conventions as C
 from specwatch.core.httpjson import json_response
-from specwatch.export.status import Reading, status_document
+from specwatch.export.reading import Reading
+from specwatch.export.status import status_document
 from specwatch.proxy.ab import ABRouter
 
 

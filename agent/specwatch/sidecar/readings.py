@@ -10,7 +10,7 @@ from specwatch.analysis.changes import sums_of
 from specwatch.conventions import SliceSource
 from specwatch.core.health import Health
 from specwatch.core.turns import ReadGate, finish
-from specwatch.export.status import Reading
+from specwatch.export.reading import Reading
 from specwatch.proxy.ab import ABRouter
 from specwatch.proxy.budget import ByteBudget
 from specwatch.sidecar.states import States

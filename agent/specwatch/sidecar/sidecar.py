@@ -18,13 +18,13 @@ from specwatch.core.health import Health
 from specwatch.core.listening import binding, serve_app
 from specwatch.core.records import SpecConfig
 from specwatch.core.turns import ReadGate
-from specwatch.engines.detect import LLAMACPP, SGLANG, VLLM
+from specwatch.engines.detect import VLLM
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
+from specwatch.export.reading import Reading
 from specwatch.proxy.ab import ABRouter
 from specwatch.proxy.budget import ByteBudget
 from specwatch.proxy.proxy import Proxy
-from specwatch.proxy.shadow import Shadow
 from specwatch.settings import Settings
 from specwatch.sidecar import loops
 from specwatch.sidecar.admin import LOOPBACK_HOSTS, admin_app, admin_routes, read_token
@@ -74,21 +74,12 @@ class Sidecar:
         budget = ByteBudget(settings.limits.max_observed_bytes)
         self.router = ABRouter(settings.ab, settings.upstream, clock)
         self.intake = Intake(settings, self.analyzer, self.health, self._gate)
-        shadow = Shadow(settings, self.health, lambda: self.proxy.session, budget)
-        self.proxy = Proxy(
-            settings, self.health, self.intake.submit, self.router, budget, shadow, clock
-        )
-        # llama.cpp sends its per-request data unasked, and asking for usage moves it
-        self.proxy.ask_usage = lambda: self.config.config.engine != LLAMACPP
-        self.proxy.ask_details = lambda: self.config.config.engine == SGLANG
-        self.log_line, self.drained = self.intake.log_line, self.intake.drained
+        self.proxy = Proxy(settings, self.health, self.intake.submit, self.router, budget, clock)
+        self.proxy.engine = self.config.config.engine  # known from a command line, or later
         # the readings in turns, and what the admin port exports of them
-        readings = Readings(
+        self.readings = Readings(
             self.analyzer, self.health, self.router, budget, self.states, self.config,
             self._gate, clock,
-        )  # fmt: skip
-        self.read, self.reading, self.evaluate_now = (
-            readings.read, readings.reading, readings.evaluate_now
         )  # fmt: skip
         process = CollectorRegistry(auto_describe=False)
         ProcessCollector(registry=process)  # process_resident_memory_bytes, open fds...
@@ -108,7 +99,28 @@ class Sidecar:
 
     async def _config_known(self) -> SpecConfig:
         await self.states.config_known(self.config)
+        self.proxy.engine = self.config.config.engine  # what to ask on clients' behalf
         return self.config.config
+
+    def log_line(self, line: str) -> None:
+        """One line of vLLM's output (the child's stdout or a followed file)."""
+        self.intake.log_line(line)
+
+    async def drained(self) -> None:
+        """Every observation submitted so far ingested."""
+        await self.intake.drained()
+
+    def read(self) -> Reading:
+        """What export shows now, in one go (sidecar/readings.py)."""
+        return self.readings.read()
+
+    async def reading(self) -> Reading:
+        """`read` in turns, the loop relaying in between (the admin endpoints')."""
+        return await self.readings.reading()
+
+    async def evaluate_now(self) -> float:
+        """One zone and drift evaluation now, in turns; its time."""
+        return await self.readings.evaluate_now()
 
     def _engine(self) -> str | None:
         """The engine upstream, once known (vllm/configwatch.py)."""

@@ -25,7 +25,8 @@ from specwatch.core.httpjson import dumps
 from specwatch.core.records import RequestRecord
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
-from specwatch.export.status import Reading, status_document
+from specwatch.export.reading import Reading
+from specwatch.export.status import status_document
 from specwatch.settings import load_settings
 from specwatch.store.cyclelog import MAX_TS, BadLine, from_line
 

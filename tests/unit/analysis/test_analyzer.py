@@ -16,7 +16,8 @@ from specwatch.core.records import (
     SpecLogRecord,
 )
 from specwatch.export.collector import SpecwatchCollector
-from specwatch.export.status import Reading, status_document
+from specwatch.export.reading import Reading
+from specwatch.export.status import status_document
 from specwatch.settings import load_settings
 from structlog.testing import capture_logs
 
@@ -51,7 +52,7 @@ def test_a_request_across_ctx_buckets_is_one_unit_of_its_model_with_its_whole_mo
     a1^2 + a2^2: the covariance between its buckets stays in the model's variance; and the
     per-model counters export exactly these."""
     from prometheus_client import CollectorRegistry
-    from specwatch.export.status import Reading
+    from specwatch.export.reading import Reading
 
     a = analyzer()
     a.ingest(record(1.0, (3, 1, 2), prompt=505))  # 3 then 1 in 0-512 (trials 3 + 2), 2 after

@@ -154,7 +154,7 @@ def test_the_load_window_forgets_and_metrics_carry_every_load_bucket(tmp_path: P
     from prometheus_client.core import CollectorRegistry
     from specwatch.analysis.analyzer import Analyzer
     from specwatch.export.collector import SpecwatchCollector
-    from specwatch.export.status import Reading
+    from specwatch.export.reading import Reading
     from specwatch.settings import load_settings
 
     log = tmp_path / "cycles.jsonl"

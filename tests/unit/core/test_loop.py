@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 
-from specwatch.core.loop import FULL_COLLECTION_AFTER, run_loop
+from specwatch.core.heap import FULL_COLLECTION_AFTER
+from specwatch.core.loop import run_loop
 
 
 def test_the_cycle_collector_is_set_for_the_event_loop_before_it_runs() -> None:

@@ -14,7 +14,7 @@ from specwatch.core.records import SpecLogRecord
 from specwatch.core.turns import ReadGate, finish, run
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
-from specwatch.export.status import Reading
+from specwatch.export.reading import Reading
 
 from tests.support.analysis import (
     MIXED_SETTINGS,

@@ -17,7 +17,7 @@ from specwatch.core.health import Health
 from specwatch.core.records import ABState, Latency, RequestRecord, SpecDecodeBlock
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition
-from specwatch.export.status import Reading
+from specwatch.export.reading import Reading
 from specwatch.settings import load_settings
 
 # a reading without a resolved config: the run labels every series of the analysis carries

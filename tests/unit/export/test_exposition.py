@@ -23,7 +23,7 @@ from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.export.collector import SpecwatchCollector
 from specwatch.export.exposition import Exposition, text_exposition
 from specwatch.export.families import Family
-from specwatch.export.status import Reading
+from specwatch.export.reading import Reading
 from specwatch.settings import load_settings
 
 

@@ -3,12 +3,12 @@ said on stderr in a few lines, and the records run through the live analysis."""
 
 from __future__ import annotations
 
-import gc
 import sys
 from pathlib import Path
 
 from specwatch.analysis.analyzer import Snapshot
 from specwatch.analysis.load import LoadTable
+from specwatch.core import heap
 from specwatch.core.records import RequestRecord, SpecConfig
 from specwatch.settings import Settings
 from specwatch.store.cyclelog import LineError
@@ -26,16 +26,12 @@ def read_logs(
     configs: list[SpecConfig] = []
     # Every record read is kept, none in a cycle: the collector, left on, would walk the
     # growing pile again and again (about 5% of a replay), for nothing to collect.
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        records = list(read_cycle_logs(files, errors, configs))
+        with heap.paused():
+            records = list(read_cycle_logs(files, errors, configs))
     except OSError as error:
         print(f"specwatch: {command}: {error}", file=sys.stderr)
         return None
-    finally:
-        if collecting:
-            gc.enable()
     if not records:
         report_bad_lines(errors, command)
         names = ", ".join(str(path) for path in files)
