@@ -29,8 +29,8 @@ COMPILED = [
     "agent/specwatch/proxy/stream.py",
     "agent/specwatch/proxy/observation.py",
     "agent/specwatch/proxy/tasks.py",
-    "agent/specwatch/vllm/response.py",
-    "agent/specwatch/vllm/usage.py",
+    "agent/specwatch/engines/vllm/response.py",
+    "agent/specwatch/engines/vllm/usage.py",
     "agent/specwatch/engines/fields.py",
     # the latency histograms every observed request adds to (interpreted: ~6k instructions)
     "agent/specwatch/core/histogram.py",

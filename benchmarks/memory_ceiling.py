@@ -25,7 +25,7 @@ import aiohttp
 import orjson
 import psutil
 from aiohttp import web
-from specwatch.vllm.child import free_port
+from specwatch.upstream.child import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECWATCH = str(Path(sys.executable).with_name("specwatch"))

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import aiohttp
-from specwatch.vllm.child import free_port
+from specwatch.upstream.child import free_port
 
 
 @contextmanager

@@ -19,7 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from specwatch.vllm.child import free_port
+from specwatch.upstream.child import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"

@@ -24,7 +24,7 @@ import time
 import aiohttp
 import psutil
 from specwatch.sim.workload import run_load
-from specwatch.vllm.child import free_port
+from specwatch.upstream.child import free_port
 
 WARM_UP_MINUTES = 5
 

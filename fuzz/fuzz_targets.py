@@ -22,11 +22,8 @@ import atheris
 # with atheris' own loader: the editable install's import hook hid part of it from the
 # default (the response target reached 83 coverage edges that way, 117 this way).
 with atheris.instrument_imports(include=["specwatch"], enable_loader_override=False):
-    from specwatch.proxy.sse import SseSplitter
-    from specwatch.settings import ConfigError, load_settings
-    from specwatch.store.cyclelog import BadLine, _checked, from_line
-    from specwatch.vllm.log import LogParseFailure, parse_line
-    from specwatch.vllm.response import (
+    from specwatch.engines.vllm.log import LogParseFailure, parse_line
+    from specwatch.engines.vllm.response import (
         ParseFailure,
         decode_json,
         event_data,
@@ -34,6 +31,9 @@ with atheris.instrument_imports(include=["specwatch"], enable_loader_override=Fa
         parse_response_body,
         parse_response_object,
     )
+    from specwatch.proxy.sse import SseSplitter
+    from specwatch.settings import ConfigError, load_settings
+    from specwatch.store.cyclelog import BadLine, _checked, from_line
 
 
 def response(data: bytes) -> None:

@@ -25,7 +25,7 @@ from specwatch.gen.writer import ALERTING_RULES, ALERTMANAGER, RECORDING_RULES, 
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
-from specwatch.vllm.child import free_port
+from specwatch.upstream.child import free_port
 
 from tests.support.http import serve, sidecar_settings
 from tests.support.servers import started

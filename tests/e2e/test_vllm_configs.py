@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from specwatch import conventions as C
-from specwatch.vllm.specconfig import config_id
+from specwatch.upstream.specconfig import config_id
 
 from tests.support import assert_status_valid
 from tests.support.http import eventually, get_json, scrape, total

@@ -121,8 +121,8 @@ def test_the_analysis_tests_pass_against_the_compiled_build(compiled: tuple[Path
         "tests/unit/analysis",
         "tests/integration/test_verdicts_unchanged.py",
         "tests/unit/proxy",
-        "tests/unit/vllm/test_response.py",
-        "tests/unit/vllm/test_usage.py",  # the typed read taken, compiled too
+        "tests/unit/engines/test_vllm_response.py",
+        "tests/unit/engines/test_vllm_usage.py",  # the typed read taken, compiled too
         "tests/unit/engines",
     ]
     done = subprocess.run(

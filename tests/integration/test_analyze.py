@@ -26,9 +26,9 @@ from specwatch.analysis.replay import replay
 from specwatch.analysis.stats import Interval, SliceStats
 from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.engines.vllm.response import parse_response_object
 from specwatch.settings import Settings, load_settings
 from specwatch.store.cyclelog import to_line
-from specwatch.vllm.response import parse_response_object
 
 from tests.support import ROOT
 

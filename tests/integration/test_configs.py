@@ -19,8 +19,8 @@ from aiohttp import web
 from specwatch import conventions as C
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimServer
-from specwatch.vllm.configwatch import ConfigWatch, run_label
-from specwatch.vllm.specconfig import config_id, spec_config
+from specwatch.upstream.configwatch import ConfigWatch, run_label
+from specwatch.upstream.specconfig import config_id, spec_config
 
 from tests.support import assert_status_valid
 from tests.support.http import eventually, post, scrape, serve, sidecar_settings, total

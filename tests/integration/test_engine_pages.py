@@ -17,7 +17,7 @@ from specwatch.core.records import EngineSample
 from specwatch.sim.acceptance import CostModel, Step
 from specwatch.sim.metrics import TrtllmCounters
 from specwatch.sim.server import SimConfig, SimServer
-from specwatch.vllm.scraper import TRTLLM_ABSENT, Scraper, parse_vllm_metrics
+from specwatch.upstream.scraper import TRTLLM_ABSENT, Scraper, parse_vllm_metrics
 
 from tests.support.http import post, serve
 

@@ -174,7 +174,7 @@ async def test_slow_odd_and_failing_upstreams_give_clean_results_and_single_outc
 
 
 async def test_an_upstream_restart_resets_its_counters_and_totals_still_reconcile() -> None:
-    from specwatch.vllm.child import free_port
+    from specwatch.upstream.child import free_port
 
     port = free_port()
     config = SimConfig(sleep=False)

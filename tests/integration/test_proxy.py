@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from specwatch import conventions as C
+from specwatch.engines.vllm.response import event_data, is_usage_event
 from specwatch.proxy.proxy import _USAGE_OPTION
 from specwatch.proxy.sse import SseSplitter
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
-from specwatch.vllm.response import event_data, is_usage_event
 
 from tests.support import assert_status_valid
 from tests.support.http import by_label, post, scrape, serve, sidecar_settings, total

@@ -13,7 +13,7 @@ from specwatch.core.health import Health
 from specwatch.core.records import EngineSample
 from specwatch.sidecar import loops
 from specwatch.sidecar.sidecar import Sidecar
-from specwatch.vllm.scraper import ScrapeFailure, Scraper, parse_vllm_metrics
+from specwatch.upstream.scraper import ScrapeFailure, Scraper, parse_vllm_metrics
 
 from tests.support.http import serve, sidecar_settings
 

@@ -15,7 +15,7 @@ from specwatch import conventions as C
 from specwatch.settings import load_settings
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimServer
-from specwatch.vllm.child import free_port
+from specwatch.upstream.child import free_port
 
 from tests.support.http import eventually, post, scrape, total
 

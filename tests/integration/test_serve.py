@@ -21,7 +21,7 @@ import orjson
 import psutil
 import pytest
 from specwatch import conventions as C
-from specwatch.vllm.child import free_port, prepare_command
+from specwatch.upstream.child import free_port, prepare_command
 
 from tests.support import assert_status_valid
 from tests.support.http import eventually, post, scrape, total, until_ok

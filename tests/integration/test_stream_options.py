@@ -15,10 +15,10 @@ import aiohttp
 import orjson
 import pytest
 from specwatch import conventions as C
+from specwatch.engines.vllm.response import event_data
 from specwatch.proxy.sse import SseSplitter
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimConfig, SimServer
-from specwatch.vllm.response import event_data
 
 from tests.support.http import post, scrape, serve, sidecar_settings, total
 

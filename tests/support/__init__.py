@@ -17,8 +17,7 @@ from typing import Any
 
 import orjson
 from specwatch.core.records import SpecDecodeBlock
-from specwatch.proxy.sse import SseSplitter
-from specwatch.vllm.response import (
+from specwatch.engines.vllm.response import (
     ParsedResponse,
     decode_json,
     event_data,
@@ -26,6 +25,7 @@ from specwatch.vllm.response import (
     parse_response_body,
     parse_response_object,
 )
+from specwatch.proxy.sse import SseSplitter
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "tests" / "fixtures" / "vllm-0.32.0-cpu"

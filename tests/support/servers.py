@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from specwatch.vllm.child import free_port
+from specwatch.upstream.child import free_port
 
 from tests.support.http import eventually
 from tests.support.tools import binary

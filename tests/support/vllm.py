@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 import psutil
 from specwatch import conventions as C
-from specwatch.vllm.child import free_port
+from specwatch.upstream.child import free_port
 
 from tests.support import ROOT
 from tests.support.http import Samples, post, total, until_ok

@@ -19,14 +19,14 @@ import orjson
 
 from specwatch.bench.workload import BenchRequest
 from specwatch.core.records import SpecDecodeBlock
-from specwatch.proxy.sse import SseSplitter
-from specwatch.vllm.response import (
+from specwatch.engines.vllm.response import (
     ParseFailure,
     choice_text,
     event_data,
     first_choice,
     parse_response_object,
 )
+from specwatch.proxy.sse import SseSplitter
 
 MAX_EVENT_BYTES = 1 << 20
 

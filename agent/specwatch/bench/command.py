@@ -91,7 +91,7 @@ async def _sweep(
     log_dir: Path,
     quality_for: Any,
 ) -> None:
-    from specwatch.vllm.child import VllmProcess, prepare_command
+    from specwatch.upstream.child import VllmProcess, prepare_command
 
     plan = [(BASELINE, baseline_command(vllm_argv))]
     plan += [(f"K={k}", command_for_k(vllm_argv, k)) for k in ks]

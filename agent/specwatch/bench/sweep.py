@@ -3,7 +3,7 @@
 The vLLM command carries the speculative config to sweep (`--speculative-config JSON`, or a
 `--speculative_config` / `=` spelling). The baseline is the same command without it; each K is
 the command with `num_speculative_tokens` set to K. Servers start one at a time through the
-serve machinery (vllm/child.py: the per-request metrics flags are added, output passed
+serve machinery (upstream/child.py: the per-request metrics flags are added, output passed
 through, the whole process group stopped after).
 """
 

@@ -16,8 +16,8 @@ from specwatch.core.loop import run_command, until_signal
 from specwatch.engines.detect import LLAMACPP, NAMES, SGLANG
 from specwatch.settings import Settings
 from specwatch.sidecar.sidecar import Sidecar
-from specwatch.vllm.child import VllmProcess, prepare_command
-from specwatch.vllm.specconfig import (
+from specwatch.upstream.child import VllmProcess, prepare_command
+from specwatch.upstream.specconfig import (
     SPECULATIVE_FLAGS,
     flag_value,
     llamacpp_speculative,

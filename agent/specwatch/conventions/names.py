@@ -30,7 +30,7 @@ class Label(StrEnum):
     LOAD = "load"  # batch-size bucket: requests in flight when a request started
     DRAFT_LENGTH = "draft_length"  # tokens a step drafted (variable K)
     THRESHOLD = "threshold"  # of the zones' recorded evidence: green or red
-    CONFIG = "config"  # the speculative config's id (vllm/specconfig.py)
+    CONFIG = "config"  # the speculative config's id (upstream/specconfig.py)
     TRACK = "track"  # the pod's place in a rollout: stable, canary
     BASELINE_CONFIG = "baseline_config"  # a canary comparison's stable side
     DRAFT = "draft"  # of the config info: the draft model, empty for ngram

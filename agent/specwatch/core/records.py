@@ -148,7 +148,7 @@ class EngineLogRecord:
 @dataclass(frozen=True, slots=True)
 class SpecConfig:
     """The speculative configuration a sidecar's vLLM runs and the track its pod is on: one
-    per process (vllm/specconfig.py). `id` is a short hash of the speculative config and
+    per process (upstream/specconfig.py). `id` is a short hash of the speculative config and
     vLLM's version, the same on every pod given the same inputs."""
 
     id: str

@@ -1,7 +1,7 @@
-"""Which engine's per-request data an answer carries, when it is not vLLM's block: TensorRT-LLM's
-per-choice `speculative_decoding` (PR #19311's shape), SGLang's details (`sglext` on its OpenAI
-answers, `meta_info` on its native ones), llama.cpp's `timings`. vllm/response.py reads vLLM's
-own first and asks here for the rest."""
+"""Which engine's per-request data an answer carries, when it is not vLLM's block:
+TensorRT-LLM's per-choice `speculative_decoding` (PR #19311's shape), SGLang's details
+(`sglext` on its OpenAI answers, `meta_info` on its native ones), llama.cpp's `timings`.
+engines/vllm/response.py reads vLLM's own first and asks here for the rest."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One request's upstream response on its way to the client, piece by piece.
 
-An Exchange is the upstream connection's sink (proxy/upstream.py): the head, each body piece
+An Exchange is the upstream connection's sink (proxy/pool.py): the head, each body piece
 and the end arrive as callbacks and go straight to the client connection, one write each. For
 an observed request it also keeps what the analysis needs: the JSON body (up to the response
 limit, and while the shared byte budget of proxy/budget.py allows) or, for a stream, the usage
@@ -27,8 +27,8 @@ from specwatch.proxy.stream import StreamRewriter
 
 if TYPE_CHECKING:
     from specwatch.core.health import Health
+    from specwatch.proxy.pool import UpstreamConnection
     from specwatch.proxy.server import Writer
-    from specwatch.proxy.upstream import UpstreamConnection
 
 log = structlog.get_logger("specwatch.proxy")
 

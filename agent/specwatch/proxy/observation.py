@@ -18,16 +18,16 @@ from specwatch.conventions import (
 from specwatch.core.health import Health
 from specwatch.core.records import Latency, RequestRecord, SpecTotals
 from specwatch.engines.detect import SGLANG
-from specwatch.proxy.budget import Held
-from specwatch.proxy.tasks import RequestFeatures, classify
-from specwatch.settings import TaskSettings
-from specwatch.vllm.response import (
+from specwatch.engines.vllm.response import (
     ParsedResponse,
     ParseFailure,
     event_data,
     parse_response_body,
 )
-from specwatch.vllm.usage import parse_usage_data
+from specwatch.engines.vllm.usage import parse_usage_data
+from specwatch.proxy.budget import Held
+from specwatch.proxy.tasks import RequestFeatures, classify
+from specwatch.settings import TaskSettings
 
 
 class Observation(msgspec.Struct, frozen=True):

@@ -40,11 +40,11 @@ from specwatch.proxy.ab import ABRouter
 from specwatch.proxy.budget import ByteBudget
 from specwatch.proxy.exchange import Exchange
 from specwatch.proxy.observation import Observation
+from specwatch.proxy.pool import UpstreamPool
 from specwatch.proxy.replies import openai_error
 from specwatch.proxy.server import ClientConnection, Request
 from specwatch.proxy.shadow import Shadow
 from specwatch.proxy.tasks import RequestFeatures, features_of
-from specwatch.proxy.upstream import UpstreamPool
 from specwatch.settings import Settings
 
 log = structlog.get_logger("specwatch.proxy")

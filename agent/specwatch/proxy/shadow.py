@@ -24,10 +24,10 @@ import structlog
 
 from specwatch import conventions as C
 from specwatch.core.health import Health
+from specwatch.engines.vllm.response import choice_text, event_data, first_choice
 from specwatch.proxy.budget import ByteBudget, Held
 from specwatch.proxy.sse import SseSplitter
 from specwatch.settings import Settings
-from specwatch.vllm.response import choice_text, event_data, first_choice
 
 log = structlog.get_logger("specwatch.shadow")
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from specwatch.proxy.budget import Held
 
-# Byte searches here are `find`, not `in` (why: vllm/response.py).
+# Byte searches here are `find`, not `in` (why: engines/vllm/response.py).
 _SEPARATORS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 

@@ -19,21 +19,21 @@ from typing import TYPE_CHECKING
 
 from specwatch.conventions import ParseReason
 from specwatch.engines import sglang
-from specwatch.proxy.sse import SseSplitter
-from specwatch.vllm.response import (
+from specwatch.engines.vllm.response import (
     carries_usage,
     event_data,
     finishes,
     is_details_event,
     is_usage_event,
 )
-from specwatch.vllm.usage import restore_fingerprint
+from specwatch.engines.vllm.usage import restore_fingerprint
+from specwatch.proxy.sse import SseSplitter
 
 if TYPE_CHECKING:
     from specwatch.proxy.budget import Held
 
 
-# Byte searches here are `find`, not `in` (why: vllm/response.py).
+# Byte searches here are `find`, not `in` (why: engines/vllm/response.py).
 _DONE = b"data: [DONE]\n\n"
 
 

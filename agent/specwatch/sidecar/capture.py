@@ -9,9 +9,9 @@ from collections.abc import Callable
 import msgspec
 
 from specwatch.core.records import RequestRecord
+from specwatch.engines.vllm.response import ParseFailure, choice_text, decode_json, first_choice
 from specwatch.proxy.observation import Observation
 from specwatch.settings.service import CycleLogSettings
-from specwatch.vllm.response import ParseFailure, choice_text, decode_json, first_choice
 
 
 class CaptureError(ValueError):

@@ -26,11 +26,11 @@ from specwatch.conventions import ParseSource
 from specwatch.core.health import Health
 from specwatch.core.records import EngineSample, SpecConfig
 from specwatch.core.turns import ReadGate
+from specwatch.engines.vllm.log import LogParseFailure, parse_line
 from specwatch.proxy.observation import Observation, to_record
 from specwatch.settings import Settings
 from specwatch.sidecar.capture import TextCapture
 from specwatch.store.writer import CycleLogWriter
-from specwatch.vllm.log import LogParseFailure, parse_line
 
 log = structlog.get_logger("specwatch")
 

@@ -15,8 +15,8 @@ from specwatch.core.health import Health
 from specwatch.proxy.ab import ABRouter
 from specwatch.settings import Settings
 from specwatch.sidecar.intake import Intake
-from specwatch.vllm.logfollow import LogFollower
-from specwatch.vllm.scraper import Scraper
+from specwatch.upstream.logfollow import LogFollower
+from specwatch.upstream.scraper import Scraper
 
 log = structlog.get_logger("specwatch")
 

@@ -14,7 +14,7 @@ from specwatch.export.reading import Reading
 from specwatch.proxy.ab import ABRouter
 from specwatch.proxy.budget import ByteBudget
 from specwatch.sidecar.states import States
-from specwatch.vllm.configwatch import ConfigWatch
+from specwatch.upstream.configwatch import ConfigWatch
 
 
 class Readings:

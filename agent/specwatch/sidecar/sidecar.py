@@ -31,8 +31,8 @@ from specwatch.sidecar.admin import LOOPBACK_HOSTS, admin_app, admin_routes, rea
 from specwatch.sidecar.intake import Intake
 from specwatch.sidecar.readings import Readings
 from specwatch.sidecar.states import States
-from specwatch.vllm.configwatch import ConfigWatch, run_label
-from specwatch.vllm.specconfig import read_speculative
+from specwatch.upstream.configwatch import ConfigWatch, run_label
+from specwatch.upstream.specconfig import read_speculative
 
 log = structlog.get_logger("specwatch")
 
@@ -123,7 +123,7 @@ class Sidecar:
         return await self.readings.evaluate_now()
 
     def _engine(self) -> str | None:
-        """The engine upstream, once known (vllm/configwatch.py)."""
+        """The engine upstream, once known (upstream/configwatch.py)."""
         return self.config.config.engine if self.config.resolved.is_set() else None
 
     def ready(self) -> tuple[bool, str]:

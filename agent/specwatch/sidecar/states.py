@@ -12,7 +12,7 @@ from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.changes import ConfigHistory
 from specwatch.settings import Settings
 from specwatch.store.state import StateFile
-from specwatch.vllm.configwatch import ConfigWatch
+from specwatch.upstream.configwatch import ConfigWatch
 
 log = structlog.get_logger("specwatch")
 

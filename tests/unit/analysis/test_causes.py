@@ -236,7 +236,7 @@ def test_exactly_three_loops_that_lift_a_slice_over_green_are_named() -> None:
 def test_a_schedule_ignored_at_the_upper_bound_of_its_row_is_not_applied() -> None:
     """Schedule K 4 up to 4 in flight, 2 from 5 to 16: ten requests at 16 in flight (the
     row's inclusive end) drafting 4 are the schedule not applied."""
-    from specwatch.vllm.specconfig import spec_config
+    from specwatch.upstream.specconfig import spec_config
 
     schedule = [[1, 4, 4], [5, 16, 2]]
     config = {"method": "ngram", "num_speculative_tokens": 4}

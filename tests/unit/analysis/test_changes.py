@@ -8,7 +8,7 @@ from specwatch.analysis.changes import ConfigHistory
 from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.core.records import SliceKey
 from specwatch.settings import load_settings
-from specwatch.vllm.specconfig import spec_config
+from specwatch.upstream.specconfig import spec_config
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from specwatch.analysis.engine import EngineCounters
 from specwatch.core.records import EngineSample
-from specwatch.vllm.scraper import ScrapeFailure, parse_vllm_metrics
+from specwatch.upstream.scraper import ScrapeFailure, parse_vllm_metrics
 
 
 def sample(ts: float, drafts: float, accepted: float, full: float, k: int = 3) -> EngineSample:

@@ -1,5 +1,5 @@
 """Which engine a command starts or a server is (engines/detect.py), and what `serve` adds to
-each engine's command (vllm/child.py): vLLM's flags only to vLLM, which others refuse."""
+each engine's command (upstream/child.py): vLLM's flags only to vLLM, which others refuse."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shlex
 import pytest
 from specwatch.engines.detect import LLAMACPP, SGLANG, TRTLLM, VLLM, engine_of, owner_engine
 from specwatch.settings import Settings
-from specwatch.vllm.child import prepare_command
+from specwatch.upstream.child import prepare_command
 
 REQUIRED_FLAGS_ADDED = (
     "--per-request-spec-decode-metrics",

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from specwatch.conventions import ParseReason
 from specwatch.core.records import SpecTotals
-from specwatch.vllm.response import ParseFailure, event_data, parse_response_object
+from specwatch.engines.vllm.response import ParseFailure, event_data, parse_response_object
 
 from tests.support import ROOT
 

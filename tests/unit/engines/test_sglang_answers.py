@@ -23,7 +23,7 @@ from specwatch.proxy.observation import Observation, to_record
 from specwatch.proxy.stream import StreamRewriter
 from specwatch.proxy.tasks import features_of
 from specwatch.settings import TaskSettings
-from specwatch.vllm.specconfig import sglang_speculative, sglang_target, spec_config
+from specwatch.upstream.specconfig import sglang_speculative, sglang_target, spec_config
 
 from tests.support import ROOT
 

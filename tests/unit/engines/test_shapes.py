@@ -11,7 +11,7 @@ import orjson
 import pytest
 from specwatch.conventions import ParseReason
 from specwatch.core.records import SpecDecodeBlock, SpecTotals
-from specwatch.vllm.response import ParseFailure, parse_response_object
+from specwatch.engines.vllm.response import ParseFailure, parse_response_object
 
 from tests.support import ROOT
 

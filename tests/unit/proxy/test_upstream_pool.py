@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from specwatch.proxy.upstream import UpstreamPool
+from specwatch.proxy.pool import UpstreamPool
 
 from tests.support.http import eventually
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import aiohttp
 import orjson
+from specwatch.engines.vllm.response import event_data
 from specwatch.proxy.sse import SseSplitter
 from specwatch.sim.server import SimServer
-from specwatch.vllm.response import event_data
 
 
 def shape(value: Any) -> Any:

@@ -25,8 +25,8 @@ import structlog
 
 from specwatch.core.records import SpecConfig
 from specwatch.engines.detect import LLAMACPP, VLLM, owner_engine
-from specwatch.vllm.models import listed_models
-from specwatch.vllm.specconfig import read_build_info, read_version, spec_config
+from specwatch.upstream.models import listed_models
+from specwatch.upstream.specconfig import read_build_info, read_version, spec_config
 
 log = structlog.get_logger("specwatch.config")
 

@@ -25,7 +25,7 @@ from specwatch.conventions import ParseReason, ParseSource
 from specwatch.core.health import Health
 from specwatch.core.records import EngineSample
 from specwatch.engines.detect import TRTLLM, owner_engine
-from specwatch.vllm.models import first_model, listed_models
+from specwatch.upstream.models import first_model, listed_models
 
 log = structlog.get_logger("specwatch.scraper")
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from specwatch.vllm.logfollow import LogFollower
+from specwatch.upstream.logfollow import LogFollower
 
 
 class Writer:

@@ -9,12 +9,12 @@ import pytest
 from specwatch.analysis.counts import Counts
 from specwatch.conventions import Outcome, ParseReason
 from specwatch.core.health import Health
+from specwatch.engines.vllm.log import parse_line
+from specwatch.engines.vllm.response import ParseFailure, parse_response_body, parse_spec_block
 from specwatch.proxy.observation import Observation, to_record
 from specwatch.proxy.stream import StreamRewriter
 from specwatch.proxy.tasks import features_of
 from specwatch.settings import TaskSettings
-from specwatch.vllm.log import parse_line
-from specwatch.vllm.response import ParseFailure, parse_response_body, parse_spec_block
 
 SHAPES = Path(__file__).parents[2] / "fixtures" / "shapes"
 

@@ -7,7 +7,7 @@ per-step arrays, counts that are counts, `choices` empty); anything else, and an
 cannot decode, goes to the general reader (response.parse_response_object), which says what
 is wrong with it. Where both read an event they give the same ParsedResponse: the checks are
 the general reader's own (response.per_step_k, response.checked_block, response.latency_of),
-and tests/unit/vllm/test_usage.py holds the two together on generated blocks.
+and tests/unit/engines/test_vllm_usage.py holds the two together on generated blocks.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import msgspec
 import orjson
 
-from specwatch.vllm.response import (
+from specwatch.engines.vllm.response import (
     ParsedResponse,
     checked_block,
     decode_json,
@@ -24,7 +24,7 @@ from specwatch.vllm.response import (
     parse_response_object,
     per_step_k,
 )
-from specwatch.vllm.shape import UsageEvent
+from specwatch.engines.vllm.shape import UsageEvent
 
 _DECODER = msgspec.json.Decoder(UsageEvent)
 

@@ -1,4 +1,4 @@
-"""The typed read of vLLM's usage event (vllm/usage.py) against the general reader: the same
+"""The typed read of vLLM's usage event (engines/vllm/usage.py) against the general reader: the same
 answer, or the same failure, on any event; and the typed read taken for what vLLM sends."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from specwatch.conventions import ParseReason
-from specwatch.vllm.response import (
+from specwatch.engines.vllm.response import (
     ParsedResponse,
     ParseFailure,
     event_data,
     parse_response_object,
 )
-from specwatch.vllm.usage import parse_usage_data, restore_fingerprint, typed_read
+from specwatch.engines.vllm.usage import parse_usage_data, restore_fingerprint, typed_read
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 CAPTURES = [

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from specwatch.core.records import EngineLogRecord, SpecLogRecord
-from specwatch.vllm.log import LogParseFailure, parse_line
+from specwatch.engines.vllm.log import LogParseFailure, parse_line
 
 SPEC = (
     "(APIServer pid=17064) INFO 11-29 10:49:24 [metrics.py:120] SpecDecoding metrics: "

@@ -11,13 +11,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from specwatch.conventions import Outcome, ParseReason
 from specwatch.core.health import Health
-from specwatch.proxy.budget import ByteBudget, Held
-from specwatch.proxy.observation import Observation, to_record
-from specwatch.proxy.sse import SseSplitter
-from specwatch.proxy.stream import StreamRewriter
-from specwatch.proxy.tasks import features_of
-from specwatch.settings import TaskSettings
-from specwatch.vllm.response import (
+from specwatch.engines.vllm.response import (
     ParseFailure,
     event_data,
     is_usage_event,
@@ -25,6 +19,12 @@ from specwatch.vllm.response import (
     parse_response_object,
     parse_spec_block,
 )
+from specwatch.proxy.budget import ByteBudget, Held
+from specwatch.proxy.observation import Observation, to_record
+from specwatch.proxy.sse import SseSplitter
+from specwatch.proxy.stream import StreamRewriter
+from specwatch.proxy.tasks import features_of
+from specwatch.settings import TaskSettings
 
 
 def usage_event(path: Path) -> bytes | None:
@@ -248,7 +248,7 @@ def test_an_events_data_read_in_one_slice_is_what_reading_it_line_by_line_gives(
 ) -> None:
     """event_data's shortcut for the one-line event vLLM writes gives exactly the general
     reading's answer, and the general one is taken wherever the event is anything else."""
-    from specwatch.vllm.response import _joined_data
+    from specwatch.engines.vllm.response import _joined_data
 
     event = b"".join(pieces)
     assert event_data(event) == _joined_data(event)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import structlog
-from specwatch.vllm.specconfig import (
+from specwatch.upstream.specconfig import (
     UNKNOWN,
     config_id,
     flag_value,

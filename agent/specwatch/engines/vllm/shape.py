@@ -1,4 +1,4 @@
-"""vLLM's usage event as msgspec Structs, for the typed read (vllm/usage.py): only the shape
+"""vLLM's usage event as msgspec Structs, for the typed read (engines/vllm/usage.py): only the shape
 vLLM writes, so that a decode that succeeds needs no check but the steps'.
 
 A module of its own, not compiled: msgspec reads a Struct's fields from its annotations, and
