@@ -102,9 +102,9 @@ def parse_vllm_metrics(text: str, ts: float, unlabelled: str = "") -> list[Engin
             draft_tokens=sum(drafted.values()),
             accepted_tokens=sum(accepted.values()),
         )
-        positions[model] = defaultdict(float, accepted)
-        for at in range(max(drafted, default=-1) + 1):
-            positions[model][at] += 0.0  # a position drafted but never accepted counts 0
+        # every position drafted, one never accepted at 0
+        drafted_at = range(max(drafted, default=-1) + 1)
+        positions[model] = defaultdict(float, {at: accepted.get(at, 0.0) for at in drafted_at})
     out = []
     for model, values in sorted(sums.items()):
         if "drafts" not in values and "draft_tokens" not in values:
@@ -157,7 +157,8 @@ class Scraper:
         self._clock = clock
         self._engine = engine
         self._absent_said = False
-        self._pages = 0  # pages read
+        self._owner: str | None = None  # the engine /v1/models names, asked until it says
+        self._read_a_page = False
         self._counted: set[str] = set()  # models with counters on a page read
         # llama.cpp's counters carry no model label: the model its /v1/models serves
         self._unlabelled: str | None = None
@@ -178,10 +179,9 @@ class Scraper:
         self._health.upstream_up = up
         if not up:
             return
-        engine = self._engine()
-        if engine is None:
-            engine = owner_engine(await listed_models(session, self._upstream))
-        trtllm = engine == TRTLLM
+        if self._engine() is None and self._owner is None:
+            self._owner = owner_engine(await listed_models(session, self._upstream))
+        trtllm = (self._engine() or self._owner) == TRTLLM
         try:
             path = C.TRTLLM_METRICS_PATH if trtllm else "/metrics"
             async with session.get(self._upstream + path) as response:
@@ -202,7 +202,7 @@ class Scraper:
         except (aiohttp.ClientError, TimeoutError):
             self._health.parse_error(ParseSource.METRICS, ParseReason.UNREACHABLE)
             return
-        first, self._pages = not self._pages, self._pages + 1
+        first, self._read_a_page = not self._read_a_page, True
         for sample in samples:
             if not first and sample.model not in self._counted:
                 sample = dataclasses.replace(sample, since_zero=True)
