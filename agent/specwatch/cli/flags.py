@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from specwatch.settings import ConfigError, Settings, load_settings
 
 
@@ -94,10 +92,8 @@ def setting_defaults() -> tuple[Settings, str | None]:
     SPECWATCH_* value it shows the built-in defaults and says so above them."""
     try:
         return load_settings(), None
-    except ConfigError as error:
+    except ConfigError as error:  # load_settings says every bad value so
         return Settings.model_construct(), error.lines[0]
-    except (ValidationError, ValueError) as error:
-        return Settings.model_construct(), str(error).splitlines()[0]
 
 
 def _default(defaults: Settings, path: tuple[str, ...]) -> Any:
