@@ -1005,8 +1005,8 @@ MUTATIONS = (
     Mutation(
         "SGLang: coverage on draft tokens it never counts",
         "analysis/engine.py",
-        "steps_only = int(not since_start.drafted and since_start.steps > 0)",
-        "steps_only = 0",
+        "at = STEPS if not since_start.drafted and since_start.steps > 0 else DRAFTED",
+        "at = DRAFTED",
         ("tests/integration/test_engines.py",),
     ),
 )

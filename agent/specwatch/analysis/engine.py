@@ -59,6 +59,15 @@ def _delta_counts(
     return counts, reset
 
 
+DRAFTED, STEPS = 0, 1  # what coverage counts: the places in _covered's pair
+
+
+def _covered(counts: Counts) -> tuple[int, int]:
+    """What coverage can count of some counts: draft tokens, steps (an engine that counts
+    no tokens, SGLang)."""
+    return counts.drafted, counts.steps
+
+
 @dataclass(frozen=True, slots=True)
 class EngineView:
     """vLLM's own counters for one model, and how much of them the proxy saw."""
@@ -144,18 +153,15 @@ class EngineCounters:
         for model, since_start in sorted(self.since_start().items()):
             counts = window.get(model) or Counts(self._max_position)
             # SGLang counts the steps it verified, no tokens: its steps are what is covered
-            steps_only = int(not since_start.drafted and since_start.steps > 0)
+            at = STEPS if not since_start.drafted and since_start.steps > 0 else DRAFTED
             saw = seen.get(model) or Counts(self._max_position)
-            unit = (counts.drafted, counts.steps)[steps_only]
-            coverage = (saw.drafted, saw.steps)[steps_only] / unit if unit else None
-            total = (since_start.drafted, since_start.steps)[steps_only]
+            unit = _covered(counts)[at]
+            coverage = _covered(saw)[at] / unit if unit else None
+            total = _covered(since_start)[at]
             if coverage is None and total:
                 # vLLM drafted nothing in the window, but since the start it did: the share
                 # the proxy saw since the start (0, never None, when it saw none of it)
-                seen_since = (
-                    self._seen_at_last[model][steps_only] - self._seen_first[model][steps_only]
-                )
-                coverage = seen_since / total
+                coverage = (self._seen_at_last[model][at] - self._seen_first[model][at]) / total
             out.append(
                 EngineView(
                     model=model,
