@@ -68,8 +68,8 @@ def engine_fields(engine: str, gen: Generation, k: int, generation: float) -> di
     if not steps:  # _calculate_spec_decoding_metrics: no verified step, no details
         return {"top": {}, "choice": {}}
     details = {  # sglang: proposed is verify count x the configured width, as SGLang counts it
-        "spec_accept_rate": sum(accepted) / (steps * k) if steps else 0.0,
-        "spec_accept_length": gen.max_tokens / steps if steps else 0.0,
+        "spec_accept_rate": sum(accepted) / (steps * k),
+        "spec_accept_length": gen.max_tokens / steps,
         "spec_cap_length": 0.0,
         "spec_block_accept_length": 0.0,
         "spec_num_correct_drafts": sum(accepted),

@@ -104,7 +104,7 @@ class SimMetrics:
             "accepted": value(C.VLLM_NUM_ACCEPTED_TOKENS + "_total", self._labels) or 0.0,
         }
 
-    def __init__(self, model: str, num_spec_tokens: int) -> None:
+    def __init__(self, model: str, num_spec_tokens: int, trtllm: bool = False) -> None:
         self.registry = CollectorRegistry()
         labels = ["model_name", "engine"]
         self._labels = {"model_name": model, "engine": "0"}
@@ -139,7 +139,8 @@ class SimMetrics:
             registry=self.registry,
         )
         self.interval = IntervalStats()
-        self.trtllm = TrtllmCounters(model)
+        # TensorRT-LLM's own counters, made only for a simulator answering as it
+        self.trtllm = TrtllmCounters(model) if trtllm else None
         # Like vLLM, every series exists from the start at 0: a scraper's first sample is a
         # true baseline, not one taken after the first requests.
         for family in (
@@ -167,7 +168,8 @@ class SimMetrics:
         for position in range(step.accepted):
             self.per_pos.labels(**labels, position=str(position)).inc()
         self.interval.step(step)
-        self.trtllm.step(step)
+        if self.trtllm is not None:
+            self.trtllm.step(step)
 
     def labels(self) -> dict[str, str]:
         return self._labels

@@ -66,7 +66,7 @@ class SimServer:
     def __init__(self, config: SimConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.acceptance = config.acceptance  # replaceable while serving (drift, recovery)
-        self.metrics = SimMetrics(config.model, config.num_spec_tokens)
+        self.metrics = SimMetrics(config.model, config.num_spec_tokens, config.engine == "trtllm")
         self._clock = clock
         self._started = clock()
         # the model card's creation time is fixed at start: a card whose `created` moves with
@@ -123,6 +123,7 @@ class SimServer:
         return web.json_response({"build_info": engines.BUILD_INFO, "total_slots": 1})
 
     async def _trtllm_metrics(self, _request: web.Request) -> web.Response:
+        assert self.metrics.trtllm is not None  # the route is there only for trtllm
         page = generate_latest(self.metrics.trtllm.registry)
         return web.Response(body=page, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
