@@ -29,6 +29,12 @@ from specwatch.upstream.specconfig import (
 
 log = structlog.get_logger("specwatch")
 
+# the speculative config and the served model of a command in an engine's own flags
+_OWN_FLAGS = {
+    LLAMACPP: (llamacpp_speculative, llamacpp_target),
+    SGLANG: (sglang_speculative, sglang_target),
+}
+
 
 def _check_ports(settings: Settings, vllm_argv: list[str]) -> None:
     """A pasted `vllm serve ... --port 8000` would take the port clients reach specwatch on
@@ -64,11 +70,11 @@ async def serve(settings: Settings, vllm_argv: list[str]) -> int:
     # what vLLM is told is what the sidecar reports (its own --speculative-config aside)
     speculative = flag_value(vllm_argv, SPECULATIVE_FLAGS) or settings.speculative_config
     target = target_of(vllm_argv)
-    if command.engine in (LLAMACPP, SGLANG):
-        llamacpp = command.engine == LLAMACPP
-        found = (llamacpp_speculative if llamacpp else sglang_speculative)(vllm_argv)
+    if command.engine in _OWN_FLAGS:  # an engine whose command says it in flags of its own
+        read_speculative, read_target = _OWN_FLAGS[command.engine]
+        found = read_speculative(vllm_argv)
         speculative = settings.speculative_config if found is None else json.dumps(found)
-        target = (llamacpp_target if llamacpp else sglang_target)(vllm_argv)
+        target = read_target(vllm_argv)
     settings = settings.model_copy(
         update={"upstream": command.upstream, "speculative_config": speculative}
     )

@@ -75,15 +75,16 @@ def _parse_event(event: bytes) -> ParsedResponse:
 def _as_served(
     obs: Observation, parsed: ParsedResponse, health: Health, tree: bool
 ) -> ParsedResponse:
-    """What the answer's data says of the request that was sent. Under tree drafts (`tree`:
-    SGLang's --speculative-eagle-topk > 1) a step verifies a tree of candidates, whose nodes
-    SGLang counts as proposed: its histogram is of accepted depths, not of a line of K
-    positions, so the steps are read as totals (the rate over the nodes, and tau), never as
-    per-position trials. Several prompts: SGLang
-    details the first alone, beside every prompt's usage (serving_completions.py), so none is
-    read (counted, `several_prompts`). SGLang asked for its details and sending none, having
-    made one token at most: it verified no step (it details only verified requests), so the
-    request drafted nothing; not data missing."""
+    """What the answer's data says of the request that was sent.
+    - Several prompts: SGLang details the first alone, beside every prompt's usage
+      (serving_completions.py), so none is read (counted, `several_prompts`).
+    - SGLang asked for its details and sending none, having made one token at most: it
+      verified no step (it details only verified requests), so nothing was drafted; not data
+      missing.
+    - Tree drafts (`tree`: SGLang's --speculative-eagle-topk > 1): a step verifies a tree
+      whose nodes SGLang counts as proposed, and its histogram holds accepted depths, not a
+      line of K positions: read as totals (the rate over the nodes, and tau), never as
+      per-position trials."""
     if obs.features.prompts > 1:
         if parsed.spec is not None or parsed.totals is not None:
             health.parse_error(ParseSource.RESPONSE, ParseReason.SEVERAL_PROMPTS)

@@ -24,7 +24,7 @@ import structlog
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.conventions import ParseSource
 from specwatch.core.health import Health
-from specwatch.core.records import EngineSample, SpecConfig
+from specwatch.core.records import EngineSample, RequestRecord, SpecConfig
 from specwatch.core.turns import ReadGate
 from specwatch.engines.vllm.log import LogParseFailure, parse_line
 from specwatch.proxy.observation import Observation, to_record
@@ -72,9 +72,7 @@ class Intake:
             if cycle_log.capture_text and self._cycle_log is not None
             else None
         )
-        self._config: str | None = None  # the config's id, once known (consume)
-        self._tree = False  # it drafts trees (SpecConfig.tree_topk)
-        self._served: str | None = None  # the model its command line serves
+        self._config: SpecConfig | None = None  # once known (consume)
         self._nap: asyncio.Future[None] | None = None  # the consumer gathering a batch
 
     def submit(self, observation: Observation) -> None:
@@ -85,12 +83,20 @@ class Intake:
                 observation.held.release()
             self._health.drop(observation.variant)
 
+    def _record(self, observation: Observation) -> RequestRecord:
+        """The observation read under the run's config: its id, whether it drafts trees, the
+        model its command line serves (none before the config is known)."""
+        config, tasks, health = self._config, self._settings.tasks, self._health
+        if config is None:
+            return to_record(observation, tasks, health)
+        tree = config.tree_topk is not None
+        return to_record(observation, tasks, health, config.id, tree, config.model)
+
     def ingest(self, observation: Observation) -> None:
         if observation.held is not None:
             observation.held.release()  # read now, and let go of after
         try:
-            tasks, health = self._settings.tasks, self._health
-            record = to_record(observation, tasks, health, self._config, self._tree, self._served)
+            record = self._record(observation)
             self._analyzer.ingest(record)
         except Exception:  # a bug must cost one observation, never the sidecar
             self._health.internal_errors += 1
@@ -109,8 +115,7 @@ class Intake:
         """Ingest what the proxy submits, once `ready` gives the config (every record is
         labelled with it, so it must be known first)."""
         config = await ready()
-        self._config, self._tree = config.id, config.tree_topk is not None
-        self._served = config.model
+        self._config = config
         if self._cycle_log is not None:
             self._cycle_log.labelled(config)
         self._gate.change(partial(self._analyzer.set_config, config))
