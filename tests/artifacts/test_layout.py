@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import ROOT
+from tests.support.floors import layout_block
 
 PACKAGE = ROOT / "agent" / "specwatch"
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -184,8 +185,7 @@ def documented_modules() -> set[str]:
     """The modules docs/architecture.md's layout block names, as paths under the package: a
     name's indentation (two spaces a level) says its folder; deeper lines continue a
     description."""
-    text = (ROOT / "docs" / "architecture.md").read_text()
-    block = text.split("```\nagent/specwatch/\n", 1)[1].split("```", 1)[0]
+    block = layout_block()
     folders: list[str] = []
     named: set[str] = set()
     for line in block.splitlines():

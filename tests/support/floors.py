@@ -66,13 +66,15 @@ _HEADER = re.compile(r"^  (?P<name>[A-Za-z_]+)(?:/|\.py) ")
 _FLOOR = re.compile(r"floor (\d+)")
 
 
+def layout_block() -> str:
+    """docs/architecture.md's layout block: the lines under `agent/specwatch/`."""
+    return ARCHITECTURE.read_text().split("```\nagent/specwatch/\n", 1)[1].split("```", 1)[0]
+
+
 def declared() -> list[tuple[str, int | None, str]]:
     """The layout block's rooms in its order: (room, the floor its line says, the line)."""
-    text = ARCHITECTURE.read_text()
-    block = text[text.index("```\nagent/specwatch/\n") :]
-    block = block[: block.index("\n```", 4)]
     out = []
-    for line in block.splitlines():
+    for line in layout_block().splitlines():
         header = _HEADER.match(line)
         if header:
             said = _FLOOR.search(line)
