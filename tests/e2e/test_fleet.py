@@ -50,17 +50,21 @@ async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
     (tmp_path / "recording.yml").write_bytes(
         render(load_settings(), time_scale=60)[RECORDING_RULES]
     )
+    loads: list[asyncio.Task[object]] = []
     try:
         targets = [f"127.0.0.1:{car.ports.admin}" for car in cars]
         with prometheus(tmp_path, ["recording.yml"], targets) as prom:
-            await asyncio.gather(
-                run_load(f"http://127.0.0.1:{cars[0].ports.proxy}", "sim-llama", seed=1,
-                         concurrency=6, duration=20.0),
-                run_load(f"http://127.0.0.1:{cars[1].ports.proxy}", "sim-llama", seed=2,
-                         concurrency=1, duration=20.0),
-            )  # fmt: skip
+            # the load runs on while the rules are compared (once in CI on a busy machine the
+            # first evaluation after a 20-s load came when the 5-s window held no request: 0/0)
+            loads += [
+                asyncio.create_task(run_load(f"http://127.0.0.1:{cars[0].ports.proxy}",
+                                             "sim-llama", seed=1, concurrency=6)),
+                asyncio.create_task(run_load(f"http://127.0.0.1:{cars[1].ports.proxy}",
+                                             "sim-llama", seed=2, concurrency=1)),
+            ]  # fmt: skip
+            await asyncio.sleep(20.0)  # waits out: the load's length, what the 60-s sums read
             # the recorded fleet value (5m at time scale 60 is 5s) and when the rule recorded it,
-            # once a rule evaluation came a scrape after the load
+            # once a rule evaluation came a scrape after 20 s of load
             recorded = Q.alpha("model", "5m")
             window = "5s"
             accepted = f"rate(specwatch_accepted_tokens_total[{window}])"
@@ -86,9 +90,8 @@ async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
                 if pytest.approx(pooled, rel=1e-9) == fleet:
                     break
                 after = ts
-            # the two pods' whole load (a 5 s window can end after the one-request pod's last
-            # answer: its ratio 0/0, seen once in CI on a busy machine): pooled against the
-            # mean of the pods' ratios over the same span
+            # the two pods' load over 60 s: pooled against the mean of the pods' ratios over the
+            # same span (a 5-s window may hold no answer of the one-request pod: its ratio 0/0)
             whole = "60s"
             accepted = f"increase(specwatch_accepted_tokens_total[{whole}])"
             trials = f"increase(specwatch_acceptance_trials_total[{whole}])"
@@ -102,6 +105,9 @@ async def test_the_fleet_alpha_is_the_pooled_value_not_the_mean_of_pod_ratios(
                 )
             )  # fmt: skip
     finally:
+        for load in loads:
+            load.cancel()
+        await asyncio.gather(*loads, return_exceptions=True)
         for car in cars:
             await car.stop()
         for runner in runners:
