@@ -1,6 +1,6 @@
 """How often `specwatch compare` finds a drop and how often it calls equal configs different, on
 overdispersed requests like real traffic, through the command's own path: cycle logs written
-to disk, aggregated by DuckDB (fleet analysis), compared by analysis/compare.py.
+to disk, aggregated by DuckDB (fleet analysis), compared by analysis/compare/alpha.py.
 
 Per run two sets of cycle logs, A and B, of one model with 8 slices (tasks), 120 requests a
 side per slice, 25-50 steps at K = 4 each, each request's acceptance drawn around its slice's
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-from specwatch.analysis.compare import BETTER, WORSE, compare_models
-from specwatch.analysis.load import LoadBuckets
-from specwatch.analysis.slicing import CtxBuckets
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.compare.alpha import BETTER, WORSE, compare_models
+from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.speed.load import LoadBuckets
 from specwatch.fleet.engine import Engine
 from specwatch.fleet.groups import read_rows
 from specwatch.fleet.source import find

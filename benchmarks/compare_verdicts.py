@@ -1,10 +1,10 @@
 """What the comparison of two configs covers and how often it is wrong, on overdispersed
-requests like real traffic (analysis/compare.py: the statistics of /status `change`, of the
+requests like real traffic (analysis/compare/alpha.py: the statistics of /status `change`, of the
 canary rules and of SpecDecodeCanaryWorse).
 
 Requests as in benchmarks/zone_verdicts.py: 25-50 steps at K = 4, each request's acceptance drawn
 around its side's truth with a per-request sd of `--sd` (0.08). A model has 8 slices compared
-at once, and its rollup (the family: analysis/compare.compare_models).
+at once, and its rollup (the family: analysis/compare/alpha.compare_models).
 
 1. One look (`--runs` comparisons of a model, `--requests` (120) a side per slice): coverage of
    the true difference by each slice's interval (95%, and at the family-wise confidence);
@@ -27,14 +27,14 @@ import argparse
 import statistics
 
 import numpy as np
-from specwatch.analysis.compare import (
+from specwatch.analysis.compare.alpha import (
     WORSE,
     compare_models,
     compare_slices,
     difference,
     family_confidence,
 )
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.counting.sums import Sums
 from specwatch.sim.truth import mean_for
 
 K, SLICES = 4, 8

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from river import drift as river_drift
-from specwatch.analysis.drift import DriftDetector
+from specwatch.analysis.drift.detector import DriftDetector
 from specwatch.core.logs import configure
 from specwatch.core.records import SliceKey
 from specwatch.settings import DriftSettings

@@ -1,6 +1,6 @@
 """What the goodput comparison of two configs covers and how often it is wrong, on the
 simulator's cost model with overdispersed requests and step times
-(analysis/goodput_compare.py: the statistics of `compare --metric tpot`, /status `change`,
+(analysis/compare/goodput.py: the statistics of `compare --metric tpot`, /status `change`,
 the canary's goodput rules and SpecDecodeCanarySlower).
 
 A request: 20-300 output tokens; its acceptance drawn around its side's truth with a
@@ -46,12 +46,12 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
-from specwatch.analysis.goodput import tpot_interval
-from specwatch.analysis.goodput_compare import FASTER, SLOWER, compare_tpot
-from specwatch.analysis.goodput_factors import STEP_TIME, TOKENS_PER_STEP
-from specwatch.analysis.load import LoadBuckets
-from specwatch.analysis.stats import robust_variance, t_quantile
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.compare.factors import STEP_TIME, TOKENS_PER_STEP
+from specwatch.analysis.compare.goodput import FASTER, SLOWER, compare_tpot
+from specwatch.analysis.counting.stats import robust_variance, t_quantile
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.speed.goodput import tpot_interval
+from specwatch.analysis.speed.load import LoadBuckets
 from specwatch.sim.acceptance import CostModel
 
 CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS = 0.95, 0.03, 5, 30
@@ -253,7 +253,7 @@ def unequal_loads(
 
 
 def tpot_coverage(side: Side, n: int, runs: int, sd: float, seed: int) -> tuple[float, float]:
-    """One slice's TPOT interval (analysis/goodput.tpot_interval: log scale) against the same
+    """One slice's TPOT interval (analysis/speed/goodput.tpot_interval: log scale) against the same
     variance on the linear scale, estimate +- t sqrt(v): the share holding the true TPOT."""
     rng = np.random.default_rng(seed)
     alpha = SLICES[0][2]

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 from specwatch import conventions as C
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import wilson
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import wilson
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.store.cyclelog import to_line
 from uncertainty import K, ab_records, beta, large_sample, request_steps  # beside this file

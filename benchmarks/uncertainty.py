@@ -30,8 +30,8 @@ import numpy as np
 import structlog
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import SliceStats, wilson
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import SliceStats, wilson
 from specwatch.core.logs import configure
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings

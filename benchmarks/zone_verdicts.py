@@ -162,7 +162,7 @@ def summary(events: list[dict[str, Any]], layout: str) -> dict[str, float]:
 
 
 def _labels(prompts: tuple[int, ...]) -> list[str]:
-    from specwatch.analysis.slicing import CtxBuckets
+    from specwatch.analysis.counting.slicing import CtxBuckets
     from specwatch.settings import load_settings
 
     buckets = CtxBuckets(load_settings().ctx_buckets)

@@ -13,6 +13,6 @@ except PackageNotFoundError:  # running from a source tree without an install
 def analysis_build() -> str:
     """`compiled` when the analysis runs as mypyc's extension modules (a `SPECWATCH_COMPILE=1`
     build: setup.py), else `python`. Looked up, not imported: --version stays cheap."""
-    spec = find_spec("specwatch.analysis.counts")
+    spec = find_spec("specwatch.analysis.counting.counts")
     origin = "" if spec is None or spec.origin is None else spec.origin
     return "compiled" if origin.endswith(tuple(EXTENSION_SUFFIXES)) else "python"

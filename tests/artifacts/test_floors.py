@@ -5,7 +5,7 @@ draws them)."""
 
 from __future__ import annotations
 
-from tests.support.floors import arrows, declared, floors
+from tests.support.floors import arrows, declared, declared_inside, floors
 
 
 def test_every_room_says_the_floor_its_imports_give_it() -> None:
@@ -30,3 +30,18 @@ def test_no_room_imports_one_on_its_own_floor_or_above() -> None:
         if said[other] >= said[room]
     ]
     assert upward == []
+
+
+def test_the_rooms_inside_analysis_say_their_floors_in_order() -> None:
+    computed = floors("analysis")
+    said = {room: floor for room, floor, _ in declared_inside("analysis")}
+    assert said == {room: computed[room] for room in said}
+    assert set(computed) - set(said) == {"__init__"}
+    order = [floor or 0 for _, floor, _ in declared_inside("analysis")]
+    assert order == sorted(order)
+
+
+def test_analysis_is_rooms_by_concept_not_a_web_of_files() -> None:
+    """At most half the 109 arrows its 31 flat files drew (#62); floors() refuses a circle."""
+    assert sum(len(inner) for inner in arrows("analysis").values()) <= 109 // 2
+    assert max(floors("analysis").values()) <= 7

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import yaml
 from specwatch import conventions as C
-from specwatch.analysis.compare import compare_models
-from specwatch.analysis.evidence import gathered, log_ratio
-from specwatch.analysis.goodput_compare import compare_tpot
-from specwatch.analysis.stats import proportion_interval, t_quantile, tail_confidence
-from specwatch.analysis.sums import DecodeSums, Sums
-from specwatch.analysis.thresholds import Thresholds
+from specwatch.analysis.compare.alpha import compare_models
+from specwatch.analysis.compare.goodput import compare_tpot
+from specwatch.analysis.counting.stats import proportion_interval, t_quantile, tail_confidence
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.verdicts.evidence import gathered, log_ratio
+from specwatch.analysis.verdicts.thresholds import Thresholds
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound, ratio_bound
 from specwatch.gen.goodput_factors import factor_bound
@@ -141,7 +141,7 @@ def test_recorded_bounds_and_evidence_are_the_sidecars_on_random_slices(tmp_path
 def test_the_recorded_canary_difference_is_the_sidecars_comparison(tmp_path: Path) -> None:
     """Three slices of one model, a canary (config c1) and stable (config s1) pod each: the
     difference and its family-wise bounds, per slice and for the model, are
-    analysis/compare.compare_models' (one family: the three slices and the model, m = 4; the
+    analysis/compare/alpha.compare_models' (one family: the three slices and the model, m = 4; the
     rules' quantile: the normal one for the family with Cornish-Fisher's terms for Welch's
     degrees of freedom, within 0.2%)."""
     rng = random.Random(11)
@@ -223,7 +223,7 @@ def test_the_recorded_tpot_ratio_at_the_same_load_is_the_sidecars(tmp_path: Path
     """Three slices of one model over two load buckets, canary (c1) and stable (s1), the
     canary at heavier loads within each bucket (so the load's slope moves the ratio): the
     ratio, its family-wise bounds and the load's adjustment, and TPOT's two factors with their
-    bounds, per slice and for the model, are analysis/goodput_compare.compare_tpot's on the
+    bounds, per slice and for the model, are analysis/compare/goodput.compare_tpot's on the
     same sums (the rules' t quantile is Cornish-Fisher's: bounds within 0.2% of the width)."""
     rng = random.Random(13)
     series: list[dict[str, str]] = []
@@ -321,7 +321,8 @@ def _prometheus_increase(values: list[int], at: int, minutes: int, major: int) -
 def test_the_deciding_window_is_the_sidecars_on_slices_that_changed(tmp_path: Path) -> None:
     """Slices whose requests change at a random minute (or not at all): each shorter zone
     window's change from the older rest of a longer one, and the deciding evidence at the entry
-    and exit bars, are analysis/evidence.py's on the sums Prometheus reads (its `increase()`
+    and exit bars, are analysis/verdicts/evidence.py's on the sums Prometheus reads (its
+    `increase()`
     on one sample a minute). Most of them switch to a shorter window, some do not."""
     rng = random.Random(5)
     cfg = SETTINGS.zones

@@ -19,8 +19,8 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import Interval, alpha_interval
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import Interval, alpha_interval
 
 from tests.support.http import get_json, post, scrape
 from tests.support.vllm import (

@@ -107,7 +107,7 @@ def test_the_analysis_tests_pass_against_the_compiled_build(compiled: tuple[Path
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(target)
     for module in (
-        "analysis.zones",
+        "analysis.verdicts.zones",
         "proxy.server",
         "proxy.stream",
         "proxy._fastpath",

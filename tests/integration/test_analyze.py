@@ -19,12 +19,12 @@ import msgspec
 import orjson
 import pytest
 from specwatch import conventions as C
-from specwatch.analysis.compare import compare_models
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.goodput_compare import compare_tpot
+from specwatch.analysis.compare.alpha import compare_models
+from specwatch.analysis.compare.goodput import compare_tpot
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import Interval, SliceStats
+from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.analysis.replay import replay
-from specwatch.analysis.stats import Interval, SliceStats
-from specwatch.analysis.sums import DecodeSums, Sums
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.engines.vllm.response import parse_response_object
 from specwatch.settings import Settings, load_settings

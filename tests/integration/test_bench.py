@@ -17,7 +17,7 @@ from typing import Any
 import matplotlib.image
 import orjson
 import pytest
-from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.counting.slicing import CtxBuckets
 from specwatch.bench.workload import builtin
 from specwatch.sim.acceptance import CostModel, plan_steps
 from specwatch.sim.requests import count_prompt_tokens

@@ -51,8 +51,8 @@ async def test_the_demo_shows_zones_reconciles_and_catches_the_scheduled_drift()
         assert "/status" in text
         alarmed = _alarmed(text)
         # hardly another slice: a 12-s baseline estimates a slice's noise roughly (its false
-        # alarms run above the target: analysis/drift.py, predictive); a detector alarming on
-        # noise would raise many
+        # alarms run above the target: analysis/drift/detector.py, predictive); a detector alarming
+        # on noise would raise many
         assert len([task for task in alarmed if task != "summarization"]) <= 1, alarmed
         if "summarization" in alarmed:  # the right slice
             return

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import structlog
 from prometheus_client import CollectorRegistry, Counter, generate_latest
-from specwatch.analysis.engine import EngineCounters
+from specwatch.analysis.counting.engine import EngineCounters
 from specwatch.conventions import SGLANG_VERIFY_CALLS
 from specwatch.core.health import Health
 from specwatch.core.records import EngineSample

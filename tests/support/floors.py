@@ -15,8 +15,8 @@ PACKAGE = ROOT / "agent" / "specwatch"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
-def room_of(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
+def room_of(path: Path, base: Path = PACKAGE) -> str:
+    rel = path.relative_to(base)
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
@@ -24,30 +24,33 @@ def _imported(node: ast.AST) -> list[str]:
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if isinstance(node, ast.ImportFrom) and node.module:
-        if node.module == "specwatch":
-            return [f"specwatch.{alias.name}" for alias in node.names]
-        return [node.module]
+        return [f"{node.module}.{alias.name}" for alias in node.names]  # a module or a name in it
     return []
 
 
 @functools.cache
-def arrows() -> dict[str, frozenset[str]]:
-    """Each room and the rooms it imports (itself left out)."""
-    files = sorted(PACKAGE.rglob("*.py"))
-    rooms = {room_of(path) for path in files}
+def arrows(inside: str = "") -> dict[str, frozenset[str]]:
+    """Each room and the rooms it imports (itself left out): the package's rooms, or with
+    `inside` ("analysis") the rooms inside that one (its folders and modules)."""
+    base = PACKAGE.joinpath(*inside.split(".")) if inside else PACKAGE
+    dotted = ".".join(("specwatch", inside)) if inside else "specwatch"
+    files = sorted(base.rglob("*.py"))
+    rooms = {room_of(path, base) for path in files}
     found: dict[str, set[str]] = {room: set() for room in rooms}
     for path in files:
-        me = room_of(path)
+        me = room_of(path, base)
         for node in ast.walk(ast.parse(path.read_text())):
             for name in _imported(node):
-                parts = [*name.split("."), ""]
-                if parts[0] == "specwatch" and parts[1] in rooms and parts[1] != me:
-                    found[me].add(parts[1])
+                if not name.startswith(dotted + "."):
+                    continue
+                room = name.removeprefix(dotted + ".").split(".")[0]
+                if room in rooms and room != me:
+                    found[me].add(room)
     return {room: frozenset(inner) for room, inner in found.items()}
 
 
-def floors() -> dict[str, int]:
-    graph = arrows()
+def floors(inside: str = "") -> dict[str, int]:
+    graph = arrows(inside)
     out: dict[str, int] = {}
 
     def floor(room: str, path: tuple[str, ...]) -> int:
@@ -79,4 +82,19 @@ def declared() -> list[tuple[str, int | None, str]]:
         if header:
             said = _FLOOR.search(line)
             out.append((header["name"], int(said[1]) if said else None, line))
+    return out
+
+
+def declared_inside(room: str) -> list[tuple[str, int | None, str]]:
+    """The rooms inside `room` as its part of the layout block lists them (indented one step
+    more), in its order: (inner room, the floor its line says, the line)."""
+    inner = re.compile(r"^    (?P<name>[A-Za-z_]+)(?:/|\.py) ")
+    out, mine = [], False
+    for line in layout_block().splitlines():
+        header = _HEADER.match(line)
+        if header:
+            mine = header["name"] == room
+        elif mine and (found := inner.match(line)):
+            said = _FLOOR.search(line)
+            out.append((found["name"], int(said[1]) if said else None, line))
     return out

@@ -11,25 +11,25 @@ from typing import Any
 import structlog
 
 from specwatch import conventions as C
-from specwatch.analysis.advisor import advice_for
-from specwatch.analysis.causes import CauseTracker
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.drift import DriftDetector, DriftView
-from specwatch.analysis.engine import EngineCounters, EngineView, LogTotals
-from specwatch.analysis.evidence import Evidence
-from specwatch.analysis.goodput import Cell, GoodputTracker
-from specwatch.analysis.judging import Judging
-from specwatch.analysis.load import LoadTable, LoadTracker, load_cells
-from specwatch.analysis.mix import TrafficMix
-from specwatch.analysis.requests import RequestSeries
-from specwatch.analysis.slicing import CtxBuckets, SliceOrder, request_parts, totals_parts
-from specwatch.analysis.speedup import ASSUMED, Cost, Gain, SpeedupTracker
-from specwatch.analysis.stats import Interval, SliceStats
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.causes.rules import CauseTracker
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.engine import EngineCounters, EngineView, LogTotals
+from specwatch.analysis.counting.requests import RequestSeries
+from specwatch.analysis.counting.slicing import CtxBuckets, SliceOrder, request_parts, totals_parts
+from specwatch.analysis.counting.stats import Interval, SliceStats
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.counting.windows import SlidingWindow
+from specwatch.analysis.drift.detector import DriftDetector, DriftView
+from specwatch.analysis.drift.mix import TrafficMix
+from specwatch.analysis.speed.advisor import advice_for
+from specwatch.analysis.speed.goodput import Cell, GoodputTracker
+from specwatch.analysis.speed.load import LoadTable, LoadTracker, load_cells
+from specwatch.analysis.speed.speedup import ASSUMED, Cost, Gain, SpeedupTracker
+from specwatch.analysis.verdicts import zones
+from specwatch.analysis.verdicts.evidence import Evidence
+from specwatch.analysis.verdicts.judging import Judging
 from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot, with_causes
-from specwatch.analysis.windows import SlidingWindow
-from specwatch.analysis.zones import ZoneState, entering, log_change, next_zone, not_judged, settled
 from specwatch.core.records import (
     EngineLogRecord,
     EngineSample,
@@ -42,7 +42,7 @@ from specwatch.core.records import (
 from specwatch.core.turns import finish
 from specwatch.settings import Settings
 
-_NO_ZONE = ZoneState()  # read only: a slice no evaluation has judged yet
+_NO_ZONE = zones.ZoneState()  # read only: a slice no evaluation has judged yet
 _SERVED = frozenset({C.Outcome.OBSERVED, C.Outcome.NO_SPEC_METRICS})  # vLLM answered
 
 log = structlog.get_logger("specwatch.analysis")
@@ -67,7 +67,7 @@ class Analyzer:
             settings.window.length_seconds, settings.window.bucket_seconds, self._max_position
         )
         self._judging = Judging(settings, self._window)
-        self._zones: dict[SliceKey, ZoneState] = {}
+        self._zones: dict[SliceKey, zones.ZoneState] = {}
         self._quiet: dict[SliceKey, tuple[int, int, Cost, bool]] = {}  # see evaluate
         self._kept = ViewCache(self._window, settings.zones.confidence)
         self._ordered = SliceOrder(self._buckets)
@@ -221,6 +221,7 @@ class Analyzer:
         the analysis until it is done (RuntimeError), nor read it (the sidecar's gate)."""
         self._changes += 1
         changes, rules, clock = self._changes, self._judging.thresholds, time.perf_counter
+        longest = self._judging.longest
         yield from self._drift.evaluate_in_turns(now, step)
         windows, _ = yield from self._windows_in_turns(now, step)
         self._unchanged_since(changes)
@@ -247,34 +248,33 @@ class Analyzer:
                     continue
             state = self._zones.get(key)
             if state is None:
-                state = self._zones[key] = ZoneState()
+                state = self._zones[key] = zones.ZoneState()
             if not_applicable:
-                not_judged(state, now)
+                zones.not_judged(state, now)
                 continue
             interval, tau = self._judging.intervals(key, counts, source)
             gain = self._gain(key, counts, tau, now, cost)
-            evidence = self._judging.evidence(key, counts, source, now, entering(state))
-            change = next_zone(state, evidence, now, rules, gain)
+            evidence = self._judging.evidence(key, counts, source, now, zones.entering(state))
+            change = zones.next_zone(state, evidence, now, rules, gain)
             if finer:
-                if settled(state, change is not None, now, rules, self._judging.longest, gain):
+                if zones.settled(state, change is not None, now, rules, longest, gain):
                     quiet[key] = mark
                 else:
                     quiet.pop(key, None)
             if change is not None:
                 metric = self._judging.metric(counts, source)
                 args = (interval, evidence, counts, source, gain, self._cfg.zones.confidence)
-                log_change(key, now, change, metric, *args)
+                zones.log_change(key, now, change, metric, *args)
 
     def _say_missing_data(self, windows: dict[SliceKey, tuple[Counts, str]]) -> None:
         """Once per model: vLLM counts its speculative steps, its answers carry no per-request
         data (the log line names the flags its version needs)."""
-        for key, (_, source) in windows.items():
-            if source != C.SliceSource.VLLM_METRICS or key.model in self._said_missing:
-                continue
-            cause = self._causes.no_data(key.model)
-            if cause is not None:
-                self._said_missing.add(key.model)
-                log.warning("per_request_data_missing", model=key.model, **cause.detail)
+        metrics = C.SliceSource.VLLM_METRICS
+        models = {key.model for key, (_, source) in windows.items() if source == metrics}
+        for model in sorted(models - self._said_missing):
+            if (cause := self._causes.no_data(model)) is not None:
+                self._said_missing.add(model)
+                log.warning("per_request_data_missing", model=model, **cause.detail)
 
     def since_start_sums(self) -> dict[SliceKey, Sums]:
         """alpha-hat's sums since the start, per slice and rollup the proxy saw."""
@@ -291,8 +291,8 @@ class Analyzer:
 
     def red_models(self) -> set[str]:
         """Models whose overall (`all`) zone is red now."""
-        zones = self._zones.items()
-        return {k.model for k, state in zones if k.ctx_bucket == C.ALL and state.zone == C.Zone.RED}
+        red = (key for key, state in self._zones.items() if state.zone == C.Zone.RED)
+        return {key.model for key in red if key.ctx_bucket == C.ALL}
 
     def _view(
         self,

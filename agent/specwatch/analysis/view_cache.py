@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from specwatch.analysis.advisor import Advice, advice_for
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.drift import DriftView
-from specwatch.analysis.evidence import Evidence
-from specwatch.analysis.speedup import Cost
-from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.counting.windows import SlidingWindow
+from specwatch.analysis.drift.detector import DriftView
+from specwatch.analysis.speed.advisor import Advice, advice_for
+from specwatch.analysis.speed.speedup import Cost
+from specwatch.analysis.verdicts.evidence import Evidence
 from specwatch.analysis.views import SliceView
-from specwatch.analysis.windows import SlidingWindow
 from specwatch.core.records import SliceKey
 
 # a finer slice's view is kept while these are equal: window version, cost, zone, zone since,

@@ -7,18 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from specwatch import conventions as C
-from specwatch.analysis.advisor import Advice
-from specwatch.analysis.causes import Cause, CauseTracker
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.drift import DriftView
-from specwatch.analysis.engine import EngineView, LogTotals
-from specwatch.analysis.evidence import Evidence
-from specwatch.analysis.goodput import Cell, GoodputView
-from specwatch.analysis.load import KTable, LoadCell
-from specwatch.analysis.mix import MixView
-from specwatch.analysis.speedup import Gain
-from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.causes.rules import Cause, CauseTracker
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.engine import EngineView, LogTotals
+from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.drift.detector import DriftView
+from specwatch.analysis.drift.mix import MixView
+from specwatch.analysis.speed.advisor import Advice
+from specwatch.analysis.speed.goodput import Cell, GoodputView
+from specwatch.analysis.speed.load import KTable, LoadCell
+from specwatch.analysis.speed.speedup import Gain
+from specwatch.analysis.verdicts.evidence import Evidence
 from specwatch.core.histogram import Histogram
 from specwatch.core.records import RequestKey, SliceKey
 
@@ -38,8 +38,12 @@ class SliceView:
     drift: DriftView | None = None
     advice: Advice | None = None
     evidence: Evidence | None = None  # what the zone was judged on at the latest evaluation
-    causes: tuple[Cause, ...] = ()  # why acceptance is poor or suspicious (analysis/causes.py)
-    zone_metric: str = "alpha"  # what the zone judged: alpha, or the rate (analysis/judging.py)
+    causes: tuple[
+        Cause, ...
+    ] = ()  # why acceptance is poor or suspicious (analysis/causes/rules.py)
+    zone_metric: str = (
+        "alpha"  # what the zone judged: alpha, or the rate (analysis/verdicts/judging.py)
+    )
 
 
 @dataclass(frozen=True, slots=True)

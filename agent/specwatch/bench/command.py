@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from specwatch import __version__
-from specwatch.analysis.slicing import CtxBuckets
+from specwatch.analysis.counting.slicing import CtxBuckets
 from specwatch.bench import report
 from specwatch.bench.concurrency import recommend, surface
 from specwatch.bench.plan import Plan, UsageError, plan_of

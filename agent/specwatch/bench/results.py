@@ -16,8 +16,8 @@ what both targets share — prompt length, output length — cancels out of the 
 `min_pairs` (10) requests a slice gets its estimate but no interval: the percentile bootstrap
 covers far less than it claims on a handful of requests (a 95% interval on 6 pairs missed the
 simulator's truth in the first test run).
-Acceptance: alpha-hat, rate, tau and p_i as the sidecar defines them (analysis/stats.py), with
-the sidecar's request-level intervals (the request is the unit of sampling).
+Acceptance: alpha-hat, rate, tau and p_i as the sidecar defines them (analysis/counting/stats.py),
+with the sidecar's request-level intervals (the request is the unit of sampling).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.slicing import CtxBuckets
-from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.stats import SliceStats
 from specwatch.bench.client import Sample
 from specwatch.bench.runner import TargetRun
 

@@ -8,11 +8,11 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from specwatch.analysis.advisor import Advice, advice_for
 from specwatch.analysis.analyzer import Snapshot
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.load import KTable
-from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.speed.advisor import Advice, advice_for
+from specwatch.analysis.speed.load import KTable
 from specwatch.commands.shared.cyclelogs import replayed, report_bad_lines
 from specwatch.commands.shared.ktable import k_tables, print_k_tables
 from specwatch.conventions import ALL

@@ -36,7 +36,7 @@ def group_fields(group: Group, by: tuple[str, ...], confidence: float) -> dict[s
     stats, counts = group.stats, group.counts
     tpot: dict[str, Any] = {}
     if group.decode is not None:  # `--tpot`: the sidecar's goodput over the group
-        from specwatch.analysis.goodput import tpot_interval
+        from specwatch.analysis.speed.goodput import tpot_interval
 
         interval = tpot_interval(group.decode, confidence)
         tpot = {
@@ -100,7 +100,7 @@ def k_tables(
     fleet: Any, request: Request, settings: Settings, cost_ratio: float | None
 ) -> list[tuple[Any, float, str]]:
     """`advise`'s K table by batch size, over every request read."""
-    from specwatch.analysis.load import LoadBuckets
+    from specwatch.analysis.speed.load import LoadBuckets
     from specwatch.commands.shared.ktable import k_tables as tables_of
     from specwatch.fleet.groups import load_table
 

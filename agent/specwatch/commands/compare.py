@@ -3,7 +3,7 @@ and after an upgrade), slice by slice, with the live comparison's statistics.
 
 Each side is aggregated by fleet analysis (commands/shared/fleet.py); the differences, verdicts,
 the family-wise guard, the overall change at B's mix and the mix shift come from
-analysis/compare.py, the code the sidecar's own config-change comparison runs.
+analysis/compare/alpha.py, the code the sidecar's own config-change comparison runs.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from specwatch.analysis.compare import ModelComparison, SliceComparison, compare_models
-from specwatch.analysis.goodput_compare import TpotComparison, compare_tpot
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.compare.alpha import ModelComparison, SliceComparison, compare_models
+from specwatch.analysis.compare.goodput import TpotComparison, compare_tpot
+from specwatch.analysis.counting.sums import Sums
 from specwatch.commands.shared.fleet import (
     UsageError,
     aggregated,
@@ -121,8 +121,8 @@ def _tpot_sides(
     fleet: Any, args: argparse.Namespace, settings: Settings, names: tuple[str, str]
 ) -> tuple[Cells, Cells]:
     """Each side's decode-time sums per slice and load bucket (the load last in the key)."""
-    from specwatch.analysis.load import LoadBuckets
-    from specwatch.analysis.slicing import CtxBuckets
+    from specwatch.analysis.counting.slicing import CtxBuckets
+    from specwatch.analysis.speed.load import LoadBuckets
 
     ctx, load = CtxBuckets(settings.ctx_buckets), LoadBuckets(settings.load.batch_edges)
 

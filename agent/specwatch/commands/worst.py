@@ -17,10 +17,10 @@ from typing import Any
 import orjson
 
 from specwatch import conventions as C
-from specwatch.analysis.causes import extreme_kind
-from specwatch.analysis.counts import Counts
+from specwatch.analysis.causes.rules import extreme_kind
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.slicing import CtxBuckets
 from specwatch.analysis.replay import SpanTooLong, replay
-from specwatch.analysis.slicing import CtxBuckets
 from specwatch.analysis.views import SliceView
 from specwatch.core.httpjson import dumps
 from specwatch.core.records import RequestRecord, SliceKey, SpecConfig

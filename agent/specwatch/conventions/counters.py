@@ -27,7 +27,7 @@ ACCEPTANCE_TRIALS: Final = _metric(
     "(denominator of alpha-hat).",
     _SLICE,
 )
-# The request-level variance of alpha-hat (analysis/stats.py), summable across pods: per
+# The request-level variance of alpha-hat (analysis/counting/stats.py), summable across pods: per
 # slice, the requests with steps in it, and over them the sums of a_i^2, a_i t_i and t_i^2
 # (a_i, t_i: a request's accepted tokens and trials in the slice).
 SLICE_REQUESTS: Final = _metric(
@@ -96,8 +96,8 @@ MODEL_REQUEST_TRIALS_SQUARED: Final = _metric(
     _MODEL,
 )
 
-# Goodput (analysis/goodput.py): per cell (slice x load bucket), over speculative requests with
-# a time per output token, the sums of decode seconds s_i and decode tokens y_i (output tokens
+# Goodput (analysis/speed/goodput.py): per cell (slice x load bucket), over speculative requests
+# with a time per output token, the sums of decode seconds s_i and decode tokens y_i (output tokens
 # - 1) and their second moments: TPOT = sum(s) / sum(y) and its request-level variance, summed
 # across pods; what the canary's goodput comparison (gen/goodput_rules.py) reads.
 _CELL = (*_SLICE, Label.LOAD)
@@ -137,7 +137,7 @@ GOODPUT_TOKENS_SQUARED: Final = _metric(
     "Sum over requests of (the request's decode tokens)^2.",
     _CELL,
 )
-# The load moments of a comparison at the same load (analysis/goodput_compare.py): b_i is the
+# The load moments of a comparison at the same load (analysis/compare/goodput.py): b_i is the
 # request's load (requests in flight at the upstream as it started).
 GOODPUT_TOKENS_X_LOAD: Final = _metric(
     "specwatch_goodput_decode_tokens_x_load",
@@ -169,7 +169,7 @@ GOODPUT_TOKENS_SQUARED_X_LOAD_SQUARED: Final = _metric(
     "Sum over requests of (the request's decode tokens x its load)^2.",
     _CELL,
 )
-# TPOT's two factors (analysis/goodput_compare.py): s_i the request's engine steps after its
+# TPOT's two factors (analysis/compare/goodput.py): s_i the request's engine steps after its
 # first token (those vLLM lists, and the plain ones), so that TPOT = (x / s) / (y / s): the
 # step's time over the tokens a step yields.
 GOODPUT_STEPS: Final = _metric(
@@ -198,7 +198,7 @@ GOODPUT_TOKENS_X_STEPS: Final = _metric(
     _CELL,
 )
 
-# A goodput cell's counters in analysis/sums.DecodeSums.decode_fields' order: what the
+# A goodput cell's counters in analysis/counting/sums.DecodeSums.decode_fields' order: what the
 # exposition writes and the recording rules read
 GOODPUT_CELL_COUNTERS: Final = (
     GOODPUT_REQUESTS,

@@ -130,7 +130,7 @@ DRAFT_LENGTH_ACCEPTED: Final = _metric(
     _DRAFT_LENGTH,
 )
 
-# By load (analysis/load.py): model x batch-size bucket, never crossed with ctx x task.
+# By load (analysis/speed/load.py): model x batch-size bucket, never crossed with ctx x task.
 _LOAD = (*_MODEL, Label.LOAD)
 LOAD_ACCEPTED_TOKENS: Final = _metric(
     "specwatch_load_accepted_tokens",

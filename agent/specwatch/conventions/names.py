@@ -123,7 +123,7 @@ class Zone(StrEnum):
     YELLOW = "yellow"
     RED = "red"
     INSUFFICIENT = "insufficient"
-    # a synthetic or lossy verifier: acceptance is not the target's (analysis/causes.py)
+    # a synthetic or lossy verifier: acceptance is not the target's (analysis/causes/rules.py)
     NOT_APPLICABLE = "not_applicable"
 
 
@@ -135,7 +135,7 @@ class TpotSource(StrEnum):
 
 
 class CauseKind(StrEnum):
-    """Why a slice's acceptance is poor or suspicious (analysis/causes.py has each rule)."""
+    """Why a slice's acceptance is poor or suspicious (analysis/causes/rules.py has each rule)."""
 
     DRAFT_CONTEXT_LIMIT = "draft_context_limit"
     NO_ACCEPTANCE = "no_acceptance"

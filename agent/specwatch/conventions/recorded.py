@@ -14,13 +14,13 @@ RECORDED_DESIGN_EFFECT: Final = "specwatch_acceptance_design_effect"
 RECORDED_EFFECTIVE_TRIALS: Final = "specwatch_acceptance_effective_trials"
 RECORDED_T_QUANTILE: Final = "specwatch_acceptance_t_quantile"
 RECORDED_DEGREES_OF_FREEDOM: Final = "specwatch_acceptance_degrees_of_freedom"
-# the zones' evidence (analysis/evidence.py): per window and threshold, its widening for a
+# the zones' evidence (analysis/verdicts/evidence.py): per window and threshold, its widening for a
 # variance known from few requests, and the window's sample gate
 RECORDED_EVIDENCE: Final = "specwatch_zone_evidence"
 RECORDED_EVIDENCE_WIDENING: Final = "specwatch_zone_evidence_widening"
 RECORDED_EVIDENCE_GATE: Final = "specwatch_zone_evidence_gate"
-# which zone window decides (analysis/evidence.Evidence.deciding): a shorter window's change
-# from the older rest of a longer one, that rest's sums, and the widening at the change bar
+# which zone window decides (analysis/verdicts/evidence.Evidence.deciding): a shorter window's
+# change from the older rest of a longer one, that rest's sums, and the widening at the change bar
 RECORDED_ZONE_CHANGE: Final = "specwatch_zone_change"
 RECORDED_ZONE_REST: Final = "specwatch_zone_rest"
 RECORDED_ZONE_CHANGE_WIDENING: Final = "specwatch_zone_change_widening"
@@ -41,7 +41,7 @@ RECORDED_CANARY_GAIN: Final = "specwatch_canary_gain"
 # log-ratio at the canary's mix, its bounds as a ratio, and what the family-wise guard needs
 RECORDED_GOODPUT_TPOT: Final = "specwatch_goodput_tpot"
 RECORDED_GOODPUT_LOG_VARIANCE: Final = "specwatch_goodput_log_variance"
-# ... compared at the same load (analysis/goodput_compare.py): per cell the requests' squared
+# ... compared at the same load (analysis/compare/goodput.py): per cell the requests' squared
 # relative deviation and the mean load; per slice and track the pooled spread and its degrees
 # of freedom; per model and load bucket the load's relative slope, its variance and degrees
 # of freedom; per paired cell the canary's mean load less stable's; per slice and model

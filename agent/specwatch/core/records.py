@@ -54,7 +54,7 @@ class SpecDecodeBlock(msgspec.Struct, frozen=True):
     accepted: tuple[int, ...]
     ordered: bool = True
     # vLLM's own `mean_acceptance_length`, as it reported it (None: not sent): compared with
-    # what the steps say (analysis/causes.py, engine_disagreement)
+    # what the steps say (analysis/causes/rules.py, engine_disagreement)
     reported_tau: float | None = None
 
     @property
@@ -161,7 +161,7 @@ class SpecConfig:
     track: str
     model: str | None = None  # the target, where the command line says it
     # "lossless" (standard, block), "synthetic" (acceptance faked for testing) or "lossy"
-    # (a relaxed acceptance rule): the latter two get no zone (analysis/causes.py)
+    # (a relaxed acceptance rule): the latter two get no zone (analysis/causes/rules.py)
     verifier: str = "lossless"
     # the serving engine (engines/detect.py); its version is `vllm_version`, named for the
     # first engine and kept so: dashboards and rules read that label

@@ -21,8 +21,8 @@ from prometheus_client.registry import Collector
 from specwatch import __version__
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import SliceView, Snapshot
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.speedup import INSUFFICIENT
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.speed.speedup import INSUFFICIENT
 from specwatch.core.health import HealthSnapshot
 from specwatch.core.records import RequestKey, SpecConfig
 from specwatch.core.turns import finish

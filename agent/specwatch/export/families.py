@@ -26,7 +26,7 @@ from prometheus_client.core import (
 )
 
 from specwatch import conventions as C
-from specwatch.analysis.stats import Interval
+from specwatch.analysis.counting.stats import Interval
 from specwatch.core.histogram import Histogram
 
 # (label values but the last, values of the last label, sample values); a scalar: None, (v,)

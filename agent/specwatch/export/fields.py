@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import Interval, SliceStats
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import Interval, SliceStats
 
 if TYPE_CHECKING:
-    from specwatch.analysis.compare import ModelComparison, SliceComparison
-    from specwatch.analysis.load import KTable
-    from specwatch.analysis.sums import Sums
+    from specwatch.analysis.compare.alpha import ModelComparison, SliceComparison
+    from specwatch.analysis.counting.sums import Sums
+    from specwatch.analysis.speed.load import KTable
 
 
 def interval_fields(interval: Interval | None) -> dict[str, float | None] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from specwatch import conventions as C
-from specwatch.analysis.stats import Interval
+from specwatch.analysis.counting.stats import Interval
 from specwatch.analysis.views import Snapshot
 from specwatch.export.families import Family, bounds
 
@@ -88,7 +88,7 @@ def vllm(snapshot: Snapshot, run: Run) -> Iterator[Family]:
 
 
 def goodput(snapshot: Snapshot, run: Run) -> Iterator[Family]:
-    """Per cell the goodput counters (since the start; analysis/goodput.py), and per slice
+    """Per cell the goodput counters (since the start; analysis/speed/goodput.py), and per slice
     and model its TPOT over the window with its bounds."""
     names = C.GOODPUT_CELL_COUNTERS
     families = [Family(name) for name in names]

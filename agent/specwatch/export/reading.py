@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specwatch.analysis.analyzer import Snapshot
-from specwatch.analysis.changes import ChangeView
+from specwatch.analysis.compare.changes import ChangeView
 from specwatch.core.health import HealthSnapshot
 from specwatch.core.records import ABState, SpecConfig
 
@@ -20,5 +20,5 @@ class Reading:
     health: HealthSnapshot | None = None
     ab: ABState | None = None
     config: SpecConfig | None = None
-    change: ChangeView | None = None  # a config change across a restart (analysis/changes)
+    change: ChangeView | None = None  # a config change across a restart (analysis/compare/changes)
     config_changes: int = 0

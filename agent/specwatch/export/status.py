@@ -7,11 +7,11 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
-from specwatch.analysis.changes import ChangeView
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.evidence import Evidence
-from specwatch.analysis.goodput import GoodputView
-from specwatch.analysis.speedup import Gain
+from specwatch.analysis.compare.changes import ChangeView
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.speed.goodput import GoodputView
+from specwatch.analysis.speed.speedup import Gain
+from specwatch.analysis.verdicts.evidence import Evidence
 from specwatch.core.records import SpecConfig
 from specwatch.export.fields import (
     comparison_row,

@@ -2,7 +2,7 @@
 
 One implementation of the formulas: a group's Counts is built exactly as the sidecar would
 have counted the same steps (Counts.of_histogram), and its alpha, rate and tau come from
-analysis/stats.py, its K table from analysis/load.py.
+analysis/counting/stats.py, its K table from analysis/speed/load.py.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from specwatch.analysis.counts import MOMENTS, Counts
-from specwatch.analysis.load import LoadBuckets, LoadTable
-from specwatch.analysis.slicing import CtxBuckets
-from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.counting.counts import MOMENTS, Counts
+from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.speed.load import LoadBuckets, LoadTable
 from specwatch.conventions import TRACK_STABLE, UNKNOWN_CONFIG
 from specwatch.fleet.sql import CODE_BASE, SLOTS, SUMS
 
@@ -183,7 +183,7 @@ def decode_cells(
 ) -> dict[tuple[str, ...], Sums]:
     """Per group (labelled as read_rows labels them; ctx_bucket the request's first step's),
     the decode-time sums of speculative requests (`spec` and `empty` lines: what the
-    goodput comparison reads, as the sidecar's analysis/goodput.py sums them)."""
+    goodput comparison reads, as the sidecar's analysis/speed/goodput.py sums them)."""
     width = len([d for d in dimensions if d != "ctx_bucket"]) or 1
     at = {name: i for i, name in enumerate(SUMS)}
     out: dict[tuple[str, ...], Sums] = defaultdict(DecodeSums)

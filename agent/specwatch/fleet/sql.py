@@ -7,7 +7,7 @@ counts exactly, and the sums a request-level interval needs (requests, and the s
 products of each request's own totals in the group).
 
 Each step belongs to the ctx bucket of its own position, as in the sidecar
-(analysis/slicing.py): step j (1-based) of a request with prompt p starts at
+(analysis/counting/slicing.py): step j (1-based) of a request with prompt p starts at
 p + j + (accepted tokens of the steps before it). Most requests start and end in one bucket
 and draft one K <= 7 (in fewer than 32,768 steps): such a request is one row, never
 unnested: its steps' histogram is packed into one 128-bit integer (16 bits of count per
@@ -276,7 +276,7 @@ slow AS (
     CASE WHEN {decode} THEN tpot_ms / 1000.0 * (completion_tokens - 1) END AS dec_x,
     CASE WHEN {decode} THEN CAST(completion_tokens - 1 AS DOUBLE) END AS dec_y,
     -- its engine steps after the first token: those listed, and the plain ones the listed
-    -- steps' accepted + 1 tokens leave (analysis/goodput.decode_steps)
+    -- steps' accepted + 1 tokens leave (analysis/speed/goodput.decode_steps)
     CASE WHEN {decode} THEN CAST(coalesce(n, 0) + greatest(0, completion_tokens - 1
       - coalesce(accepted_total, 0) - coalesce(n, 0)) AS DOUBLE) END AS dec_s
   FROM cuts
@@ -297,7 +297,8 @@ def _grouped_sums(dims: list[str], group: list[str], with_load: bool) -> str:
                 "sum(first * dec_x * dec_x) AS dec_xx",
                 "sum(first * dec_x * dec_y) AS dec_xy",
                 "sum(first * dec_y * dec_y) AS dec_yy",
-                # the load moments of a comparison at the same load (analysis/sums.DecodeSums)
+                # the load moments of a comparison at the same load
+                # (analysis/counting/sums.DecodeSums)
                 "sum(first * dec_y * in_flight) AS dec_yb",
                 "sum(first * dec_x * in_flight) AS dec_xb",
                 "sum(first * dec_y * in_flight * in_flight) AS dec_ybb",

@@ -29,7 +29,7 @@ def _zone_expr(name: str, threshold: str, gates: str) -> str:
     """The deciding evidence at the entry bar says below `threshold`; or the alert fires
     already and the deciding evidence at the exit bar does not say above it, while some window
     is past half the gates (hysteresis through its own ALERTS series, as the sidecar's zones:
-    analysis/zones.py)."""
+    analysis/verdicts/zones.py)."""
     return (
         f"  {_evidence(Q.EVIDENCE_ENTRY, threshold)} < 0\n"
         f"  or {ON_SLICE} (\n"

@@ -1,6 +1,6 @@
 """Canary against stable in PromQL: per slice the difference of alpha-hat between the pods of
 track `canary` and those of track `stable` over the same window, with the request-level
-interval of analysis/compare.py, and the alert and Argo Rollouts analysis that act on it.
+interval of analysis/compare/alpha.py, and the alert and Argo Rollouts analysis that act on it.
 
 Both sides are read at the same time (the SRE workbook's rule: a canary is compared with a
 control that runs beside it, not with the fleet before it). Per side the variance of alpha-hat
@@ -8,7 +8,7 @@ is p (1 - p) / effective trials (the design effect's, gen/rules.py); the differe
 is their sum, with Welch-Satterthwaite's degrees of freedom. The stable side is its config
 with the most trials in the slice (normally the only one; `baseline_config` names it). The
 family-wise guard is Bonferroni over the comparisons per model and canary config: its slices
-with both sides past the zone gates, and its rollup (analysis/compare.compare_models). The
+with both sides past the zone gates, and its rollup (analysis/compare/alpha.compare_models). The
 quantile is the normal one at 1 - (1 - confidence) / (2 m) for the next m of a table above the
 count (never less guarded than the sidecar's exact m), made Student's by Cornish-Fisher's
 terms on the Welch degrees of freedom.
@@ -64,7 +64,7 @@ def family_z(count: str, confidence: float) -> str:
 
 def _family(settings: Settings) -> str:
     """The family of one model and canary config: its slices compared and its rollup, when
-    compared (analysis/compare.compare_models: one guard over all of a model's verdicts)."""
+    compared (analysis/compare/alpha.compare_models: one guard over all of a model's verdicts)."""
     by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
     compared = [
         recorded_name(level, C.RECORDED_CANARY_COMPARED, settings, "bool") for level in Q.LEVELS

@@ -1,4 +1,4 @@
-"""Each cause of poor or suspicious acceptance (analysis/causes.py) for the runbook: what it
+"""Each cause of poor or suspicious acceptance (analysis/causes/rules.py) for the runbook: what it
 means and its fix. The zone alerts carry the slice's cause as the label and annotation
 `cause`; its section here is `#cause-<kind>`."""
 

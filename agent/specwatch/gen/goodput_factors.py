@@ -1,6 +1,6 @@
 """TPOT's two factors in PromQL, canary over stable: the step's time (decode seconds over engine
 steps, at the same load) and the tokens a step yields (decode tokens over engine steps), per
-slice and per model, with analysis/goodput_compare.py's intervals. TPOT's ratio is the one over
+slice and per model, with analysis/compare/goodput.py's intervals. TPOT's ratio is the one over
 the other exactly: the same cells (gen/goodput_rules.py's paired ones), the same weights (the
 canary's decode tokens), and the load's adjustment on the step's time only (load moves what a
 step costs, not what it yields).

@@ -1,14 +1,14 @@
 """Canary against stable on goodput in PromQL: per slice and per model the ratio canary /
 stable of the decode time per output token (TPOT), compared at the same load and combined at
-the canary's mix, with analysis/goodput_compare.py's interval (the alert that acts on it is
+the canary's mix, with analysis/compare/goodput.py's interval (the alert that acts on it is
 gen/goodput_alert.py's; its two factors gen/goodput_factors.py's).
 
 Per cell (a slice's load bucket) each track's TPOT is the ratio of its decode seconds to its
 decode tokens over the canary window, summed across pods; the variance of its log is
 n / (n - 1) x e x yy / y^2, e the requests' squared relative deviation pooled over the slice's
-cells per track (analysis/same_load.py). Per model and load bucket kappa, the load's relative
-slope, is learnt within each cell and track (both tracks, every slice) from the load moments
-(conventions/counters.py). A cell is paired where both tracks timed `tpot_min_cell_requests`
+cells per track (analysis/compare/same_load.py). Per model and load bucket kappa, the load's
+relative slope, is learnt within each cell and track (both tracks, every slice) from the load
+moments (conventions/counters.py). A cell is paired where both tracks timed `tpot_min_cell_requests`
 requests (and, where their mean loads differ, a slope was learnt); the stable side is its
 config with the most requests in the cell. A paired cell's log-ratio is moved to the canary's
 mean load by kappa x the loads' difference. Per slice (and per model, over all its cells) the
@@ -108,7 +108,7 @@ def _spread_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, An
 def _slope_rules(settings: Settings, part: dict[str, str]) -> list[dict[str, Any]]:
     """Per cell and track the mean load and the slope's parts; per model and load bucket the
     load's relative slope, its variance and degrees of freedom, from the variation of load
-    within each cell and track (analysis/same_load.load_slopes)."""
+    within each cell and track (analysis/compare/same_load.load_slopes)."""
     n, y, yy, yb, xb = part["n"], part["y"], part["yy"], part["yb"], part["xb"]
     ybb, yyb, yybb = part["ybb"], part["yyb"], part["yybb"]
     cell, bucket = Q.by(CELL), Q.by(BUCKET)

@@ -3,8 +3,8 @@
 Every ratio is numerator rate over denominator rate, each summed over pods and engines before
 dividing; never an average of ratios. Names follow `level:metric:operations`.
 
-alpha-hat's bounds are the sidecar's request-level interval (analysis/stats.py), from the sums
-over requests the sidecar exports (per slice; per model, each request counted once with its
+alpha-hat's bounds are the sidecar's request-level interval (analysis/counting/stats.py), from the
+sums over requests the sidecar exports (per slice; per model, each request counted once with its
 whole sums): the design effect max(1, robust variance / binomial variance), Student's t on
 requests - 1 degrees of freedom (exact in a table up to 20, the Cornish-Fisher polynomial
 past it, within 1e-7), then Wilson's bounds on trials / design effect. Where the binomial
@@ -15,7 +15,7 @@ that starts inside its range, each counter by its own first value, so a young se
 disagree with each other (a design effect of 1 for one that has 11). A counter starts at 0, so
 its value is exactly what it counted since it began: `(increase(x[w]) and x offset w) or x`.
 
-The zones' evidence (analysis/evidence.py) is recorded per zone window and threshold, with
+The zones' evidence (analysis/verdicts/evidence.py) is recorded per zone window and threshold, with
 each shorter window's change from the older rest of every longer one; the deciding window's
 evidence (the longest, unless newer data differ) is what SpecDecodeSliceRed / Yellow enter and
 leave on.

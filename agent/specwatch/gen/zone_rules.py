@@ -1,4 +1,4 @@
-"""The zones' evidence in PromQL (analysis/evidence.py): per zone window and threshold its
+"""The zones' evidence in PromQL (analysis/verdicts/evidence.py): per zone window and threshold its
 log-likelihood ratio, each shorter window's change from the older rest of a longer one, and the
 deciding window's evidence at the entry and exit bars, which SpecDecodeSliceRed / Yellow enter
 and leave on. tests/artifacts/test_rules.py holds each figure to the sidecar's."""
@@ -8,13 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from specwatch import conventions as C
-from specwatch.analysis.stats import tail_confidence
+from specwatch.analysis.counting.stats import tail_confidence
 from specwatch.gen import promql as Q
 from specwatch.settings import Settings
 
 
 def evidence_rules(level: str, w: str, settings: Settings) -> list[dict[str, Any]]:
-    """Window `w`'s sample gate, widening and evidence per threshold (analysis/evidence.py):
+    """Window `w`'s sample gate, widening and evidence per threshold
+    (analysis/verdicts/evidence.py):
     (d0^2 - d1^2) / (2 v), v = design effect x widening x c (1 - c) / trials, where the
     widening is (t / z)^2 at the tail of the verdict's bar. Recorded only where the window
     passes half the gates (what keeps a verdict; the entry needs them whole: `gate` 1)."""

@@ -40,7 +40,7 @@ class WindowSettings(Part):
 
 class ZoneSettings(Part):
     """Green / yellow / red thresholds, the evidence a verdict needs, gates and anti-flapping
-    (analysis/evidence.py, analysis/zones.py)."""
+    (analysis/verdicts/evidence.py, analysis/verdicts/zones.py)."""
 
     metric: Literal["alpha", "rate"] = "alpha"
     green: float = Field(default=0.70, gt=0, lt=1)
@@ -58,7 +58,8 @@ class ZoneSettings(Part):
     red_evidence: float | None = Field(default=6.0, gt=0)
     red_exit_evidence: float | None = Field(default=3.0, gt=0)
     # the log-likelihood ratio at which a shorter window's data count as a change from the
-    # longer window's older rest: then the newer data decide (analysis/evidence.py, deciding)
+    # longer window's older rest: then the newer data decide (analysis/verdicts/evidence.py,
+    # deciding)
     change_evidence: float = Field(default=12.0, gt=0)
     # red is entered within min_dwell_seconds of the last change only on evidence at least as
     # new as what decided that change, or when acceptance is surely below red - this margin
@@ -120,7 +121,7 @@ class ZoneSettings(Part):
 
 
 class DriftSettings(Part):
-    """The per-slice drift detector (analysis/drift.py); defaults: docs/statistics.md,
+    """The per-slice drift detector (analysis/drift/detector.py); defaults: docs/statistics.md,
     section "Drift, speedup and the draft length"."""
 
     bucket_seconds: float = Field(default=60.0, ge=MIN_STEP_SECONDS)

@@ -133,10 +133,10 @@ class ShadowSettings(Part):
 
 
 class CanarySettings(Part):
-    """Canary against stable (analysis/compare.py; the rules of gen/canary.py): per slice the
+    """Canary against stable (analysis/compare/alpha.py; the rules of gen/canary.py): per slice the
     difference of alpha-hat over `window_seconds`, family-wise at `confidence` over the slices
     compared; SpecDecodeCanaryWorse when its upper bound stays below -margin for `for_seconds`.
-    Goodput (analysis/goodput_compare.py): per slice the ratio canary / stable of the decode
+    Goodput (analysis/compare/goodput.py): per slice the ratio canary / stable of the decode
     time per output token at the same load; SpecDecodeCanarySlower when its lower bound
     stays above 1 + tpot_margin; a load bucket is compared where each side timed
     `tpot_min_cell_requests` requests in it."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.changes import sums_of
+from specwatch.analysis.compare.changes import sums_of
 from specwatch.conventions import SliceSource
 from specwatch.core.health import Health
 from specwatch.core.turns import ReadGate, finish

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import structlog
 
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.changes import ConfigHistory
+from specwatch.analysis.compare.changes import ConfigHistory
 from specwatch.settings import Settings
 from specwatch.store.state import StateFile
 from specwatch.upstream.configwatch import ConfigWatch

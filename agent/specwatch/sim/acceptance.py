@@ -51,7 +51,7 @@ class AcceptanceModel:
     no_draft_prob: float = 0.0  # ngram-like steps that found nothing to draft
     drops: tuple[Drop, ...] = ()
     request_icc: float = REQUEST_ICC  # 0: every request of a slice alike (a binomial model)
-    # Causes of poor or suspicious acceptance (analysis/causes.py), one switch each:
+    # Causes of poor or suspicious acceptance (analysis/causes/rules.py), one switch each:
     # drafts past this absolute position accept nothing, zero-padded (vllm-project/vllm#34734)
     context_limit: int | None = None
     loop_share: float = 0.0  # requests caught in a repetition loop: every draft accepted

@@ -1,4 +1,4 @@
-"""Each cause of poor or suspicious acceptance (analysis/causes.py) as a switch: what the
+"""Each cause of poor or suspicious acceptance (analysis/causes/rules.py) as a switch: what the
 simulator changes to show it, or the speculative config the sidecar is given (the verifier
 and the schedule are the config's, not the engine's)."""
 

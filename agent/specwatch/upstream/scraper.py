@@ -4,7 +4,7 @@ Of /metrics (600-odd lines from vLLM 0.32, histograms mostly) only the sample li
 few families read here are kept, then parsed with prometheus_client's parser: parsing the
 whole page in Python cost 5% of the sidecar's CPU on real traffic. `_created` samples and
 other families are never parsed; engines of one served model are summed. Counter resets are
-the analysis' business (analysis/engine.py).
+the analysis' business (analysis/counting/engine.py).
 """
 
 from __future__ import annotations

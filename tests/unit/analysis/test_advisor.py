@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from specwatch.analysis.advisor import advise
+from specwatch.analysis.speed.advisor import advise
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,8 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.drafting import DraftingTally
-from specwatch.analysis.positions import (
+from specwatch.analysis.causes.drafting import DraftingTally
+from specwatch.analysis.causes.positions import (
     POSITION_BIN,
     POSITION_BINS,
     ContextPositions,
@@ -18,6 +17,7 @@ from specwatch.analysis.positions import (
     _tried_and_accepted,
     position_cliff,
 )
+from specwatch.analysis.counting.counts import Counts
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 

@@ -1,11 +1,11 @@
-"""A config change across a restart (analysis/changes.py): each slice compared before and after,
-the overall change at the after period's mix, a caveat when the mix moved."""
+"""A config change across a restart (analysis/compare/changes.py): each slice compared before
+and after, the overall change at the after period's mix, a caveat when the mix moved."""
 
 from __future__ import annotations
 
 import pytest
-from specwatch.analysis.changes import ConfigHistory
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.compare.changes import ConfigHistory
+from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.core.records import SliceKey
 from specwatch.settings import load_settings
 from specwatch.upstream.specconfig import spec_config
@@ -94,7 +94,7 @@ def test_a_models_rollup_and_slices_share_one_family_and_other_models_do_not_joi
     """Each interval of a model is at 1 - 0.05 / m, m its slices compared plus its rollup:
     two slices and a rollup give each 1 - 0.05 / 3, whether or not other models are compared
     in the same call."""
-    from specwatch.analysis.compare import compare_models, difference, family_confidence
+    from specwatch.analysis.compare.alpha import compare_models, difference, family_confidence
 
     cfg = load_settings()
     side = _alike(100, 3000, 5000)
@@ -116,7 +116,7 @@ def test_a_models_rollup_and_slices_share_one_family_and_other_models_do_not_joi
 def test_a_side_below_the_gates_is_insufficient_whichever_side_it_is() -> None:
     """Before: 5 requests at 0.9; after: 100 at 0.6. The difference is large, but the before
     side is below the gates (30 requests): insufficient, never worse. And the other way."""
-    from specwatch.analysis.compare import INSUFFICIENT, compare_slices
+    from specwatch.analysis.compare.alpha import INSUFFICIENT, compare_slices
 
     few, many = _alike(5, 1800, 2000), _alike(100, 24_000, 40_000)
     for before, after in ((few, many), (many, few)):

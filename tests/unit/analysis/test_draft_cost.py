@@ -1,4 +1,4 @@
-"""The draft's cost from step times against drafted tokens (analysis/draft_cost.py), and the
+"""The draft's cost from step times against drafted tokens (analysis/speed/draft_cost.py), and the
 modelled gain it gives where no A/B baseline runs."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import random
 
 import pytest
 from specwatch import conventions as C
-from specwatch.analysis.draft_cost import DraftCost
 from specwatch.analysis.replay import replay
+from specwatch.analysis.speed.draft_cost import DraftCost
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 

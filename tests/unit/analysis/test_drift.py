@@ -7,8 +7,8 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from specwatch.analysis import baseline
-from specwatch.analysis.baseline import (
+from specwatch.analysis.drift import baseline
+from specwatch.analysis.drift.baseline import (
     WANDER_LAGS,
     BaselineWindow,
     Bucket,
@@ -16,8 +16,8 @@ from specwatch.analysis.baseline import (
     estimate_baseline,
     moments_of,
 )
-from specwatch.analysis.cusum import cusum_step, cusum_threshold, siegmund_arl
-from specwatch.analysis.drift import DriftDetector, predictive
+from specwatch.analysis.drift.cusum import cusum_step, cusum_threshold, siegmund_arl
+from specwatch.analysis.drift.detector import DriftDetector, predictive
 from specwatch.core.records import SliceKey
 from specwatch.settings import DriftSettings
 

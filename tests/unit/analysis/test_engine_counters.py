@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from specwatch.analysis.engine import EngineCounters
+from specwatch.analysis.counting.engine import EngineCounters
 from specwatch.core.records import EngineSample
 from specwatch.upstream.scraper import ScrapeFailure, parse_vllm_metrics
 
@@ -69,7 +69,7 @@ def test_a_counter_reset_counts_what_came_after_it() -> None:
 
 def test_without_per_position_counters_alpha_is_unknown_not_biased() -> None:
     """Counting every step as a rejection gave 0.598 where the truth was 0.698: no figure."""
-    from specwatch.analysis.stats import SliceStats
+    from specwatch.analysis.counting.stats import SliceStats
 
     counters = EngineCounters(60, 10, 8, fresh_start=True)
     no_positions = EngineSample(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.evidence_windows import EvidenceWindows
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.verdicts.evidence_windows import EvidenceWindows
 
 K = 4
 
@@ -85,7 +85,8 @@ def test_a_record_older_than_the_longest_window_is_dropped_and_reads_move_the_ve
 def test_the_kept_widenings_and_t_quantiles_stay_bounded_and_equal_to_computing_afresh() -> None:
     """Kept per argument, as a pod whose request counts wander asks them: never more than the
     bound, and each what computing it afresh gives."""
-    from specwatch.analysis import evidence, stats
+    from specwatch.analysis.counting import stats
+    from specwatch.analysis.verdicts import evidence
 
     for requests in range(2, 2 * evidence._WIDENINGS_KEPT):
         kept = evidence._widening(requests, 8.0)

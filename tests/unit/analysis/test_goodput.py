@@ -1,5 +1,5 @@
 """Goodput: a request's decode time, the slices' TPOT with its interval, and the comparison of
-two configs' TPOT within load buckets (analysis/goodput.py, analysis/goodput_compare.py)."""
+two configs' TPOT within load buckets (analysis/speed/goodput.py, analysis/compare/goodput.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import random
 
 import pytest
 from specwatch import conventions as C
-from specwatch.analysis.goodput import GoodputTracker, decode_of, tpot_interval
-from specwatch.analysis.goodput_compare import (
+from specwatch.analysis.compare.goodput import (
     FASTER,
     INSUFFICIENT,
     SAME,
@@ -18,10 +17,11 @@ from specwatch.analysis.goodput_compare import (
     compare_tpot,
     verdict,
 )
-from specwatch.analysis.same_load import Pair
-from specwatch.analysis.slicing import CtxBuckets
-from specwatch.analysis.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.compare.same_load import Pair
+from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.stats import Interval, robust_variance, t_quantile
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.speed.goodput import GoodputTracker, decode_of, tpot_interval
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 

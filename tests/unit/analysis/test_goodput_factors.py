@@ -1,5 +1,5 @@
-"""Two configs' TPOT at the same load, and its two factors (analysis/same_load.py,
-analysis/goodput_factors.py, analysis/goodput_compare.py): the load's slope learnt within the
+"""Two configs' TPOT at the same load, and its two factors (analysis/compare/same_load.py,
+analysis/compare/factors.py, analysis/compare/goodput.py): the load's slope learnt within the
 cells, never from the sides' difference; the factors multiply back to the ratio; which one
 decides is said from the whole intervals."""
 
@@ -9,11 +9,11 @@ import math
 import random
 
 import pytest
-from specwatch.analysis.goodput_compare import INSUFFICIENT, SAME, SLOWER, compare_tpot
-from specwatch.analysis.goodput_factors import STEP_TIME, TOKENS_PER_STEP, factors_of
-from specwatch.analysis.same_load import load_slopes, mean_load
-from specwatch.analysis.stats import Interval
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.compare.factors import STEP_TIME, TOKENS_PER_STEP, factors_of
+from specwatch.analysis.compare.goodput import INSUFFICIENT, SAME, SLOWER, compare_tpot
+from specwatch.analysis.compare.same_load import load_slopes, mean_load
+from specwatch.analysis.counting.stats import Interval
+from specwatch.analysis.counting.sums import DecodeSums, Sums
 
 PER_REQUEST = 0.03  # each other request in flight adds this share of a step
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from specwatch.analysis.mix import decompose, psi, shares
+from specwatch.analysis.drift.mix import decompose, psi, shares
 
 
 def test_psi_by_hand() -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from specwatch.analysis.slicing import CtxBuckets, request_key, slice_key, split_steps
+from specwatch.analysis.counting.slicing import CtxBuckets, request_key, slice_key, split_steps
 from specwatch.core.records import RequestKey, SliceKey, SpecDecodeBlock
 
 BUCKETS = CtxBuckets((512, 2048, 4096, 8192, 32768))
@@ -59,7 +59,7 @@ def test_keys_are_interned_up_to_the_bound_and_equal_past_it(
 ) -> None:
     """One object per distinct key (the slice dicts find it by identity); past the bound a key
     is made fresh, equal, and nothing more is kept."""
-    from specwatch.analysis import slicing
+    from specwatch.analysis.counting import slicing
 
     first = slice_key("interned-m", "0-512", "code")
     assert first is slice_key("interned-m", "0-512", "code")

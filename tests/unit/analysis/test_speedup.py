@@ -6,7 +6,9 @@ from typing import Any
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.speedup import (
+from specwatch.analysis.counting.stats import Interval
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.speed.speedup import (
     MEASURED,
     MODELLED,
     Cost,
@@ -14,8 +16,6 @@ from specwatch.analysis.speedup import (
     measured_gain,
     modelled_gain,
 )
-from specwatch.analysis.stats import Interval
-from specwatch.analysis.sums import Sums
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings, load_settings
 

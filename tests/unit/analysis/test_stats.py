@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import (
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import (
     SliceStats,
     cornish_fisher_t,
     proportion_interval,

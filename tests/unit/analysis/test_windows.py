@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import SlidingWindow
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.counting.windows import SlidingWindow
 from specwatch.core.histogram import Histogram
 
 

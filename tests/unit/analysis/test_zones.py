@@ -7,17 +7,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from specwatch.analysis.evidence import Evidence, WindowEvidence, gathered, log_ratio
-from specwatch.analysis.speedup import Gain
-from specwatch.analysis.sums import Sums
-from specwatch.analysis.thresholds import Thresholds
-from specwatch.analysis.zones import ZoneState, entering, next_zone, settled
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.speed.speedup import Gain
+from specwatch.analysis.verdicts.evidence import Evidence, WindowEvidence, gathered, log_ratio
+from specwatch.analysis.verdicts.thresholds import Thresholds
+from specwatch.analysis.verdicts.zones import ZoneState, entering, next_zone, settled
 from specwatch.conventions import Zone
 from specwatch.settings import ZoneSettings
 
 
 def rules(**settings: Any) -> Thresholds:
-    """The zone settings as the rules read them (analysis/thresholds.py)."""
+    """The zone settings as the rules read them (analysis/verdicts/thresholds.py)."""
     return Thresholds(ZoneSettings(**settings))
 
 

@@ -139,7 +139,7 @@ def test_the_built_in_mix_does_not_depend_on_global_random_state() -> None:
 
 def test_a_target_without_samples_still_reports(tmp_path: Path) -> None:
     """Ctrl-C before the second target's first answer: the report is written all the same."""
-    from specwatch.analysis.slicing import CtxBuckets
+    from specwatch.analysis.counting.slicing import CtxBuckets
     from specwatch.bench import report
     from specwatch.bench.results import analyse
     from specwatch.bench.runner import Target, TargetRun

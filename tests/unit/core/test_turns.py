@@ -124,7 +124,7 @@ def test_a_change_while_an_evaluation_reads_its_windows_is_refused(
     """The windows read in steps and the judging in one (a fast evaluation): a change made
     while the windows were read still raises before anything is judged."""
     from specwatch.analysis import analyzer as analyzer_module
-    from specwatch.analysis import windows as windows_module
+    from specwatch.analysis.counting import windows as windows_module
 
     ticks = itertools.count()
     monkeypatch.setattr(windows_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))

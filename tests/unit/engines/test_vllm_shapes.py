@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from specwatch.analysis.counts import Counts
+from specwatch.analysis.counting.counts import Counts
 from specwatch.conventions import Outcome, ParseReason
 from specwatch.core.health import Health
 from specwatch.engines.vllm.log import parse_line

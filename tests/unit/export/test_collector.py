@@ -9,9 +9,9 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.drift import DriftView
-from specwatch.analysis.speedup import Gain
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.drift.detector import DriftView
+from specwatch.analysis.speed.speedup import Gain
 from specwatch.analysis.views import Snapshot
 from specwatch.core.health import Health
 from specwatch.core.records import ABState, Latency, RequestRecord, SpecDecodeBlock

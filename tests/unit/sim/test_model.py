@@ -3,8 +3,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import dispersion
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import dispersion
 from specwatch.sim.acceptance import REQUEST_ICC, AcceptanceModel, Drop, plan_steps
 
 from tests.support import captured_requests

@@ -4,7 +4,7 @@ import random
 from pathlib import Path
 
 import pytest
-from specwatch.analysis.drift import DriftDetector
+from specwatch.analysis.drift.detector import DriftDetector
 from specwatch.core.records import SliceKey
 from specwatch.settings import DriftSettings, load_settings
 from specwatch.sidecar.sidecar import Sidecar

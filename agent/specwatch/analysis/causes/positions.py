@@ -1,4 +1,4 @@
-"""Causes read by position (analysis/causes.py assembles them): a step's absolute position in
+"""Causes read by position (analysis/causes/rules.py assembles them): a step's absolute position in
 the context, and the position inside a draft.
 
 Each rule states its minimum evidence here and in docs/causes.md; benchmarks/causes.py
@@ -32,7 +32,7 @@ the cause.
 
 from __future__ import annotations
 
-from specwatch.analysis.counts import Counts
+from specwatch.analysis.counting.counts import Counts
 from specwatch.core.records import SpecDecodeBlock
 
 # draft_context_limit

@@ -33,8 +33,8 @@ benchmarks/causes.py (docs/causes.md has the figures and the runbook has each ca
   / steps of its own arrays by more than 0.01 (rounding) in at least 5 requests and 5% of
   those that report it, since the start (vLLM#56101 over-counts at EOS in some versions).
 - `position_cliff`, `first_position_deficit`: by draft position, each rule in
-  analysis/positions.py (with draft_context_limit's positions); `not_drafting`,
-  `collapse_after_pause`: from what a request drafts step by step, in analysis/drafting.py.
+  analysis/causes/positions.py (with draft_context_limit's positions); `not_drafting`,
+  `collapse_after_pause`: from what a request drafts step by step, in analysis/causes/drafting.py.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specwatch import conventions as C
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.drafting import DraftingTally
-from specwatch.analysis.positions import ContextPositions, FirstPositions, position_cliff
-from specwatch.analysis.slicing import CtxBuckets, slice_key
-from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import SlidingWindow
+from specwatch.analysis.causes.drafting import DraftingTally
+from specwatch.analysis.causes.positions import ContextPositions, FirstPositions, position_cliff
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.slicing import CtxBuckets, slice_key
+from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.counting.windows import SlidingWindow
 from specwatch.core.records import SliceKey, SpecConfig, SpecDecodeBlock
 from specwatch.settings import Settings
 

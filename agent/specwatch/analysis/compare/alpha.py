@@ -4,7 +4,7 @@ request-level interval, and a verdict guarded across the slices compared.
 The two sides are independent samples of requests (a canary's pods and the stable ones at the
 same time; the requests before a config change and after it), so the variance of the
 difference is the sum of each side's cluster-robust variance of its ratio estimator
-(analysis/stats.py: requests are the sampling unit, the binomial variance the floor), and
+(analysis/counting/stats.py: requests are the sampling unit, the binomial variance the floor), and
 Student's t takes Welch-Satterthwaite's degrees of freedom. Comparing many slices at once, the
 interval of each is at the Bonferroni confidence 1 - (1 - confidence) / m for m comparisons of
 its model (its slices with both sides past the sample gates, and its rollup): the chance that
@@ -27,9 +27,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from specwatch.analysis.mix import psi, shares
-from specwatch.analysis.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.counting.stats import Interval, robust_variance, t_quantile
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.drift.mix import psi, shares
 
 WORSE, BETTER, SAME, INSUFFICIENT = "worse", "better", "same", "insufficient"
 
@@ -132,7 +132,7 @@ class OverallChange:
     """The change of a model's overall alpha-hat between two periods, at the after period's
     traffic mix: sum over slices of w_after (a_after - a_before), where the rate part is what
     a config change did; the mix part sum (w_after - w_before) a_before is what the traffic did
-    (analysis/mix.py splits the same way)."""
+    (analysis/drift/mix.py splits the same way)."""
 
     rate: float
     mix: float
@@ -186,7 +186,7 @@ def compare_models(
     (when compared) share the Bonferroni guard, so equal configs are called different by any
     of the model's verdicts in at most 1 - confidence of comparisons, and models compared in
     one invocation do not weaken each other. Keys start with the model. The live config change
-    (analysis/changes.py) and `specwatch compare` both read their comparison here."""
+    (analysis/compare/changes.py) and `specwatch compare` both read their comparison here."""
     finer_rows, rollup_rows = list(finer), list(rollups)
     chosen = _compared(finer_rows, min_trials, min_requests)
     chosen |= _compared(rollup_rows, min_trials, min_requests)

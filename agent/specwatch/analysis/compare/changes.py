@@ -4,7 +4,7 @@ before, against what it accepts under the one after.
 With a state directory the sidecar keeps, per slice, the sums alpha-hat's interval needs for
 the config it runs, carried across restarts with the same config. Started with another config,
 it records the change (`config_changed`): the old config's sums become `before`, and every
-evaluation compares them with what the new config has gathered since (analysis/compare.py:
+evaluation compares them with what the new config has gathered since (analysis/compare/alpha.py:
 per slice a difference with its interval and a verdict, guarded across the slices compared).
 A before/after comparison is confounded by whatever else changed in between, the traffic above
 all; so the overall change is given at the after period's mix (what the config did), the mix's
@@ -20,12 +20,12 @@ from typing import Any
 
 import structlog
 
-from specwatch.analysis.compare import ModelComparison, Pairs, SliceComparison, compare_models
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.goodput import Cell
-from specwatch.analysis.goodput_compare import MIX_MOVED_LOAD, TpotComparison, compare_tpot
-from specwatch.analysis.mix import psi, shares
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.compare.alpha import ModelComparison, Pairs, SliceComparison, compare_models
+from specwatch.analysis.compare.goodput import MIX_MOVED_LOAD, TpotComparison, compare_tpot
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.drift.mix import psi, shares
+from specwatch.analysis.speed.goodput import Cell
 from specwatch.core.records import SliceKey, SpecConfig
 from specwatch.settings import Settings
 
@@ -120,7 +120,7 @@ class ChangeView:
     at: float
     slices: tuple[SliceComparison, ...]  # finer slices, family-wise over those compared
     models: tuple[ModelComparison, ...]  # per model: rollup compared, overall change, PSI
-    # goodput: the ratio after / before of TPOT per slice and model (analysis/goodput_compare)
+    # goodput: the ratio after / before of TPOT per slice and model (analysis/compare/goodput)
     tpot: dict[str, Any] | None = None
 
 

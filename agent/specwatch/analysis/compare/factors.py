@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specwatch.analysis.same_load import Pair, Spread
-from specwatch.analysis.stats import Interval
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.compare.same_load import Pair, Spread
+from specwatch.analysis.counting.stats import Interval
+from specwatch.analysis.counting.sums import DecodeSums, Sums
 
 
 def factor_part(sums: Sums, part: str) -> Sums:

@@ -28,12 +28,12 @@ flight as a request started: where the batch it decoded in moved far from that, 
 attenuated and part of the load's effect is left in the ratio.
 
 Per cell the log of each side's TPOT has the delta-method variance V / T^2 from the
-cluster-robust variance V of the ratio estimator (analysis/stats.py: requests are the sampling
-unit); kappa's variance is the sandwich form with each request's squared relative deviation
+cluster-robust variance V of the ratio estimator (analysis/counting/stats.py: requests are the
+sampling unit); kappa's variance is the sandwich form with each request's squared relative deviation
 taken at its (cell, side)'s mean. The combined log-ratio's variance is the weighted sum of
 the cells' plus, per load bucket, (sum of weight x load difference)^2 Var(kappa), with
 Welch-Satterthwaite's degrees of freedom, and the interval exp(log-ratio +- t sqrt(variance)).
-The family-wise guard is analysis/compare.py's: one Bonferroni family per model over its
+The family-wise guard is analysis/compare/alpha.py's: one Bonferroni family per model over its
 slices compared and its rollup. Verdicts:
 
 - `slower` / `faster`: the whole interval of the ratio above / below 1;
@@ -53,9 +53,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specwatch.analysis.compare import family_confidence
-from specwatch.analysis.goodput import MAX_EXPONENT
-from specwatch.analysis.goodput_factors import (
+from specwatch.analysis.compare.alpha import family_confidence
+from specwatch.analysis.compare.factors import (
     STEP_TIME,
     TOKENS_PER_STEP,
     Factors,
@@ -63,7 +62,7 @@ from specwatch.analysis.goodput_factors import (
     factor_part,
     factors_of,
 )
-from specwatch.analysis.same_load import (
+from specwatch.analysis.compare.same_load import (
     K,
     LoadSlope,
     Pair,
@@ -73,8 +72,9 @@ from specwatch.analysis.same_load import (
     spreads,
     timed,
 )
-from specwatch.analysis.stats import Interval, t_quantile
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.counting.stats import Interval, t_quantile
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.speed.goodput import MAX_EXPONENT
 
 FASTER, SLOWER, SAME, INSUFFICIENT = "faster", "slower", "same", "insufficient"
 LOAD_MOVED = 0.2  # from this share of the after side's decode tokens at loads only it saw

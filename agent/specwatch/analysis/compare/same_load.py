@@ -1,7 +1,8 @@
-"""Two configs' goodput cells brought to the same load (analysis/goodput_compare.py reads them).
+"""Two configs' goodput cells brought to the same load (analysis/compare/goodput.py reads them).
 
 A cell is a slice's load bucket; each side's requests in it have their decode seconds x, decode
-tokens y and load b (requests in flight as they started), summed (analysis/sums.DecodeSums).
+tokens y and load b (requests in flight as they started), summed
+(analysis/counting/sums.DecodeSums).
 
 - Each side's spread: the squared relative deviation of a request's TPOT from its cell's,
   pooled over the slice's load buckets (a cell of five requests says little of its own
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from specwatch.analysis.sums import DecodeSums, Sums
+from specwatch.analysis.counting.sums import DecodeSums, Sums
 
 # a cell's key: (*the slice's key, model first; the load bucket last)
 K = TypeVar("K", bound=tuple[str, ...])

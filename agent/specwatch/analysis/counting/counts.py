@@ -14,8 +14,8 @@ MOMENTS = ("aa", "at", "tt", "ad", "dd", "as_", "ss")
 
 
 class Counts:
-    """Step-level sums of one slice (their statistics: analysis/stats.py), and the sums over
-    requests of squares and products of each request's own sums in the slice.
+    """Step-level sums of one slice (their statistics: analysis/counting/stats.py), and the sums
+    over requests of squares and products of each request's own sums in the slice.
 
     `by_position[i]` counts steps that accepted at least i + 1 tokens, i.e. whose draft
     position i + 1 was accepted; `drafted_by_position[i]` counts steps that drafted at least

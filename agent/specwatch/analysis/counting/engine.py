@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.windows import SlidingWindow
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.counting.windows import SlidingWindow
 from specwatch.core.records import EngineLogRecord, EngineSample, SpecLogRecord
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from specwatch import conventions as C
-from specwatch.analysis.slicing import CtxBuckets, request_key
+from specwatch.analysis.counting.slicing import CtxBuckets, request_key
 from specwatch.core.histogram import Histogram
 from specwatch.core.records import RequestKey, RequestRecord
 

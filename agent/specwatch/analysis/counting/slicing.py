@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from specwatch import conventions as C
-from specwatch.analysis.counts import Counts
+from specwatch.analysis.counting.counts import Counts
 from specwatch.core.records import RequestKey, SliceKey, SpecDecodeBlock, SpecTotals
 
 _TUPLE_NEW = tuple.__new__

@@ -35,7 +35,7 @@ from statistics import NormalDist
 
 import msgspec
 
-from specwatch.analysis.counts import Counts
+from specwatch.analysis.counting.counts import Counts
 
 
 @lru_cache(maxsize=16)

@@ -4,8 +4,8 @@ over tokens) and of two configs compared.
 
 A ratio sum(x) / sum(y) over requests whose own x_i and y_i vary more than a binomial allows
 needs the number of requests and the sums of x_i, y_i, x_i^2, x_i y_i and y_i^2: the
-cluster-robust variance (analysis/stats.robust_variance) expands into exactly these. Where it
-is read (evidence, comparisons) a Sums is a value; where it is gathered (windows, goodput) it
+cluster-robust variance (analysis/counting/stats.robust_variance) expands into exactly these. Where
+it is read (evidence, comparisons) a Sums is a value; where it is gathered (windows, goodput) it
 is added to in place, one request or one bucket at a time.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from specwatch.analysis.counts import Counts
+from specwatch.analysis.counting.counts import Counts
 
 # A count's sums stay ints (exact, and written as `70` to the state file and the logs), a
 # time's are floats. Spelled as a union, not `float` (which admits ints too): compiled by
@@ -102,7 +102,7 @@ class Sums:
 class DecodeSums(Sums):
     """A goodput cell's sums: decode seconds (x) over decode tokens (y) per request, and
 
-    - the load moments that compare two configs at the same load (analysis/goodput_compare.py),
+    - the load moments that compare two configs at the same load (analysis/compare/goodput.py),
       b being a request's load (requests in flight at the upstream as it started): the sums of
       y b, x b, y b^2 (the tokens-weighted regression of a request's time per token on its
       load) and y^2 b, y^2 b^2 (that slope's variance);

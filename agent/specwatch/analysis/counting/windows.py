@@ -11,8 +11,8 @@ from collections import deque
 from collections.abc import Generator, Iterable
 from typing import Generic, TypeVar
 
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.sums import Sums
 from specwatch.core.turns import finish
 
 K = TypeVar("K")

@@ -1,10 +1,10 @@
 """A drift baseline: its moments, kept as the baseline slides (O(lags) per judged bucket), and
-the model fitted to them (`moments_of` is the definition; analysis/drift.py the model).
+the model fitted to them (`moments_of` is the definition; analysis/drift/detector.py the model).
 
 The drift detector judges every slice every minute against a trailing baseline of up to six
-hours of 1-minute buckets (analysis/drift.py). Summing the baseline afresh at each judgement
-cost O(buckets x lags) per slice-minute: most of a long replay's time. Here the window keeps
-the sums the method of moments needs. A bucket's deviation is d_i = (u_i - p0 v_i) / tau,
+hours of 1-minute buckets (analysis/drift/detector.py). Summing the baseline afresh at each
+judgement cost O(buckets x lags) per slice-minute: most of a long replay's time. Here the window
+keeps the sums the method of moments needs. A bucket's deviation is d_i = (u_i - p0 v_i) / tau,
 with u_i = a_i / N_i and v_i = n_i / N_i its accepted tokens and trials per step (drift.py,
 Moments), so p0 and tau (the window's trials per step) come out algebraically:
 
@@ -245,7 +245,7 @@ def estimate_baseline(buckets: Sequence[Bucket], min_buckets: int) -> Baseline |
 def moments_of(buckets: Sequence[Bucket]) -> Moments | None:
     """The moments of the buckets' deviations d = (a - p0 n) / (N tau) (the module's
     docstring): the definition; the detector keeps the same moments as its baseline slides
-    (analysis/baseline.py). `noise` is the mean of p0 (1 - p0) / (N tau), `cluster` the
+    (analysis/drift/baseline.py). `noise` is the mean of p0 (1 - p0) / (N tau), `cluster` the
     mean of p0 (1 - p0) (s - N) / N^2."""
     count = len(buckets)
     rows = [full(bucket) for bucket in buckets]

@@ -23,7 +23,7 @@ on realised trials holds only where every bucket holds many requests: on a quiet
 requests a minute) it gives many times the target of one false alarm a week
 (benchmarks/drift_evaluation.py, sparse). For the bucket under test, a trailing
 baseline that ends a gap before it gives p0, tau, r, rho and s2 by the method of moments
-(analysis/baseline.py: `moments_of`, kept sliding): the mean square of d is
+(analysis/drift/baseline.py: `moments_of`, kept sliding): the mean square of d is
 s2 + E[binomial] + r E[design], the lag-k autoproducts are rho^k s2; r is at most 1, and what
 is left beyond it (or all of it, where buckets carry no request sizes: a state saved before
 they were kept) is a constant factor phi. Wander counts only where the lag-1 autocorrelation
@@ -53,14 +53,14 @@ from typing import Any
 
 import structlog
 
-from specwatch.analysis.baseline import (
+from specwatch.analysis.drift.baseline import (
     WANDER_LAGS,
     Baseline,
     BaselineWindow,
     baseline_of,
     design,
 )
-from specwatch.analysis.cusum import cusum_step, cusum_threshold
+from specwatch.analysis.drift.cusum import cusum_step, cusum_threshold
 from specwatch.core.records import SliceKey
 from specwatch.core.turns import finish
 from specwatch.settings import DriftSettings

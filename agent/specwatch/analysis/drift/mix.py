@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from specwatch import conventions as C
-from specwatch.analysis.drift import DriftDetector
+from specwatch.analysis.drift.detector import DriftDetector
 from specwatch.core.records import SliceKey
 from specwatch.settings import DriftSettings
 

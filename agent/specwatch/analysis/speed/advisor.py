@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from specwatch.analysis.counts import Counts
-    from specwatch.analysis.stats import SliceStats
+    from specwatch.analysis.counting.counts import Counts
+    from specwatch.analysis.counting.stats import SliceStats
 
 RANGE_TOLERANCE = 0.02
 

@@ -1,8 +1,8 @@
 """The draft's cost c estimated from the data, where no A/B baseline runs.
 
 An engine step verifies what was drafted: its time is the target's forward pass plus drafting,
-s = a (1 + c x) with x the tokens drafted a step (analysis/speedup.py's cost model). Within one
-load bucket (requests in flight: the target's step time moves with the batch) the requests'
+s = a (1 + c x) with x the tokens drafted a step (analysis/speed/speedup.py's cost model). Within
+one load bucket (requests in flight: the target's step time moves with the batch) the requests'
 mean step times s_i (decode seconds over speculative steps) against their mean drafted tokens a
 step x_i give a weighted least-squares line s = a + b x, weighted by steps, and c = b / a. It
 is identified only where x varies within a bucket: a batch-size schedule, adaptive K, requests
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from specwatch.analysis.stats import t_quantile
+from specwatch.analysis.counting.stats import t_quantile
 
 # a bucket's drafted tokens a step must spread this much (weighted sd, tokens) to identify c
 MIN_SPREAD = 0.5

@@ -10,12 +10,12 @@ times the tokens), or where vLLM gives none from the stream's own timing (first 
 end: `tpot_source` says which), and its engine steps (vLLM's speculative steps).
 
 Per cell (model x the prompt's ctx bucket x task x load bucket: the requests in flight at the
-upstream when it started, as analysis/load.py buckets them) the sums over requests of decode
+upstream when it started, as analysis/speed/load.py buckets them) the sums over requests of decode
 seconds, tokens and steps with their second moments, over the window and since the start:
 TPOT is the ratio estimator sum(seconds) / sum(tokens) (a long answer weighs by its tokens),
 the engine step time sum(seconds) / sum(steps). The interval is over requests (the
-cluster-robust variance of analysis/stats.py) on the log scale, exp(+-t sqrt(v) / TPOT) with
-Student's t on requests - 1: a time is positive and its error multiplicative, and the log
+cluster-robust variance of analysis/counting/stats.py) on the log scale, exp(+-t sqrt(v) / TPOT)
+with Student's t on requests - 1: a time is positive and its error multiplicative, and the log
 scale covers better where requests are few and skewed (benchmarks/goodput.py measures both).
 """
 
@@ -25,13 +25,13 @@ import math
 from dataclasses import dataclass
 
 from specwatch import conventions as C
-from specwatch.analysis.draft_cost import DraftCost
-from specwatch.analysis.load import LoadBuckets
-from specwatch.analysis.slicing import CtxBuckets
-from specwatch.analysis.speedup import ASSUMED, ESTIMATED, Cost
-from specwatch.analysis.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.sums import DecodeSums, Sums
-from specwatch.analysis.windows import WindowedRatio
+from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.stats import Interval, robust_variance, t_quantile
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.counting.windows import WindowedRatio
+from specwatch.analysis.speed.draft_cost import DraftCost
+from specwatch.analysis.speed.load import LoadBuckets
+from specwatch.analysis.speed.speedup import ASSUMED, ESTIMATED, Cost
 from specwatch.core.records import RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings
 
@@ -101,7 +101,7 @@ class GoodputView:
 
 class GoodputTracker:
     """Per cell, the decode sums of speculative requests (baselines are the gain's,
-    analysis/speedup.py); where each request's time came from, per model."""
+    analysis/speed/speedup.py); where each request's time came from, per model."""
 
     def __init__(self, settings: Settings, buckets: CtxBuckets) -> None:
         self._buckets = buckets

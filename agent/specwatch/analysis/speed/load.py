@@ -23,11 +23,11 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specwatch.analysis.advisor import advice_for
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
-from specwatch.analysis.stats import SliceStats
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.speed.advisor import advice_for
+from specwatch.analysis.speed.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC
 from specwatch.core.records import RequestRecord
 from specwatch.settings import Settings

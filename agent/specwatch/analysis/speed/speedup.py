@@ -24,10 +24,10 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.sums import Sums
-from specwatch.analysis.windows import WindowedRatio
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import Interval, robust_variance, t_quantile
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.counting.windows import WindowedRatio
 from specwatch.conventions import GainMethod
 from specwatch.settings import Settings
 
@@ -38,7 +38,7 @@ INSUFFICIENT = GainMethod.INSUFFICIENT
 # where the draft cost c came from
 CONFIGURED = "configured"
 ASSUMED = "assumed"  # speedup.default_cost_ratio: for the K advice, never for a gain
-ESTIMATED = "estimated"  # from step times against drafted tokens (analysis/draft_cost.py)
+ESTIMATED = "estimated"  # from step times against drafted tokens (analysis/speed/draft_cost.py)
 
 
 class Cost(NamedTuple):
@@ -64,7 +64,7 @@ class Gain:
     window_seconds: float | None = None
     cost_ratio: float | None = None
     cost_source: str | None = None
-    cost_lower: float | None = None  # an estimated c's interval (analysis/draft_cost.py)
+    cost_lower: float | None = None  # an estimated c's interval (analysis/speed/draft_cost.py)
     cost_upper: float | None = None
 
     def __eq__(self, other: object) -> bool:

@@ -15,8 +15,8 @@ is its negative). Inside the indifference zone it is Wald's sequential ratio 2 d
 outside it grows as the squared distance from the nearer hypothesis, so a slice far from a
 threshold gets its verdict on little data. v is the window's request-level variance at the
 threshold, design effect x c (1 - c) / trials (requests are the sampling unit:
-analysis/stats.py), widened for the uncertainty of that variance itself: a verdict's bar h sits
-z = sqrt(2 h) standard errors out (4.9 at h = 12), where Student's t on requests - 1 degrees of
+analysis/counting/stats.py), widened for the uncertainty of that variance itself: a verdict's bar h
+sits z = sqrt(2 h) standard errors out (4.9 at h = 12), where Student's t on requests - 1 degrees of
 freedom is far wider than the normal (40 requests: (t / z)^2 = 1.40 there, 1.06 at 95%), so
 v is scaled by (t / z)^2 at that tail. A short window's design effect, estimated from a few
 dozen requests, is otherwise read low now and then, and its evidence high. Windows of
@@ -38,7 +38,7 @@ windows that slide and are looked at every 10 s. Leaving a verdict takes evidenc
 way (below the green threshold, above the red one) at the lower bar: a verdict stands until
 the data turns against it, not until one estimate crosses a far exit.
 
-The windows' sums come from analysis/evidence_windows.py.
+The windows' sums come from analysis/verdicts/evidence_windows.py.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from specwatch.analysis.stats import robust_variance, t_quantile, tail_confidence
-from specwatch.analysis.sums import Sums
-from specwatch.analysis.thresholds import Thresholds
+from specwatch.analysis.counting.stats import robust_variance, t_quantile, tail_confidence
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.verdicts.thresholds import Thresholds
 
 # (requests, bar) -> `_widening`, emptied when full: a pod whose request counts wander keeps
 # it bounded. A dict, not lru_cache: this lookup is the one an evaluation makes most often, and

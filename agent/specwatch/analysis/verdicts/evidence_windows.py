@@ -1,4 +1,4 @@
-"""The sums of the zone windows (analysis/evidence.py): per key, each window of a given length
+"""The sums of the zone windows (verdicts/evidence.py): per key, each window of a given length
 ending at the latest read, kept in buckets.
 
 The long windows keep, per key and per bucket of a minute, only the sums a proportion's
@@ -16,8 +16,8 @@ from array import array
 from collections import deque
 from typing import Generic, TypeVar
 
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.sums import Sums
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.sums import Sums
 
 K = TypeVar("K")
 

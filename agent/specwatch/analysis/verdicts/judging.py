@@ -5,13 +5,13 @@ read from changed (most slices of a wide deployment are quiet at most evaluation
 from __future__ import annotations
 
 from specwatch import conventions as C
-from specwatch.analysis.counts import Counts
-from specwatch.analysis.evidence import Evidence, gathered
-from specwatch.analysis.evidence_windows import EvidenceWindows
-from specwatch.analysis.stats import Interval, alpha_interval, rate_interval, tau_interval
-from specwatch.analysis.sums import Sums
-from specwatch.analysis.thresholds import Thresholds
-from specwatch.analysis.windows import SlidingWindow
+from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import Interval, alpha_interval, rate_interval, tau_interval
+from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.counting.windows import SlidingWindow
+from specwatch.analysis.verdicts.evidence import Evidence, gathered
+from specwatch.analysis.verdicts.evidence_windows import EvidenceWindows
+from specwatch.analysis.verdicts.thresholds import Thresholds
 from specwatch.core.records import SliceKey
 from specwatch.settings import Settings
 
@@ -35,7 +35,7 @@ class Judging:
     def evidence(
         self, key: SliceKey, counts: Counts, source: str, now: float, entry: bool
     ) -> Evidence | None:
-        """The evidence of the verdict window and the longer ones (analysis/evidence.py),
+        """The evidence of the verdict window and the longer ones (analysis/verdicts/evidence.py),
         computed again only when one of them changed, or whether the slice is `entry`ing a
         verdict. vLLM's own counters (a model without per-request data) have the verdict
         window only."""

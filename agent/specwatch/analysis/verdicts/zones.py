@@ -1,6 +1,6 @@
 """Green / yellow / red verdicts per slice, on evidence that holds over many looks.
 
-- The evidence (analysis/evidence.py) is, per window ending now (the verdict window and the
+- The evidence (analysis/verdicts/evidence.py) is, per window ending now (the verdict window and the
   longer `evidence_windows`) and per threshold, a log-likelihood ratio with an indifference
   zone; where windows disagree, the shortest one sure at a bar decides. A window counts only
   past the sample gates (trials and requests): the whole gates to enter a verdict, half of
@@ -45,14 +45,14 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from specwatch.analysis.evidence import Evidence
-from specwatch.analysis.speedup import MEASURED, Gain
-from specwatch.analysis.stats import Interval, proportion_interval
-from specwatch.analysis.thresholds import Thresholds
+from specwatch.analysis.counting.stats import Interval, proportion_interval
+from specwatch.analysis.speed.speedup import MEASURED, Gain
+from specwatch.analysis.verdicts.evidence import Evidence
+from specwatch.analysis.verdicts.thresholds import Thresholds
 from specwatch.conventions import Zone
 
 if TYPE_CHECKING:
-    from specwatch.analysis.counts import Counts
+    from specwatch.analysis.counting.counts import Counts
     from specwatch.core.records import SliceKey
 
 log = structlog.get_logger("specwatch.analysis")
@@ -79,7 +79,7 @@ class ZoneChange:
 
 def entering(state: ZoneState) -> bool:
     """Whether the slice has no verdict to keep: then only windows past the whole sample gates
-    can give it one (analysis/evidence.gathered)."""
+    can give it one (analysis/verdicts/evidence.gathered)."""
     return state.zone == Zone.INSUFFICIENT
 
 

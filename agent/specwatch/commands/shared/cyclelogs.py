@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from specwatch.analysis.analyzer import Snapshot
-from specwatch.analysis.load import LoadTable
+from specwatch.analysis.speed.load import LoadTable
 from specwatch.core import heap
 from specwatch.core.records import RequestRecord, SpecConfig
 from specwatch.settings import Settings

@@ -1,10 +1,10 @@
-"""`specwatch advise`'s K table by batch size, from the replayed analysis (analysis/load.py)."""
+"""`specwatch advise`'s K table by batch size, from the replayed analysis (analysis/speed/load)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
-from specwatch.analysis.load import KTable, LoadTable
+from specwatch.analysis.speed.load import KTable, LoadTable
 from specwatch.commands.shared.table import show
 from specwatch.settings import Settings
 

@@ -7,7 +7,7 @@ from typing import Literal
 from rich.console import Console
 from rich.table import Table
 from specwatch.analysis.analyzer import SliceView, Snapshot
-from specwatch.analysis.stats import SliceStats
+from specwatch.analysis.counting.stats import SliceStats
 from specwatch.conventions import Zone
 
 ZONE_STYLE: dict[str, str] = {

@@ -145,7 +145,7 @@ def parse_spec_block(block: Any) -> SpecDecodeBlock:
             )
         drafted = (k,) * len(accepted)
         ordered = False
-    # absent or not a number: nothing to compare (analysis/causes.py)
+    # absent or not a number: nothing to compare (analysis/causes/rules.py)
     reported = _number(block.get("mean_acceptance_length"))
     return checked_block(
         k,

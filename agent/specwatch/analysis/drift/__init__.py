@@ -1,0 +1,1 @@
+"""Drift: per-slice CUSUM against a sliding baseline, and the traffic mix's movement."""
