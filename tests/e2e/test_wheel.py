@@ -100,14 +100,16 @@ def test_the_compiled_analysis_replays_to_the_bytes_the_source_gives(
     assert b"zone_changed" in built.stderr
 
 
-def test_the_analysis_tests_pass_against_the_compiled_build(compiled: tuple[Path, Path]) -> None:
-    """And the tests of the proxy's compiled reading of an answer (setup.py's list)."""
+def test_every_unit_suite_passes_against_the_compiled_build(compiled: tuple[Path, Path]) -> None:
+    """Every unit suite, and the verdicts' replay, with the compiled modules first on the path
+    (setup.py's list: docs/architecture.md, section "Writing for the compiled build")."""
     _, target = compiled
     # the nested run is no xdist worker of this one
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(target)
     for module in (
         "analysis.verdicts.zones",
+        "core.pacing",
         "proxy.server",
         "proxy.stream",
         "proxy._fastpath",
@@ -117,15 +119,10 @@ def test_the_analysis_tests_pass_against_the_compiled_build(compiled: tuple[Path
         found = subprocess.run(where, capture_output=True, text=True, check=True, env=env, cwd=ROOT)
         assert found.stdout.startswith(str(target)), found.stdout
         assert ".so" in found.stdout, found.stdout
-    tests = [
-        "tests/unit/analysis",
-        "tests/integration/test_verdicts_unchanged.py",
-        "tests/unit/proxy",
-        "tests/unit/engines",  # vLLM's response and usage readers (the typed read) among them
-    ]
+    tests = ["tests/unit", "tests/integration/test_verdicts_unchanged.py"]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", *tests],
         capture_output=True, text=True, check=False, env=env, cwd=ROOT,
     )  # fmt: skip
     assert 0 == done.returncode, done.stdout[-4000:]
-    assert re.search(r"\b\d{3} passed\b", done.stdout), done.stdout[-500:]
+    assert re.search(r"\b\d{3,} passed\b", done.stdout), done.stdout[-500:]

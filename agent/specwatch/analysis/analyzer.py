@@ -1,9 +1,9 @@
-"""The analysis core: records in, snapshots out. Pure and synchronous; time is passed in."""
+"""[compiled] The analysis core: records in, snapshots out. Pure and synchronous; time is passed
+in."""
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
@@ -30,6 +30,7 @@ from specwatch.analysis.verdicts.evidence import Evidence
 from specwatch.analysis.verdicts.judging import Judging
 from specwatch.analysis.view_cache import ViewCache
 from specwatch.analysis.views import SliceView, Snapshot, with_causes
+from specwatch.core.pacing import Pace
 from specwatch.core.records import (
     EngineLogRecord,
     EngineSample,
@@ -220,8 +221,7 @@ class Analyzer:
         """`evaluate` in turns of about `step` seconds, as `snapshot_in_turns`: nothing may change
         the analysis until it is done (RuntimeError), nor read it (the sidecar's gate)."""
         self._changes += 1
-        changes, rules, clock = self._changes, self._judging.thresholds, time.perf_counter
-        longest = self._judging.longest
+        changes, rules, longest = self._changes, self._judging.thresholds, self._judging.longest
         yield from self._drift.evaluate_in_turns(now, step)
         windows, _ = yield from self._windows_in_turns(now, step)
         self._unchanged_since(changes)
@@ -229,12 +229,12 @@ class Analyzer:
         self._say_missing_data(windows)
         default_cost, quiet = self._default_cost, self._quiet
         not_applicable = self._causes.verifier_cause is not None
-        last = clock()
+        pace = Pace(step)
         for key, (counts, source) in windows.items():
-            if clock() - last >= step:
+            if pace.due():
                 yield
                 self._unchanged_since(changes)
-                last = clock()
+                pace.restart()
             cost = costs.get(key.model, default_cost)
             # A finer slice left `settled` (zones.py) is a fixed point of the rules while its
             # windows, the cost and the verifier stay: the same evidence, a gain modelled from
@@ -335,19 +335,18 @@ class Analyzer:
         snapshot. Nothing may change the analysis until it is done: a change in between makes
         it raise RuntimeError instead of mixing two moments."""
         changes = self._changes
-        clock = time.perf_counter
         windows, engine_window = yield from self._windows_in_turns(now, step)
         costs = self._costs(windows, now)
         slices: list[SliceView] = []
         rollups: list[SliceView] = []
         default_cost, drift = self._default_cost, self._drift
         gates = (self._cfg.zones.min_requests, self._cfg.zones.min_trials)
-        last = clock()
+        pace = Pace(step)
         for key in self._ordered(windows):
-            if clock() - last >= step:
+            if pace.due():
                 yield
                 self._unchanged_since(changes)
-                last = clock()
+                pace.restart()
             counts, source = windows[key]
             cost = costs.get(key.model, default_cost)
             state = self._zones.get(key) or _NO_ZONE

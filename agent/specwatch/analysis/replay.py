@@ -1,4 +1,4 @@
-"""Feed recorded requests through the live analysis, on their own clock."""
+"""[compiled] Feed recorded requests through the live analysis, on their own clock."""
 
 from __future__ import annotations
 

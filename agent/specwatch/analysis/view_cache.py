@@ -1,4 +1,4 @@
-"""What snapshots read of a proxy slice, kept while it does not change.
+"""[compiled] What snapshots read of a proxy slice, kept while it does not change.
 
 A scrape snapshots every slice (880 at the default limits); most did not change since the
 last one. A slice's window and since-start counts, their statistics and the advice are kept

@@ -1,6 +1,7 @@
-"""What the analysis shows at one moment: per slice, per model and of vLLM's own counters,
-copied, so readers (export, replay, the demo) never touch live state. The copies are read-only:
-successive snapshots share those of a slice or histogram that did not change in between."""
+"""[compiled] What the analysis shows at one moment: per slice, per model and of vLLM's own
+counters, copied, so readers (export, replay, the demo) never touch live state. The copies are
+read-only: successive snapshots share those of a slice or histogram that did not change in
+between."""
 
 from __future__ import annotations
 

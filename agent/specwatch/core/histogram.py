@@ -1,4 +1,4 @@
-"""Fixed-bound histograms: request latencies in the analysis, the proxy's own overhead in
+"""[compiled] Fixed-bound histograms: request latencies in the analysis, the proxy's own overhead in
 health; both exported in Prometheus' form."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The counts every engine's per-request data is made of, read one way for all of them
+"""[compiled] The counts every engine's per-request data is made of, read one way for all of them
 (vLLM's blocks in engines/vllm/response.py, the others' in engines/): a count is a
 non-negative int that is not a bool; a histogram of steps by accepted tokens is a dense list,
 or a map whose string keys spell the index ("3"), as JSON objects carry them. What is not

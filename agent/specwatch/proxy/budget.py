@@ -1,4 +1,4 @@
-"""One ceiling on the bytes specwatch holds of responses in order to read them.
+"""[compiled] One ceiling on the bytes specwatch holds of responses in order to read them.
 
 An observed JSON body is kept whole until it is complete, to be parsed (at most
 `limits.max_response_bytes`); a stream's event is held until its terminator arrives (the same

@@ -1,4 +1,4 @@
-"""One request's upstream response on its way to the client, piece by piece.
+"""[compiled] One request's upstream response on its way to the client, piece by piece.
 
 An Exchange is the upstream connection's sink (proxy/pool.py): the head, each body piece
 and the end arrive as callbacks and go straight to the client connection, one write each. For

@@ -1,4 +1,5 @@
-"""What the proxy saw of one request; its reading into a RequestRecord, off the request path."""
+"""[compiled] What the proxy saw of one request; its reading into a RequestRecord, off the request
+path."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The proxy's client side: one asyncio protocol per client connection, requests parsed with
-httptools (llhttp, C), responses written as bytes.
+"""[compiled] The proxy's client side: one asyncio protocol per client connection, requests parsed
+with httptools (llhttp, C), responses written as bytes.
 
 It enforces the limits before a request reaches the proxy's logic: a connection that has not
 sent complete request headers within `header_read_timeout` (also the idle keep-alive limit) is

@@ -1,4 +1,4 @@
-"""Server-sent events as vLLM streams them: a byte stream split into whole events.
+"""[compiled] Server-sent events as vLLM streams them: a byte stream split into whole events.
 
 Pure, no I/O. The proxy relays every byte as it comes; the splitter only finds where each
 event ends (proxy/stream.py reads the usage event and the finishing chunk from them).

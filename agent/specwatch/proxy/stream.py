@@ -1,4 +1,5 @@
-"""An SSE stream as the client must get it, and what specwatch reads from it: pure, no I/O.
+"""[compiled] An SSE stream as the client must get it, and what specwatch reads from it: pure, no
+I/O.
 
 Bytes in, bytes out. When the client asked for usage itself (`inject` False) every chunk goes
 out unchanged the moment it arrives; the events are only looked at. When specwatch asked vLLM

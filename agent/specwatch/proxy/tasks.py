@@ -1,4 +1,4 @@
-"""The `task` label of a request, always one of the allowlist or `other`.
+"""[compiled] The `task` label of a request, always one of the allowlist or `other`.
 
 Order: an allowlisted header value; a configured mapping by served model name, then by path;
 request features (tools -> tool_call, a JSON response_format -> structured); a small rule-based

@@ -1,5 +1,5 @@
-"""HTTP/1.1 framing for the proxy's own wire protocol: the heads it writes, chunked framing, and
-which headers a proxy must not pass on (RFC 9110 7.6.1).
+"""[compiled] HTTP/1.1 framing for the proxy's own wire protocol: the heads it writes, chunked
+framing, and which headers a proxy must not pass on (RFC 9110 7.6.1).
 
 The proxy parses with httptools (llhttp, C) and writes bytes itself: a head is one bytes
 object, a body piece one write. Header names and values are passed on as received (bytes).
@@ -91,7 +91,7 @@ def response_head(
 
 # a chunk's size line for the sizes streamed events have: looked up, where `%` formatting
 # costs ~1k instructions a chunk (one a streamed event); 2,048 lines, ~90 KiB
-# (Final: compiled, a static, not a module-dict lookup at every call)
+# (Final: a static in the compiled build)
 _SIZE_LINES: Final = tuple(b"%x\r\n" % n for n in range(2048))
 _LOOKED_UP: Final = len(_SIZE_LINES)
 

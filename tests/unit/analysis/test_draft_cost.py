@@ -7,9 +7,11 @@ import math
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from specwatch import conventions as C
 from specwatch.analysis.replay import replay
-from specwatch.analysis.speed.draft_cost import DraftCost
+from specwatch.analysis.speed.draft_cost import DraftCost, _Moments
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 
@@ -85,3 +87,35 @@ def test_without_a_baseline_the_gain_is_modelled_on_the_estimated_cost() -> None
     assert gain.cost_lower is not None
     assert gain.cost_upper is not None
     assert gain.cost_lower < 0.05 < gain.cost_upper
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.0, 8.0),  # x: drafted tokens a step
+            st.floats(1e-4, 0.5),  # s: seconds a step
+            st.integers(1, 500).map(float),  # w: steps
+        ),
+        max_size=40,
+    )
+)
+def test_the_unrolled_moments_are_the_plain_sums(requests: list[tuple[float, ...]]) -> None:
+    """`_Moments` keeps 21 sums in fields of their own (the compiled build's fast path): each
+    is the plain sum over requests of w x^q s^p, and of w^2 x^q s^p."""
+    moments = _Moments()
+    for x, s, w in requests:
+        moments.add(x, s, w)
+    sums = [
+        sum(w for _, _, w in requests),
+        sum(w * x for x, _, w in requests),
+        sum(w * x**2 for x, _, w in requests),
+        sum(w * x * s for x, s, w in requests),
+        sum(w * s for _, s, w in requests),
+    ]
+    squares = [
+        [sum(w**2 * x**q * s**p for x, s, w in requests) for q in range(5)] for p in range(3)
+    ]
+    assert len(requests) == moments.n
+    assert moments.sums == pytest.approx(sums, rel=1e-9, abs=1e-12)
+    for row, plain in zip(moments.squares, squares, strict=True):
+        assert row == pytest.approx(plain, rel=1e-9, abs=1e-12)

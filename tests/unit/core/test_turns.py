@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Generator
-from types import SimpleNamespace
 
 import pytest
 from specwatch.analysis.analyzer import Analyzer
+from specwatch.core import pacing
 from specwatch.core.records import SpecLogRecord
 from specwatch.core.turns import ReadGate, finish, run
 from specwatch.export.collector import SpecwatchCollector
@@ -118,23 +118,26 @@ def test_a_change_between_steps_is_refused(change: str, taken: str, at: str) -> 
         finish(steps)
 
 
-def test_a_change_while_an_evaluation_reads_its_windows_is_refused(
+def test_a_change_anywhere_in_an_evaluation_is_refused_when_the_rest_runs_in_one_go(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The windows read in steps and the judging in one (a fast evaluation): a change made
-    while the windows were read still raises before anything is judged."""
-    from specwatch.analysis import analyzer as analyzer_module
-    from specwatch.analysis.counting import windows as windows_module
-
+    """An evaluation taken in turns up to a point (drift, the windows' read or the judging),
+    changed there, and finished in one turn (a fast machine): it still raises before its
+    verdicts stand. The clock is core/pacing's, which compiled code reads too."""
     ticks = itertools.count()
-    monkeypatch.setattr(windows_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
-    monkeypatch.setattr(analyzer_module, "time", SimpleNamespace(perf_counter=lambda: 0.0))
-    a = _fed(6000.0)
-    steps = a.evaluate_in_turns(6000.0, step=0.5)
-    next(steps)
-    _CHANGES["request"](a)
-    with pytest.raises(RuntimeError, match="the analysis changed while"):
-        finish(steps)
+    monkeypatch.setattr(pacing, "clock", lambda: next(ticks))  # a turn at every item
+    turns = len(list(_fed(6000.0).evaluate_in_turns(6000.0, step=0.5)))
+    assert turns > 20
+    for at in sorted({1, 2, turns // 4, turns // 2, 3 * turns // 4, turns - 1, turns}):
+        a = _fed(6000.0)
+        monkeypatch.setattr(pacing, "clock", lambda: next(ticks))
+        steps = a.evaluate_in_turns(6000.0, step=0.5)
+        for _ in range(at):
+            next(steps)
+        _CHANGES["request"](a)
+        monkeypatch.setattr(pacing, "clock", lambda: 0.0)  # the rest in one turn
+        with pytest.raises(RuntimeError, match="the analysis changed while"):
+            finish(steps)
 
 
 def _counting(seen: list[str], n: int, name: str) -> Generator[None, None, str]:

@@ -1,4 +1,5 @@
-"""Causes read from what a request drafts step by step (analysis/causes/rules.py assembles them).
+"""[compiled] Causes read from what a request drafts step by step (analysis/causes/rules.py
+assembles them).
 
 Each rule states its minimum evidence here and in docs/causes.md; benchmarks/causes.py
 measures its false rate on overdispersed healthy traffic and its detection on traffic that has

@@ -1,5 +1,5 @@
-"""Causes read by position (analysis/causes/rules.py assembles them): a step's absolute position in
-the context, and the position inside a draft.
+"""[compiled] Causes read by position (analysis/causes/rules.py assembles them): a step's absolute
+position in the context, and the position inside a draft.
 
 Each rule states its minimum evidence here and in docs/causes.md; benchmarks/causes.py
 measures its false rate on overdispersed healthy traffic and its detection on traffic that has

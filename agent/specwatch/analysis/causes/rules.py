@@ -1,4 +1,4 @@
-"""Why a slice's acceptance is poor or suspicious: named causes, each with its own rule.
+"""[compiled] Why a slice's acceptance is poor or suspicious: named causes, each with its own rule.
 
 A zone says whether speculation pays in a slice; a cause says what to do about it. Each
 detector reads what the analysis already has (the steps' own positions, per-request sums, the

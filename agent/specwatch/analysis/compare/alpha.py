@@ -1,5 +1,5 @@
-"""Two configs, or two periods, compared slice by slice: the difference of alpha-hat with its
-request-level interval, and a verdict guarded across the slices compared.
+"""[compiled] Two configs, or two periods, compared slice by slice: the difference of alpha-hat with
+its request-level interval, and a verdict guarded across the slices compared.
 
 The two sides are independent samples of requests (a canary's pods and the stable ones at the
 same time; the requests before a config change and after it), so the variance of the

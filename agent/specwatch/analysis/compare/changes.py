@@ -1,5 +1,5 @@
-"""A speculative config change across a restart: what each slice accepted under the config
-before, against what it accepts under the one after.
+"""[compiled] A speculative config change across a restart: what each slice accepted under the
+config before, against what it accepts under the one after.
 
 With a state directory the sidecar keeps, per slice, the sums alpha-hat's interval needs for
 the config it runs, carried across restarts with the same config. Started with another config,

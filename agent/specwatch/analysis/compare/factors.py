@@ -1,10 +1,9 @@
-"""TPOT's ratio in its two factors: the step's time (decode seconds over engine steps, at the
-same load) and the tokens a step yields (decode tokens over engine steps). TPOT = step time /
-tokens per step for every request set, so over the same cells, weights and load adjustment
-(on the step's time only: load moves what a step costs, not what it yields) the TPOT ratio is
-the one factor's ratio over the other's, exactly. Which one decides a verdict is said in words
-(`slower: each step costs 9.0% more [+5.0%, +13.0%]; tokens per step unchanged (...)`).
-"""
+"""[compiled] TPOT's ratio in its two factors: the step's time (decode seconds over engine steps, at
+the same load) and the tokens a step yields (decode tokens over engine steps). TPOT = step time /
+tokens per step for every request set, so over the same cells, weights and load adjustment (on the
+step's time only: load moves what a step costs, not what it yields) the TPOT ratio is the one
+factor's ratio over the other's, exactly. Which one decides a verdict is said in words (`slower:
+each step costs 9.0% more [+5.0%, +13.0%]; tokens per step unchanged (...)`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Two configs compared on what users feel: the ratio of their decode times per output token
-(TPOT, after over before: canary over stable, the config after a change over the one before),
+"""[compiled] Two configs compared on what users feel: the ratio of their decode times per output
+token (TPOT, after over before: canary over stable, the config after a change over the one before),
 slice by slice, at the same load, with its interval and a verdict guarded across the slices.
 
 TPOT moves with load as much as with the config: a canary that runs at half the stable pods'

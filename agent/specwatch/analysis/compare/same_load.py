@@ -1,4 +1,5 @@
-"""Two configs' goodput cells brought to the same load (analysis/compare/goodput.py reads them).
+"""[compiled] Two configs' goodput cells brought to the same load (analysis/compare/goodput.py reads
+them).
 
 A cell is a slice's load bucket; each side's requests in it have their decode seconds x, decode
 tokens y and load b (requests in flight as they started), summed

@@ -1,4 +1,4 @@
-"""Integer counts of one slice's steps: the sums every statistic is a ratio of.
+"""[compiled] Integer counts of one slice's steps: the sums every statistic is a ratio of.
 
 See docs/architecture.md, section "Steps, as vLLM counts them", for what a step is.
 """

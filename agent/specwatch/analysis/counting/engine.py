@@ -1,4 +1,5 @@
-"""vLLM's own engine-wide counters (from /metrics) and stats lines (from its log), windowed.
+"""[compiled] vLLM's own engine-wide counters (from /metrics) and stats lines (from its log),
+windowed.
 
 They are the cross-check of what the proxy saw (coverage), the reference for each model's `all`
 slice, and its only source when vLLM sends no per-request data.

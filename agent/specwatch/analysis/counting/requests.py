@@ -1,5 +1,5 @@
-"""Request-level series: outcomes, tokens and latency histograms per request slice and variant,
-and the cap on model names that keeps their labels bounded.
+"""[compiled] Request-level series: outcomes, tokens and latency histograms per request slice and
+variant, and the cap on model names that keeps their labels bounded.
 
 A request's slice here is the ctx bucket of its prompt length (step-level counts use each step's
 own position); a request whose prompt length was never learnt is `unknown`.

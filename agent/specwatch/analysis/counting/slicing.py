@@ -1,4 +1,4 @@
-"""Context buckets, and the split of one request's steps into them.
+"""[compiled] Context buckets, and the split of one request's steps into them.
 
 The context position of a step is the prompt length plus the tokens emitted before it. vLLM
 lists only the steps that drafted something; the first token comes from prefill, so step j of
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from specwatch import conventions as C
 from specwatch.analysis.counting.counts import Counts
 from specwatch.core.records import RequestKey, SliceKey, SpecDecodeBlock, SpecTotals
+from specwatch.core.search import first_above
 
 _TUPLE_NEW = tuple.__new__
 
@@ -80,13 +81,8 @@ class CtxBuckets:
         return self.labels[self.index(position)]
 
     def index(self, position: int) -> int:
-        """bisect_right on the bounds (strictly increasing, settings say): a compiled loop
-        over a handful of them costs a tenth of the builtin's call."""
-        bounds = self.bounds
-        for i in range(len(bounds)):
-            if bounds[i] > position:
-                return i
-        return len(bounds)
+        """The bucket `position` falls in (bisect_right on the bounds: core/search.py)."""
+        return first_above(self.bounds, position)
 
 
 def split_steps(

@@ -1,4 +1,4 @@
-"""The statistics' definitions, written once, and their intervals.
+"""[compiled] The statistics' definitions, written once, and their intervals.
 
 For a step with d drafted and a accepted tokens (0 <= a <= d):
 - vLLM's rate r = sum a / sum d (falls with K even for an equally good draft);

@@ -1,6 +1,6 @@
-"""Sums over requests for a ratio and its request-level variance: the one shape of alpha-hat's
-evidence (accepted over trials), the rate's (accepted over drafted), goodput's (decode seconds
-over tokens) and of two configs compared.
+"""[compiled] Sums over requests for a ratio and its request-level variance: the one shape of
+alpha-hat's evidence (accepted over trials), the rate's (accepted over drafted), goodput's (decode
+seconds over tokens) and of two configs compared.
 
 A ratio sum(x) / sum(y) over requests whose own x_i and y_i vary more than a binomial allows
 needs the number of requests and the sums of x_i, y_i, x_i^2, x_i y_i and y_i^2: the

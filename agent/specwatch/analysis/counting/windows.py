@@ -1,4 +1,4 @@
-"""Integer counts per slice: since start, and over a sliding window of time buckets.
+"""[compiled] Integer counts per slice: since start, and over a sliding window of time buckets.
 
 Memory is bounded by slices x buckets per window, never by the number of requests.
 """
@@ -6,13 +6,13 @@ Memory is bounded by slices x buckets per window, never by the number of request
 from __future__ import annotations
 
 import math
-import time
 from collections import deque
 from collections.abc import Generator, Iterable
 from typing import Generic, TypeVar
 
 from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.sums import Sums
+from specwatch.core.pacing import Pace
 from specwatch.core.turns import finish
 
 K = TypeVar("K")
@@ -119,13 +119,12 @@ class SlidingWindow(Generic[K]):
         added until it returns."""
         newest = self._index(now)
         out = {}
-        clock = time.perf_counter
-        last = clock()
+        pace = Pace(step)
         # a copy: a key added between turns is for the caller's guard to find, not the loop
         for key, ring in tuple(self._rings.items()):
-            if clock() - last >= step:
+            if pace.due():
                 yield
-                last = clock()
+                pace.restart()
             self._prune(ring, newest)
             out[key] = ring.window()
         return out

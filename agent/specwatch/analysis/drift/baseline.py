@@ -1,5 +1,6 @@
-"""A drift baseline: its moments, kept as the baseline slides (O(lags) per judged bucket), and
-the model fitted to them (`moments_of` is the definition; analysis/drift/detector.py the model).
+"""[compiled] A drift baseline: its moments, kept as the baseline slides (O(lags) per judged
+bucket), and the model fitted to them (`moments_of` is the definition; analysis/drift/detector.py
+the model).
 
 The drift detector judges every slice every minute against a trailing baseline of up to six
 hours of 1-minute buckets (analysis/drift/detector.py). Summing the baseline afresh at each

@@ -1,4 +1,5 @@
-"""The one-sided CUSUM that analysis/drift/detector.py runs per slice: its step and its threshold.
+"""[compiled] The one-sided CUSUM that analysis/drift/detector.py runs per slice: its step and its
+threshold.
 
 On independent N(0, 1) increments (drift.py standardises each bucket's innovation to that), a
 threshold h gives an in-control average run length by Siegmund's approximation; the detector

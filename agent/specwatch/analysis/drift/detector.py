@@ -1,4 +1,5 @@
-"""Drift in a slice: a one-sided CUSUM on per-bucket acceptance, standardised against a baseline.
+"""[compiled] Drift in a slice: a one-sided CUSUM on per-bucket acceptance, standardised against a
+baseline.
 
 Per-event detectors (ADWIN, Page-Hinkley) raise hundreds of false alarms a week on real,
 overdispersed streams (docs/statistics.md). Here each slice's requests are summed into time buckets
@@ -44,7 +45,6 @@ benchmarks/drift_evaluation.py measures it.
 from __future__ import annotations
 
 import math
-import time
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -61,6 +61,7 @@ from specwatch.analysis.drift.baseline import (
     design,
 )
 from specwatch.analysis.drift.cusum import cusum_step, cusum_threshold
+from specwatch.core.pacing import Pace
 from specwatch.core.records import SliceKey
 from specwatch.core.turns import finish
 from specwatch.settings import DriftSettings
@@ -171,12 +172,11 @@ class DriftDetector:
         prune = current != self._pruned_at  # old buckets go once per bucket, not per call
         self._pruned_at = current
         keep = current - self._cfg.gap_buckets - self._cfg.baseline_buckets - 1
-        clock = time.perf_counter
-        last = clock()
+        pace = Pace(step)
         for key, state in tuple(self._slices.items()):  # a copy: as SlidingWindow.current_in_turns
-            if clock() - last >= step:
+            if pace.due():
                 yield
-                last = clock()
+                pace.restart()
             buckets = state.buckets
             if buckets and self._due(state, current):
                 for index in self._unjudged(state, current):

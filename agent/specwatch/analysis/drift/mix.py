@@ -1,4 +1,4 @@
-"""Traffic mix against draft quality: did the traffic change, or did the draft get worse?
+"""[compiled] Traffic mix against draft quality: did the traffic change, or did the draft get worse?
 
 The overall alpha-hat is a trial-weighted mean of the slices' alpha-hats, so its change from a
 baseline period (0) to a recent one (1) splits exactly into a mix part and a rate part:

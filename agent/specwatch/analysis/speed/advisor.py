@@ -1,4 +1,4 @@
-"""The draft-length advisor: which K pays best, from measured per-position acceptance.
+"""[compiled] The draft-length advisor: which K pays best, from measured per-position acceptance.
 
 Expected tokens per step at K' <= K is E(K') = 1 + sum_{i <= K'} p_i, with p_i the measured
 share of steps that accepted position i: no independence assumed. The predicted speedup is

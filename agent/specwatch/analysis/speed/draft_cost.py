@@ -1,4 +1,4 @@
-"""The draft's cost c estimated from the data, where no A/B baseline runs.
+"""[compiled] The draft's cost c estimated from the data, where no A/B baseline runs.
 
 An engine step verifies what was drafted: its time is the target's forward pass plus drafting,
 s = a (1 + c x) with x the tokens drafted a step (analysis/speed/speedup.py's cost model). Within
@@ -29,81 +29,66 @@ MIN_REQUESTS = 30
 
 class _Moments:
     """Sums over requests of w x^q s^p (w: steps) and of w^2 x^q s^p, for the line and its
-    sandwich. Each a float field of its own, not a list: compiled, a field holds its float
-    unboxed, where a list's item is an object made again at every addition."""
+    sandwich, each in a float field of its own (docs/architecture.md, "Writing for the compiled
+    build": fields, not lists). `sums` and `squares` give them as the plain form that
+    tests/unit/analysis/test_draft_cost.py holds `add` to."""
 
     __slots__ = (
-        "a00",
-        "a01",
-        "a02",
-        "a03",
-        "a04",
-        "a10",
-        "a11",
-        "a12",
-        "a13",
-        "a14",
-        "a20",
-        "a21",
-        "a22",
-        "a23",
-        "a24",
         "n",
-        "w0",
-        "w1",
-        "w2_",
-        "w3",
-        "w4",
+        "q00", "q01", "q02", "q03", "q04",
+        "q10", "q11", "q12", "q13", "q14",
+        "q20", "q21", "q22", "q23", "q24",
+        "w", "ws", "wx", "wxs", "wxx",
     )  # fmt: skip
 
     def __init__(self) -> None:
         self.n = 0
-        self.w0 = self.w1 = self.w2_ = self.w3 = self.w4 = 0.0
-        self.a00 = self.a01 = self.a02 = self.a03 = self.a04 = 0.0
-        self.a10 = self.a11 = self.a12 = self.a13 = self.a14 = 0.0
-        self.a20 = self.a21 = self.a22 = self.a23 = self.a24 = 0.0
+        self.w = self.wx = self.wxx = self.wxs = self.ws = 0.0
+        self.q00 = self.q01 = self.q02 = self.q03 = self.q04 = 0.0
+        self.q10 = self.q11 = self.q12 = self.q13 = self.q14 = 0.0
+        self.q20 = self.q21 = self.q22 = self.q23 = self.q24 = 0.0
 
     @property
-    def w(self) -> list[float]:
-        """sum w x^q, q = 0..2; sum w x s; sum w s"""
-        return [self.w0, self.w1, self.w2_, self.w3, self.w4]
+    def sums(self) -> list[float]:
+        """sum w, sum w x, sum w x^2, sum w x s, sum w s"""
+        return [self.w, self.wx, self.wxx, self.wxs, self.ws]
 
     @property
-    def w2(self) -> list[list[float]]:
+    def squares(self) -> list[list[float]]:
         """[p][q]: sum w^2 x^q s^p, p = 0..2, q = 0..4"""
         return [
-            [self.a00, self.a01, self.a02, self.a03, self.a04],
-            [self.a10, self.a11, self.a12, self.a13, self.a14],
-            [self.a20, self.a21, self.a22, self.a23, self.a24],
+            [self.q00, self.q01, self.q02, self.q03, self.q04],
+            [self.q10, self.q11, self.q12, self.q13, self.q14],
+            [self.q20, self.q21, self.q22, self.q23, self.q24],
         ]
 
     def add(self, x: float, s: float, w: float) -> None:
         self.n += 1
-        self.w0 += w
-        self.w1 += w * x
-        self.w2_ += w * x * x
-        self.w3 += w * x * s
-        self.w4 += w * s
+        self.w += w
+        self.wx += w * x
+        self.wxx += w * x * x
+        self.wxs += w * x * s
+        self.ws += w * s
         # products, not powers: a float product past the range is inf, a power raises
         ww, s2 = w * w, s * s
         x2 = x * x
         x3 = x2 * x
         t0, t1, t2, t3, t4 = ww, ww * x, ww * x2, ww * x3, ww * (x3 * x)
-        self.a00 += t0
-        self.a01 += t1
-        self.a02 += t2
-        self.a03 += t3
-        self.a04 += t4
-        self.a10 += t0 * s
-        self.a11 += t1 * s
-        self.a12 += t2 * s
-        self.a13 += t3 * s
-        self.a14 += t4 * s
-        self.a20 += t0 * s2
-        self.a21 += t1 * s2
-        self.a22 += t2 * s2
-        self.a23 += t3 * s2
-        self.a24 += t4 * s2
+        self.q00 += t0
+        self.q01 += t1
+        self.q02 += t2
+        self.q03 += t3
+        self.q04 += t4
+        self.q10 += t0 * s
+        self.q11 += t1 * s
+        self.q12 += t2 * s
+        self.q13 += t3 * s
+        self.q14 += t4 * s
+        self.q20 += t0 * s2
+        self.q21 += t1 * s2
+        self.q22 += t2 * s2
+        self.q23 += t3 * s2
+        self.q24 += t4 * s2
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +101,9 @@ class CostEstimate:
 
 def _bucket(m: _Moments) -> tuple[float, float] | None:
     """c and its variance from one bucket's moments; None where x does not spread."""
-    total, sx, sxx, sxs, ss = m.w
-    finite = all(math.isfinite(v) for v in (*m.w, *(v for row in m.w2 for v in row)))
+    sums, m2 = m.sums, m.squares
+    total, sx, sxx, sxs, ss = sums
+    finite = all(math.isfinite(v) for v in (*sums, *(v for row in m2 for v in row)))
     if m.n < MIN_REQUESTS or total <= 0 or not finite:
         return None
     mean_x = sx / total
@@ -132,7 +118,6 @@ def _bucket(m: _Moments) -> tuple[float, float] | None:
     if a <= 0:
         return None
     # meat: sum w^2 r^2 z z' with r = s - a - b x, z = (1, x)
-    m2 = m.w2
 
     def meat(k: int) -> float:
         return (

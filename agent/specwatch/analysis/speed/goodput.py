@@ -1,4 +1,4 @@
-"""Goodput: what users feel of speculation, decode time per output token (TPOT).
+"""[compiled] Goodput: what users feel of speculation, decode time per output token (TPOT).
 
 Acceptance is what a zone watches; a config change is judged by what users pay, latency and
 throughput: a cheaper draft that accepts less can be faster for everyone, a longer K that
@@ -47,7 +47,7 @@ def decode_of(record: RequestRecord) -> tuple[float, int] | None:
     or fewer than two output tokens (nothing decoded after the first)."""
     tpot, tokens = record.latency.tpot, record.completion_tokens
     if tpot is None or tokens is None or tokens < 2 or not 0 <= tpot or math.isinf(tpot):
-        return None  # (compiled, isinf is C; math.inf an attribute read)
+        return None  # (isinf, not isfinite: the compiled build's idiom)
     return tpot * (tokens - 1), tokens - 1
 
 

@@ -1,4 +1,5 @@
-"""Speculation by load: acceptance and decode time per batch-size bucket, and the K table.
+"""[compiled] Speculation by load: acceptance and decode time per batch-size bucket, and the K
+table.
 
 A request's load is the number of requests in flight at its upstream when it started, itself
 included (the proxy counts them exactly): about the batch it joined. Drafting costs compute
@@ -30,6 +31,7 @@ from specwatch.analysis.speed.advisor import advice_for
 from specwatch.analysis.speed.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC
 from specwatch.core.records import RequestRecord
+from specwatch.core.search import first_at_least
 from specwatch.settings import Settings
 
 # one bucket's choice: K (-1: no evidence), method, gain, its lower and upper bound
@@ -55,13 +57,8 @@ class LoadBuckets:
         )
 
     def index(self, in_flight: int) -> int:
-        """bisect_left on the edges (strictly increasing), by a compiled loop (as
-        slicing.CtxBuckets.index)."""
-        value, bounds = max(1, in_flight), self.bounds
-        for i in range(len(bounds)):
-            if bounds[i] >= value:
-                return i
-        return len(bounds)
+        """The bucket `in_flight` requests fall in (bisect_left on the upper bounds)."""
+        return first_at_least(self.bounds, max(1, in_flight))
 
 
 @dataclass(slots=True)
@@ -133,7 +130,7 @@ class LoadTable:
         self._largest[model] = max(self._largest.get(model, 0), in_flight)
         if counts is not None:
             cell.counts.merge(counts)
-        # isinf and isnan: compiled, C (math.isfinite is a call)
+        # isinf and isnan, not isfinite (the compiled build's idiom)
         if (
             tpot is not None
             and tokens is not None

@@ -1,4 +1,5 @@
-"""The gain of speculation: measured against a baseline's time per output token, else modelled.
+"""[compiled] The gain of speculation: measured against a baseline's time per output token, else
+modelled.
 
 Measured: the baseline's time per output token over speculation's, each pooled over the window
 as sum(decode seconds) / sum(decode tokens) of its requests (token-weighted, as the bench
@@ -175,7 +176,7 @@ class SpeedupTracker:
     ) -> None:
         """One request's time per output token after the first, over its tokens - 1."""
         if tpot is None or tokens is None or tokens < 2 or not 0 <= tpot or math.isinf(tpot):
-            return  # (isinf and a comparison: compiled, C; math.isfinite is a call)
+            return  # (isinf, not isfinite: the compiled build's idiom)
         sums = self._sums.get((model, baseline))
         if sums is None:
             window, lookback = self._window, self._cfg.lookback_seconds

@@ -1,4 +1,5 @@
-"""The evidence a zone rests on: a sequential test per threshold over windows of growing length.
+"""[compiled] The evidence a zone rests on: a sequential test per threshold over windows of growing
+length.
 
 A verdict is not one look. The sidecar judges every slice every 10 s, ~360 times an hour, and
 a rule that enters green on one look whose lower bound clears 0.70 turns a slice at 0.69 green

@@ -1,5 +1,5 @@
-"""The sums of the zone windows (verdicts/evidence.py): per key, each window of a given length
-ending at the latest read, kept in buckets.
+"""[compiled] The sums of the zone windows (verdicts/evidence.py): per key, each window of a given
+length ending at the latest read, kept in buckets.
 
 The long windows keep, per key and per bucket of a minute, only the sums a proportion's
 interval needs, and running totals per window: memory is keys x buckets, never requests. A

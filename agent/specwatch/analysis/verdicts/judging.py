@@ -1,6 +1,6 @@
-"""What an evaluation judges a slice on, kept between evaluations: the evidence of the zone
-windows and the intervals of the verdict window, each computed again only when what it is
-read from changed (most slices of a wide deployment are quiet at most evaluations)."""
+"""[compiled] What an evaluation judges a slice on, kept between evaluations: the evidence of the
+zone windows and the intervals of the verdict window, each computed again only when what it is read
+from changed (most slices of a wide deployment are quiet at most evaluations)."""
 
 from __future__ import annotations
 

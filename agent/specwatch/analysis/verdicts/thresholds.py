@@ -1,4 +1,5 @@
-"""The zone settings as an evaluation reads them (verdicts/evidence.py, verdicts/zones.py).
+"""[compiled] The zone settings as an evaluation reads them (verdicts/evidence.py,
+verdicts/zones.py).
 
 Copied once from `ZoneSettings` into a plain class, which the build compiles: a pydantic
 model's every attribute read goes through its `__getattr__` hook, and an evaluation reads a

@@ -1,4 +1,4 @@
-"""Green / yellow / red verdicts per slice, on evidence that holds over many looks.
+"""[compiled] Green / yellow / red verdicts per slice, on evidence that holds over many looks.
 
 - The evidence (analysis/verdicts/evidence.py) is, per window ending now (the verdict window and the
   longer `evidence_windows`) and per threshold, a log-likelihood ratio with an indifference

@@ -1,4 +1,5 @@
-"""Read vLLM's OpenAI responses: the final JSON body, or the SSE stream's final usage chunk.
+"""[compiled] Read vLLM's OpenAI responses: the final JSON body, or the SSE stream's final usage
+chunk.
 
 Nothing here raises anything but ParseFailure, whose `reason` becomes the `reason` label of
 the parse-errors counter. Shapes: the real captures in tests/fixtures.
@@ -62,7 +63,7 @@ def _seconds(ms: float | None) -> float | None:
     if ms is None:
         return None
     seconds = ms / 1000.0
-    # NaN fails the comparison; compiled, isinf is C (math.isfinite a call), as in analysis/
+    # finite and not negative: isinf, not isfinite (the compiled build's idiom)
     return seconds if 0.0 <= seconds and not math.isinf(seconds) else None
 
 

@@ -1,5 +1,5 @@
-"""vLLM's usage event: read by msgspec's typed decoder, the one shape every observed stream
-ends with, in one C pass instead of a dict tree walked field by field; and the fingerprint it
+"""[compiled] vLLM's usage event: read by msgspec's typed decoder, the one shape every observed
+stream ends with, in one C pass instead of a dict tree walked field by field; and the fingerprint it
 takes from the last content chunk, given back (restore_fingerprint).
 
 The typed read takes only the shape vLLM writes (`metrics.speculative_decoding` with the
