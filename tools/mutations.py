@@ -187,8 +187,8 @@ MUTATIONS = (
     Mutation(
         "the rules' degrees of freedom: requests, not requests - 1",
         "gen/rules.py",
-        '{"record": df, "expr": f"clamp_min({n} - 1, 1)"}',
-        '{"record": df, "expr": f"clamp_min({n}, 1)"}',
+        'Recording(df, f"clamp_min({n} - 1, 1)")',
+        'Recording(df, f"clamp_min({n}, 1)")',
     ),
     Mutation(
         "SpecDecodeSliceRed pending 10 minutes, not 5",
@@ -199,14 +199,14 @@ MUTATIONS = (
     Mutation(
         "SpecDecodeSliceRed without its hysteresis",
         "gen/alert_rules.py",
-        '        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > 0\\n"',
-        '        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > -1e9\\n"',
+        "      unless ${on} ${exit} > 0\n",
+        "      unless ${on} ${exit} > -1e9\n",
     ),
     Mutation(
         "the rules' bounds from a young series' extrapolated increases",
         "gen/rules.py",
-        "({total}[{span}]) and {total} offset {span}) or {total})",
-        "({total}[{span}])))",
+        "(increase(${total}[${span}]) and ${total} offset ${span}) or ${total})",
+        "(increase(${total}[${span}])))",
     ),
     Mutation(
         "a comparison's variance token-level, not request-level",
@@ -235,8 +235,9 @@ MUTATIONS = (
     Mutation(
         "the canary family counted per slice, not per model and config",
         "gen/canary.py",
-        '        by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"',
-        '        by_family = f"{pair}, {C.Label.CONFIG}"',
+        '    return FAMILY(by=f"{C.Label.MODEL}, {C.Label.CONFIG}", slices=slices, models=models)',
+        '    return FAMILY(by=f"{C.Label.MODEL}, {C.Label.CONFIG}, {C.Label.CTX_BUCKET}, '
+        '{C.Label.TASK}", slices=slices, models=models)',
     ),
     Mutation(
         "a step's position: the prompt, not prompt + 1",
@@ -357,8 +358,8 @@ MUTATIONS = (
         "an evaluation in steps judging slices the analysis changed under",
         "analysis/analyzer.py",
         "                yield\n                self._unchanged_since(changes)\n"
-        "                last = clock()\n            cost = costs",
-        "                yield\n                last = clock()\n            cost = costs",
+        "                pace.restart()\n            cost = costs",
+        "                yield\n                pace.restart()\n            cost = costs",
     ),
     Mutation(
         "an evaluation judging windows read while the analysis changed",
@@ -370,8 +371,8 @@ MUTATIONS = (
     Mutation(
         "the drift's judging in one step",
         "analysis/drift/detector.py",
-        "            if clock() - last >= step:\n                yield\n",
-        "            if clock() - last >= step:\n                pass\n",
+        "            if pace.due():\n                yield\n",
+        "            if pace.due():\n                pass\n",
     ),
     Mutation(
         "a terminator cut between two pieces of an SSE event, missed",
@@ -485,8 +486,8 @@ MUTATIONS = (
     Mutation(
         "draft cost: a sandwich moment summed with the wrong power of s",
         "analysis/speed/draft_cost.py",
-        "        self.a13 += t3 * s\n",
-        "        self.a13 += t3 * s2\n",
+        "        self.q13 += t3 * s\n",
+        "        self.q13 += t3 * s2\n",
     ),
     Mutation(
         "stream options: a client's continuous_usage_stats is not switched on by injection",
@@ -647,9 +648,9 @@ MUTATIONS = (
     Mutation(
         "the canary's family without the model's own comparison",
         "gen/canary.py",
-        '    return f"({counts[0]}\\n+ on({by_family}) {counts[1]})\\nor {counts[0]}'
-        '\\nor {counts[1]}"',
-        '    return f"{counts[0]}\\nor {counts[1]}"',
+        "    (count by (${by}) (${slices})\n    + on(${by}) count by (${by}) (${models}))\n"
+        "    or count by (${by}) (${slices})\n",
+        "    count by (${by}) (${slices})\n",
     ),
     Mutation(
         "replay folds models past the live cap into other",
@@ -691,14 +692,14 @@ MUTATIONS = (
     Mutation(
         "the rollouts analysis fails on one minute's dip, not on a held drop",
         "gen/rollout.py",
-        'held_drop = f"max_over_time({upper}{{{model}}}[{span}])"',
-        'held_drop = f"min_over_time({upper}{{{model}}}[{span}])"',
+        '    worse = HELD(\n        over_time="max_over_time",',
+        '    worse = HELD(\n        over_time="min_over_time",',
     ),
     Mutation(
         "goodput: the rollout fails on one minute past the line, not on a held slowdown",
         "gen/rollout.py",
-        'held_slowdown = f"min_over_time({lower}{{{model}}}[{span}])"',
-        'held_slowdown = f"max_over_time({lower}{{{model}}}[{span}])"',
+        '    slower = HELD(\n        over_time="min_over_time",',
+        '    slower = HELD(\n        over_time="max_over_time",',
     ),
     Mutation(
         "goodput: SpecDecodeCanarySlower on any sure slowdown, not past the margin",
@@ -709,8 +710,8 @@ MUTATIONS = (
     Mutation(
         "goodput: CanaryWorse pages where the configs speculate differently",
         "gen/canary.py",
-        "{'and' if same else 'unless'} on(",
-        "{'and' if same else 'and'} on(",
+        "    unless on(${baseline_config}, ${speculation}) ${stable}\n",
+        "    and on(${baseline_config}, ${speculation}) ${stable}\n",
     ),
     Mutation(
         "goodput: load buckets weighed alike, not at the after side's mix",
@@ -920,7 +921,7 @@ MUTATIONS = (
     ),
     Mutation(
         "same load (PromQL): the slope's part of a cell's log-ratio added, not taken out",
-        "gen/goodput_rules.py",
+        "gen/goodput_cells.py",
         "\\n- {moved}\\nand on({cell}) {paired}",
         "\\n+ {moved}\\nand on({cell}) {paired}",
         ("tests/artifacts/test_rules.py",),

@@ -1,13 +1,14 @@
 """Alerting rules and their runbooks, written once: the rule file and runbooks.md come from here.
 
-This module holds the acceptance alerts (zones, burn rates, drift, slower than baseline) and
-assembles every group; ops_alerts.py the operational ones. Each alert reads the recording
-rules of gen/rules.py (fleet-wide, summed across pods), never a single pod's ratio; the
-sidecar's own per-pod zones stay for dashboards and /status.
+This module holds the acceptance alerts (zones, burn rates, drift) and assembles every group;
+speed_alerts.py holds the slower-than-none ones, ops_alerts.py the operational ones. Each
+alert reads the recording rules of gen/rules.py (fleet-wide, summed across pods), never a
+single pod's ratio; the sidecar's own per-pod zones stay for dashboards and /status.
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from specwatch import conventions as C
@@ -16,9 +17,57 @@ from specwatch.gen.alert import BURN_RATES, ON_SLICE, SLICE_TEXT, Alert, Generat
 from specwatch.gen.canary import canary_alert
 from specwatch.gen.goodput_alert import slower_alert
 from specwatch.gen.ops_alerts import divergence_alerts, health_alerts
+from specwatch.gen.speed_alerts import slower_at_load_alert, slower_than_baseline_alert
+from specwatch.gen.template import PromQL
 from specwatch.settings import Settings
 
 __all__ = ["Alert", "GenerateError", "alert_groups", "alerts"]
+
+# The deciding evidence at the entry bar says below the threshold; or the alert fires already,
+# some window is past half the gates, and the evidence at the exit bar does not say above it.
+ZONE = PromQL("""
+    ${entry} < 0
+    or ${on} (
+      ALERTS{alertname="${name}", alertstate="firing"}
+      and ${on} (${gates})
+      unless ${on} ${exit} > 0
+    )
+""")
+
+# alpha-hat per slice where `zone` holds, but for a verifier the zones do not judge, with its cause
+ZONE_ALERT = PromQL("""
+    (
+    (
+    ${alpha}
+    and ${on} (
+    ${zone}
+    )${unless}
+    )
+    unless ${on} ${not_judged}
+    )
+    * ${on} group_left(cause) ${cause}
+""")
+
+# one burn-rate pair: both windows burn, and the slice has history over the whole long one
+BURN = PromQL("""
+    (
+      ${long_ratio} > ${threshold}
+      and ${on} ${short_ratio} > ${threshold}
+      and ${on} (${good_window} offset ${long_span})
+    )
+""")
+
+# the sidecar's detector, or a fall of the 30-minute alpha-hat from the 6-hour one
+DRIFT = PromQL("""
+    ${detector} == 1
+    or ${on} (
+      (${base} - ${recent}) >= ${min_delta}
+      and ${on} ${z_score} > ${z}
+      and ${on} ${n} >= ${min_trials}
+      and ${on} (${baseline_exists})
+      unless ${on} ${detector}
+    )
+""")
 
 
 def _evidence(record: str, threshold: str) -> str:
@@ -26,34 +75,32 @@ def _evidence(record: str, threshold: str) -> str:
 
 
 def _zone_expr(name: str, threshold: str, gates: str) -> str:
-    """The deciding evidence at the entry bar says below `threshold`; or the alert fires
-    already and the deciding evidence at the exit bar does not say above it, while some window
-    is past half the gates (hysteresis through its own ALERTS series, as the sidecar's zones:
-    analysis/verdicts/zones.py)."""
-    return (
-        f"  {_evidence(Q.EVIDENCE_ENTRY, threshold)} < 0\n"
-        f"  or {ON_SLICE} (\n"
-        f'    ALERTS{{alertname="{name}", alertstate="firing"}}\n'
-        f"    and {ON_SLICE} ({gates})\n"
-        f"    unless {ON_SLICE} {_evidence(Q.EVIDENCE_EXIT, threshold)} > 0\n"
-        "  )"
+    """ZONE for alert `name` and `threshold`: hysteresis through the alert's own ALERTS series,
+    as the sidecar's zones (analysis/verdicts/zones.py)."""
+    zone = ZONE(
+        entry=_evidence(Q.EVIDENCE_ENTRY, threshold),
+        exit=_evidence(Q.EVIDENCE_EXIT, threshold),
+        on=ON_SLICE,
+        name=name,
+        gates=gates,
     )
+    return textwrap.indent(zone, "  ")  # inside ZONE_ALERT's parentheses
 
 
-# the slice's cause, as the rule labels it (`_with_cause`), and where the runbook says its fix
+# the slice's cause, as the rule labels it (`_zone_alert`), and where the runbook says its fix
 CAUSE_ANNOTATION = {
     "cause": '{{ if eq $labels.cause "none" }}none found{{ else }}{{ $labels.cause }} '
     "(runbook: #cause-{{ $labels.cause }}){{ end }}"
 }
 
 
-def _with_cause(expr: str) -> str:
-    """`expr` (alpha-hat per slice) but for a synthetic or lossy verifier (zone
-    not_applicable), labelled with the slice's cause (docs/causes.md): the value stays."""
+def _zone_alert(alpha: str, zone: str, unless: str = "") -> str:
+    """alpha-hat per slice where `zone` holds (`unless`: further exclusions, each a line
+    `unless ...`), but for a synthetic or lossy verifier (zone not_applicable), labelled with
+    the slice's cause (docs/causes.md): the value stays."""
     not_judged = f'{C.CAUSE}{{{C.Label.KIND}=~"{Q.NOT_JUDGED_KINDS}"}}'
-    return (
-        f"(\n(\n{expr}\n)\nunless {ON_SLICE} {not_judged}\n)\n"
-        f"* {ON_SLICE} group_left(cause) {Q.CAUSE}"
+    return ZONE_ALERT(
+        alpha=alpha, on=ON_SLICE, zone=zone, unless=unless, not_judged=not_judged, cause=Q.CAUSE
     )
 
 
@@ -90,7 +137,7 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         Alert(
             name=red_name,
             severity="critical",
-            expr=_with_cause(f"{a1h}\nand {ON_SLICE} (\n{_zone_expr(red_name, 'red', gates)}\n)"),
+            expr=_zone_alert(a1h, _zone_expr(red_name, "red", gates)),
             for_seconds=300,
             summary="Speculative decoding is in the red zone for " + SLICE_TEXT,
             description=(
@@ -121,10 +168,11 @@ def _zone_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         Alert(
             name=yellow_name,
             severity="warning",
-            expr=_with_cause(
-                f"{a1h}\nand {ON_SLICE} (\n{_zone_expr(yellow_name, 'green', gates)}\n)\n"
-                f"unless {ON_SLICE} {_evidence(Q.EVIDENCE_ENTRY, 'red')} < 0\n"
-                f"unless {ON_SLICE} {recent_red}"
+            expr=_zone_alert(
+                a1h,
+                _zone_expr(yellow_name, "green", gates),
+                f"\nunless {ON_SLICE} {_evidence(Q.EVIDENCE_ENTRY, 'red')} < 0"
+                f"\nunless {ON_SLICE} {recent_red}",
             ),
             for_seconds=900,
             summary="Speculative decoding acceptance is marginal for " + SLICE_TEXT,
@@ -171,9 +219,14 @@ def _burn_alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
             # Only a slice with history over the whole long window: on less, the long ratio
             # is a short one, and a few bad minutes of a young slice would read as a 6x burn.
             clauses.append(
-                f"(\n  {Q.slo_error_ratio(long_w)} > {threshold:.6g}\n"
-                f"  and {ON_SLICE} {Q.slo_error_ratio(short_w)} > {threshold:.6g}\n"
-                f"  and {ON_SLICE} ({Q.GOOD_WINDOW} offset {windows(long_w)})\n)"
+                BURN(
+                    long_ratio=Q.slo_error_ratio(long_w),
+                    short_ratio=Q.slo_error_ratio(short_w),
+                    threshold=f"{threshold:.6g}",
+                    on=ON_SLICE,
+                    good_window=Q.GOOD_WINDOW,
+                    long_span=windows(long_w),
+                )
             )
         windows_text = ", ".join(f"{f:g}x over {lw} and {sw}" for f, lw, sw, _ in pairs)
         out.append(
@@ -219,15 +272,17 @@ def _drift_alert(settings: Settings, windows: Q.Windows) -> Alert:
     return Alert(
         name=C.AlertName.DRIFT,
         severity="warning",
-        expr=(
-            f"{detector} == 1\n"
-            f"or {ON_SLICE} (\n"
-            f"  ({base} - {recent}) >= {cfg.drift_min_delta}\n"
-            f"  and {ON_SLICE} {z_score} > {cfg.drift_z}\n"
-            f"  and {ON_SLICE} {n} >= {cfg.min_long_trials}\n"
-            f"  and {ON_SLICE} ({baseline_exists})\n"
-            f"  unless {ON_SLICE} {detector}\n"
-            ")"
+        expr=DRIFT(
+            detector=detector,
+            on=ON_SLICE,
+            base=base,
+            recent=recent,
+            min_delta=cfg.drift_min_delta,
+            z_score=z_score,
+            z=cfg.drift_z,
+            n=n,
+            min_trials=cfg.min_long_trials,
+            baseline_exists=baseline_exists,
         ),
         for_seconds=900,
         summary="Acceptance drifted down for " + SLICE_TEXT,
@@ -260,94 +315,12 @@ def _drift_alert(settings: Settings, windows: Q.Windows) -> Alert:
     )
 
 
-def _slower_alert() -> Alert:
-    model = Q.by(Q.MODEL)
-    selector = 'method="measured",ctx_bucket="all",task="all"'
-    upper = f'{C.ESTIMATED_GAIN_RATIO}{{{selector},bound="upper"}}'
-    estimate = f'{C.ESTIMATED_GAIN_RATIO}{{{selector},bound="estimate"}}'
-    return Alert(
-        name=C.AlertName.SLOWER_THAN_BASELINE,
-        severity="critical",
-        expr=(f"max by ({model}) ({estimate})\nand on({model}) max by ({model}) ({upper}) < 1"),
-        for_seconds=600,
-        summary="Speculative decoding is slower than no speculation for {{ $labels.model }}",
-        description=(
-            'Model {{ $labels.model }}: measured gain {{ $value | printf "%.2f" }}: time '
-            "per output token without speculation over with it, surely below 1 (the upper "
-            "bound of its interval) on every pod."
-        ),
-        meaning=(
-            "With A/B baseline traffic (or a configured `speedup.baseline_tpot_ms` per model), "
-            "specwatch measures the gain as the baseline's time per output token over "
-            "speculation's, each pooled over the window's tokens, with an interval over "
-            "requests. Its whole interval below 1 on every pod: speculation costs more than "
-            "it saves, and users wait longer than they would without it."
-        ),
-        confirm=(
-            f"`{C.ESTIMATED_GAIN_RATIO}` by pod and method",
-            f"`{Q.alpha('model', '1h')}` and `{Q.tau('model', '1h')}`: is acceptance low, or "
-            "is the draft too expensive (c)?",
-        ),
-        actions=(
-            "Turn speculation off for this model (or route traffic to a baseline) now.",
-            "Then lower K or change the draft; bring speculation back through a canary.",
-        ),
-    )
-
-
-def _slower_at_load_alert() -> Alert:
-    by_load, by_model = Q.by((*Q.MODEL, C.Label.LOAD)), Q.by(Q.MODEL)
-    measured = f'{C.LOAD_GAIN_RATIO}{{method="measured",bound="%s"}}'
-    model = f'{C.ESTIMATED_GAIN_RATIO}{{ctx_bucket="all",task="all",bound="estimate"}}'
-    return Alert(
-        name=C.AlertName.SLOWER_AT_LOAD,
-        severity="warning",
-        expr=(
-            f"max by ({by_load}) ({measured % 'estimate'})\n"
-            f"and on({by_load}) max by ({by_load}) ({measured % 'upper'}) < 1\n"
-            f"and on({by_model}) max by ({by_model}) ({model}) >= 1"
-        ),
-        for_seconds=900,
-        summary=(
-            "Speculation is slower than none for {{ $labels.model }} at batch sizes "
-            "{{ $labels.load }}"
-        ),
-        description=(
-            "Model {{ $labels.model }}: at {{ $labels.load }} requests in flight the measured "
-            'gain is {{ $value | printf "%.2f" }}, surely below 1 (the upper bound of its '
-            "interval) on every pod, while the model as a whole gains from speculation."
-        ),
-        meaning=(
-            "Drafting costs compute that is free at batch 1 and not at batch 64: the same "
-            "draft that pays at low load can be slower than no speculation at high load. "
-            "specwatch groups requests by the requests in flight at their upstream when they "
-            "started (`load.batch_edges`) and measures the gain in each group against the A/B "
-            "baseline requests at the same load, over `load.window_seconds`. The model's "
-            "overall gain hides it: its traffic is mostly at the loads where speculation pays."
-        ),
-        confirm=(
-            f"`{C.LOAD_GAIN_RATIO}` by load and bound, and `{C.LOAD_ADVISED_K}`: the K table "
-            "specwatch advises (0 where speculation does not pay)",
-            "`specwatch advise --cycle-log FILE` (or /status `load`): the table with the "
-            "requests and interval behind each range",
-            f"`{C.VLLM_RUNNING}` against `{C.UPSTREAM_IN_FLIGHT}`: does the load the proxy "
-            "sees match the batch vLLM runs?",
-        ),
-        actions=(
-            "Give vLLM the advised table: `--speculative-config` with "
-            '`"num_speculative_tokens_per_batch_size"` from `specwatch advise --json` (K = 0 '
-            "turns drafting off at those batch sizes); roll it out through a canary.",
-            "Or cap the batch (`--max-num-seqs`) where latency matters more than throughput.",
-        ),
-    )
-
-
 def alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
     return [
         *_zone_alerts(settings, windows),
         *_burn_alerts(settings, windows),
-        _slower_alert(),
-        _slower_at_load_alert(),
+        slower_than_baseline_alert(),
+        slower_at_load_alert(),
         _drift_alert(settings, windows),
         *health_alerts(settings, windows),
         *divergence_alerts(settings, windows),

@@ -17,16 +17,89 @@ terms on the Welch degrees of freedom.
 from __future__ import annotations
 
 from statistics import NormalDist
-from typing import Any
 
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.alert import Alert, Variant
+from specwatch.gen.template import PromQL, Recording
 from specwatch.settings import Settings
 
 # the family sizes the quantile table steps through (a model has 6 x 9 slices by default)
 FAMILY_STEPS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 256, 512, 1024)
 CANARY, STABLE = C.TRACK_CANARY, C.TRACK_STABLE
+
+# the comparisons of one model and canary config: its slices' and its rollup's, either alone
+FAMILY = PromQL("""
+    (count by (${by}) (${slices})
+    + on(${by}) count by (${by}) (${models}))
+    or count by (${by}) (${slices})
+    or count by (${by}) (${models})
+""")
+
+# `worse` where canary and stable speculate alike (by the config info's `speculation`), or
+# where what either runs is not known (then acceptance judges, as before the info carried it)
+SAME_SPECULATION = PromQL("""
+    max without(${speculation}) (
+    (${worse})
+    * on(${config}) group_left(${speculation}) ${info}
+    and on(${baseline_config}, ${speculation}) ${stable}
+    )
+    or (${worse}) unless on(${config}) ${info}
+    or (${worse}) unless on(${baseline_config}) ${stable}
+""")
+
+# `worse` where canary and stable speculate differently (goodput decides)
+OTHER_SPECULATION = PromQL("""
+    max without(${speculation}) (
+    (${worse})
+    * on(${config}) group_left(${speculation}) ${info}
+    unless on(${baseline_config}, ${speculation}) ${stable}
+    )
+    and on(${baseline_config}) ${stable}
+""")
+
+# the stable config compared with: the stable side's with the most trials, named
+CHOSEN = PromQL("""
+    label_replace(
+      topk by (${pair}) (1, ${trials}{track="${stable}"}),
+      "${baseline_config}", "$1", "${config}", "(.*)"
+    )
+""")
+
+# a slice is compared where both sides pass the zone gates
+COMPARED = PromQL("""
+    ${both} * 0 + 1
+    and on(${full}) ${trials}{track="${canary}"} >= ${min_trials}
+    and on(${full}) ${requests}{track="${canary}"} >= ${min_requests}
+    and on(${pair}) ${stable_trials} >= ${min_trials}
+    and on(${pair}) ${stable_requests} >= ${min_requests}
+""")
+
+# Welch-Satterthwaite's degrees of freedom of the difference
+WELCH_DF = PromQL("""
+    (${variance_sum}) ^ 2
+    / (
+      ${variance}{track="${canary}"} ^ 2 / clamp_min(${requests}{track="${canary}"} - 1, 1)
+      + on(${pair}) group_left(${baseline_config}) (${stable_part})
+    )
+    and on(${full}) ${compared}
+""")
+
+# the stable side's term of it
+WELCH_STABLE = PromQL("${variance} ^ 2 / clamp_min(${requests} - 1, 1)")
+
+# Student's t from the normal quantile z by Cornish-Fisher's first terms on df
+CORNISH_FISHER = PromQL("""
+    ${z}
+    + (${z} ^ 3 + ${z}) / (4 * ${df})
+    + (5 * ${z} ^ 5 + 16 * ${z} ^ 3 + 3 * ${z}) / (96 * ${df} ^ 2)
+""")
+
+# stable's time per output token over canary's, per model
+GAIN = PromQL("""
+    1 / (${canary})
+    * on(${model}) group_left(${baseline_config}) topk by (${model}) (1, ${stable})
+""")
 
 
 def window(settings: Settings) -> str:
@@ -62,25 +135,22 @@ def family_z(count: str, confidence: float) -> str:
     return "\n+ ".join(terms)
 
 
-def _family(settings: Settings) -> str:
+def family_count(compared: str, settings: Settings) -> str:
     """The family of one model and canary config: its slices compared and its rollup, when
-    compared (analysis/compare/alpha.compare_models: one guard over all of a model's verdicts)."""
-    by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
-    compared = [
-        recorded_name(level, C.RECORDED_CANARY_COMPARED, settings, "bool") for level in Q.LEVELS
-    ]
-    counts = [f"count by ({by_family}) ({name})" for name in compared]
-    return f"({counts[0]}\n+ on({by_family}) {counts[1]})\nor {counts[0]}\nor {counts[1]}"
+    compared (analysis/compare/alpha.compare_models: one guard over all of a model's verdicts);
+    `compared` the recorded metric of either comparison (acceptance, TPOT)."""
+    slices, models = (recorded_name(level, compared, settings, "bool") for level in Q.LEVELS)
+    return FAMILY(by=f"{C.Label.MODEL}, {C.Label.CONFIG}", slices=slices, models=models)
 
 
-def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
+def canary_rules(settings: Settings, windows: Q.Windows) -> list[Recording]:
     """Per level (slice, model), over the canary window: each track's variance, the stable
     config compared with, the slices compared, the difference with its bounds (one family per
     model and canary config, over both levels); per model the measured gain of canary over
     stable."""
     cfg, w, gates = settings.canary, window(settings), settings.zones
-    first: list[dict[str, Any]] = []  # what every level's family needs: what it compares
-    rules: list[dict[str, Any]] = []
+    first: list[Recording] = []  # what every level's family needs: what it compares
+    rules: list[Recording] = []
     for level, labels in Q.LEVELS.items():
         full = Q.by(labels)
         pair = Q.by(tuple(label for label in labels if label not in C.RUN_LABELS))
@@ -114,65 +184,64 @@ def canary_rules(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]
         sd = f"sqrt({joined(variance, '+', variance)})"
         by_family = f"{C.Label.MODEL}, {C.Label.CONFIG}"
         z = f"({df} * 0 + on({by_family}) group_left {z_of})"  # onto every slice compared
+        baseline, config = C.Label.BASELINE_CONFIG, C.Label.CONFIG
         first += [
-            {"record": variance, "expr": f"{p} * (1 - {p}) / {n_eff}"},
-            {
-                "record": chosen,
-                "expr": (
-                    f'label_replace(\n  topk by ({pair}) (1, {trials}{{track="{STABLE}"}}),\n'
-                    f'  "{C.Label.BASELINE_CONFIG}", "$1", "{C.Label.CONFIG}", "(.*)"\n)'
+            Recording(variance, f"{p} * (1 - {p}) / {n_eff}"),
+            Recording(
+                chosen,
+                CHOSEN(
+                    pair=pair, trials=trials, stable=STABLE, baseline_config=baseline, config=config
                 ),
-            },
-            {
-                "record": compared,
-                "expr": (
-                    f"{joined(trials, '>= bool', trials)} * 0 + 1\n"
-                    f'and on({full}) {trials}{{track="{CANARY}"}} >= {gates.min_trials}\n'
-                    f'and on({full}) {requests}{{track="{CANARY}"}} >= {gates.min_requests}\n'
-                    f"and on({pair}) {stable(trials)} >= {gates.min_trials}\n"
-                    f"and on({pair}) {stable(requests)} >= {gates.min_requests}"
+            ),
+            Recording(
+                compared,
+                COMPARED(
+                    both=joined(trials, ">= bool", trials),
+                    full=full,
+                    pair=pair,
+                    trials=trials,
+                    requests=requests,
+                    canary=CANARY,
+                    stable_trials=stable(trials),
+                    stable_requests=stable(requests),
+                    min_trials=gates.min_trials,
+                    min_requests=gates.min_requests,
                 ),
-            },
+            ),
         ]
+        welch = WELCH_DF(
+            variance_sum=joined(variance, "+", variance),
+            variance=variance,
+            requests=requests,
+            canary=CANARY,
+            pair=pair,
+            baseline_config=baseline,
+            full=full,
+            compared=compared,
+            stable_part=WELCH_STABLE(variance=stable(variance), requests=stable(requests)),
+        )
         rules += [
-            {"record": family, "expr": _family(settings)},
-            {"record": z_of, "expr": family_z(family, cfg.confidence)},
-            {"record": estimate, "expr": f"({joined(p, '-', p)})\nand on({full}) {compared}"},
-            {
-                "record": df,
-                "expr": (
-                    f"({joined(variance, '+', variance)}) ^ 2\n/ (\n"
-                    f'  {variance}{{track="{CANARY}"}} ^ 2 / clamp_min({requests}'
-                    f'{{track="{CANARY}"}} - 1, 1)\n'
-                    f"  + on({pair}) group_left({C.Label.BASELINE_CONFIG}) "
-                    f"({stable(variance)} ^ 2 / clamp_min({stable(requests)} - 1, 1))\n)\n"
-                    f"and on({full}) {compared}"
-                ),
-            },
-            {
-                "record": t,
-                "expr": (
-                    f"{z}\n+ ({z} ^ 3 + {z}) / (4 * {df})\n"
-                    f"+ (5 * {z} ^ 5 + 16 * {z} ^ 3 + 3 * {z}) / (96 * {df} ^ 2)"
-                ),
-            },
+            Recording(family, family_count(C.RECORDED_CANARY_COMPARED, settings)),
+            Recording(z_of, family_z(family, cfg.confidence)),
+            Recording(estimate, f"({joined(p, '-', p)})\nand on({full}) {compared}"),
+            Recording(df, welch),
+            Recording(t, CORNISH_FISHER(z=z, df=df)),
         ]
         for bound, sign in (("lower", "-"), ("upper", "+")):
             rules.append(
-                {
-                    "record": difference_bound(level, bound, settings),
-                    "expr": f"{estimate}\n{sign} {t} * {sd}",
-                }
+                Recording(
+                    difference_bound(level, bound, settings), f"{estimate}\n{sign} {t} * {sd}"
+                )
             )
     rules.append(_gain(settings, windows))
     return first + rules
 
 
-def _gain(settings: Settings, windows: Q.Windows) -> dict[str, Any]:
+def _gain(settings: Settings, windows: Q.Windows) -> Recording:
     """Per model: stable's time per output token over canary's (speculative requests; point
     estimate: the per-request moments of decode times are not exported)."""
     w, span = window(settings), windows(settings.canary.window_seconds)
-    model, pair = Q.by(Q.MODEL), C.Label.MODEL
+    model, pair = Q.by(Q.MODEL), str(C.Label.MODEL)
 
     def tpot(track: str) -> str:
         spec = f'variant="{C.VARIANT_SPEC}",track="{track}"'
@@ -185,13 +254,10 @@ def _gain(settings: Settings, windows: Q.Windows) -> dict[str, Any]:
         f'label_replace(\n({tpot(STABLE)}),\n"{C.Label.BASELINE_CONFIG}", "$1", '
         f'"{C.Label.CONFIG}", "(.*)")'
     )
-    return {
-        "record": Q.record("model", C.RECORDED_CANARY_GAIN, f"ratio{w}"),
-        "expr": (
-            f"1 / ({tpot(CANARY)})\n* on({pair}) group_left({C.Label.BASELINE_CONFIG}) "
-            f"topk by ({pair}) (1, {stable})"
-        ),
-    }
+    gain = GAIN(
+        canary=tpot(CANARY), model=pair, baseline_config=C.Label.BASELINE_CONFIG, stable=stable
+    )
+    return Recording(Q.record("model", C.RECORDED_CANARY_GAIN, f"ratio{w}"), gain)
 
 
 def _speculation(worse: str, same: bool) -> str:
@@ -201,17 +267,14 @@ def _speculation(worse: str, same: bool) -> str:
     then judges, as it did before the info carried `speculation`."""
     info = f"max by ({C.Label.CONFIG}, {C.Label.SPECULATION}) ({C.SPEC_CONFIG_INFO})"
     stable = f'label_replace({info}, "{C.Label.BASELINE_CONFIG}", "$1", "{C.Label.CONFIG}", "(.*)")'
-    known = (
-        f"({worse})\n* on({C.Label.CONFIG}) group_left({C.Label.SPECULATION}) {info}\n"
-        f"{'and' if same else 'unless'} on({C.Label.BASELINE_CONFIG}, {C.Label.SPECULATION}) "
-        f"{stable}"
-    )
-    judged = f"max without({C.Label.SPECULATION}) (\n{known}\n)"
-    if not same:
-        return f"{judged}\nand on({C.Label.BASELINE_CONFIG}) {stable}"
-    return (
-        f"{judged}\nor ({worse}) unless on({C.Label.CONFIG}) {info}\n"
-        f"or ({worse}) unless on({C.Label.BASELINE_CONFIG}) {stable}"
+    template = SAME_SPECULATION if same else OTHER_SPECULATION
+    return template(
+        worse=worse,
+        info=info,
+        stable=stable,
+        config=C.Label.CONFIG,
+        speculation=C.Label.SPECULATION,
+        baseline_config=C.Label.BASELINE_CONFIG,
     )
 
 

@@ -15,20 +15,23 @@ where every paired cell has engine steps on both sides (not a sidecar older than
 
 from __future__ import annotations
 
-from typing import Any
-
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
-from specwatch.gen.canary import CANARY, recorded_name
-from specwatch.gen.goodput_rules import (
+from specwatch.gen.canary import CANARY, CORNISH_FISHER, recorded_name
+from specwatch.gen.goodput_cells import (
     BUCKET,
     CELL,
+    DEVIATION,
+    LOG_VARIANCE,
     PAIR,
+    SPREAD,
+    TPOT_DF_PART,
     joined_sides,
     slope_name,
     stable_side,
-    z_name,
 )
+from specwatch.gen.goodput_rules import z_name
+from specwatch.gen.template import Recording
 from specwatch.settings import Settings
 
 # a factor's sums: (numerator, denominator, numerator^2, numerator x denominator, denominator^2)
@@ -44,7 +47,7 @@ def factor_bound(level: str, factor: str, bound: str, settings: Settings) -> str
     return recorded_name(level, C.canary_factor(factor, suffix), settings)
 
 
-def _cell_rules(factor: str, settings: Settings, part: dict[str, str]) -> list[dict[str, Any]]:
+def _cell_rules(factor: str, settings: Settings, part: dict[str, str]) -> list[Recording]:
     """Per cell and track the factor's ratio, deviation, log variance and its degrees of
     freedom (the slice's pooled ones); per slice and track the pooled spread."""
     num, den, nn, nd, dd = (part[name] for name in FACTORS[factor])
@@ -55,40 +58,33 @@ def _cell_rules(factor: str, settings: Settings, part: dict[str, str]) -> list[d
     spread = recorded_name("slice", C.goodput_factor(factor, "_spread"), settings)
     spread_df = recorded_name("slice", C.goodput_factor(factor, "_spread_df"), settings)
     return [
-        {"record": ratio, "expr": f"{num} / ({den} > 0)"},
-        {
-            "record": deviation,
-            "expr": (
-                f"clamp_min({nn} - 2 * {ratio} * {nd} + {ratio} ^ 2 * {dd}, 0) / ({ratio} > 0) ^ 2"
-                f"\nand {n} >= 2"
+        Recording(ratio, f"{num} / ({den} > 0)"),
+        Recording(
+            deviation,
+            DEVIATION(xx=nn, xy=nd, yy=dd, tpot=ratio, n=n),
+        ),
+        Recording(
+            spread,
+            SPREAD(slice=slice_, deviation=deviation, yy=dd, cell=cell),
+        ),
+        Recording(
+            spread_df,
+            f"clamp_min(sum by ({slice_}) ({n} - 1 and on({cell}) {deviation}), 1)",
+        ),
+        Recording(
+            recorded_name("cell", C.goodput_factor(factor, "_log_variance"), settings),
+            LOG_VARIANCE(
+                n=n, slice=slice_, spread=spread, yy=dd, y=den, cell=cell, deviation=deviation
             ),
-        },
-        {
-            "record": spread,
-            "expr": (
-                f"sum by ({slice_}) ({deviation})\n"
-                f"/ (sum by ({slice_}) ({dd} and on({cell}) {deviation}) > 0)"
-            ),
-        },
-        {
-            "record": spread_df,
-            "expr": f"clamp_min(sum by ({slice_}) ({n} - 1 and on({cell}) {deviation}), 1)",
-        },
-        {
-            "record": recorded_name("cell", C.goodput_factor(factor, "_log_variance"), settings),
-            "expr": (
-                f"{n} / clamp_min({n} - 1, 1)\n* on({slice_}) group_left() {spread}\n"
-                f"* {dd} / ({den} > 0) ^ 2\nand on({cell}) {deviation}"
-            ),
-        },
-        {
-            "record": recorded_name("cell", C.goodput_factor(factor, "_spread_df"), settings),
-            "expr": f"{deviation} * 0 + on({slice_}) group_left() {spread_df}",
-        },
+        ),
+        Recording(
+            recorded_name("cell", C.goodput_factor(factor, "_spread_df"), settings),
+            f"{deviation} * 0 + on({slice_}) group_left() {spread_df}",
+        ),
     ]
 
 
-def _paired_rules(factor: str, settings: Settings) -> list[dict[str, Any]]:
+def _paired_rules(factor: str, settings: Settings) -> list[Recording]:
     """Per paired cell (TPOT's) where both sides have the factor: its log-ratio (the step's
     time moved to the canary's load as TPOT's is), variance and Welch's parts."""
     cell, pair = Q.by(CELL), Q.by(PAIR)
@@ -107,34 +103,39 @@ def _paired_rules(factor: str, settings: Settings) -> list[dict[str, Any]]:
         f'and on({cell}) {log_variance}{{track="{CANARY}"}}\n'
         f"and on({pair}) {stable_side(log_variance, settings)}"
     )
+    stable_lv = stable_side(log_variance, settings)
     return [
-        {
-            "record": log_ratio,
-            "expr": (
+        Recording(
+            log_ratio,
+            (
                 f"ln({joined_sides(ratio, '/', ratio, settings)}){moved}\n"
                 f"and on({cell}) {paired}\n{both}"
             ),
-        },
-        {
-            "record": recorded_name("cell", C.canary_factor(factor, "_variance"), settings),
-            "expr": (
+        ),
+        Recording(
+            recorded_name("cell", C.canary_factor(factor, "_variance"), settings),
+            (
                 f"({joined_sides(log_variance, '+', log_variance, settings)})\n"
                 f"and on({cell}) {log_ratio}"
             ),
-        },
-        {
-            "record": recorded_name("cell", C.canary_factor(factor, "_df_part"), settings),
-            "expr": (
-                f'{log_variance}{{track="{CANARY}"}} ^ 2\n/ {spread_df}{{track="{CANARY}"}}\n'
-                f"+ on({pair}) group_left({C.Label.BASELINE_CONFIG}) "
-                f"({stable_side(log_variance, settings)} ^ 2 / "
-                f"{stable_side(spread_df, settings)})\nand on({cell}) {log_ratio}"
+        ),
+        Recording(
+            recorded_name("cell", C.canary_factor(factor, "_df_part"), settings),
+            TPOT_DF_PART(
+                log_variance=log_variance,
+                canary=CANARY,
+                spread_df=spread_df,
+                pair=pair,
+                baseline_config=C.Label.BASELINE_CONFIG,
+                cell=cell,
+                paired=log_ratio,
+                stable_part=f"{stable_lv} ^ 2 / {stable_side(spread_df, settings)}",
             ),
-        },
+        ),
     ]
 
 
-def _level_rules(factor: str, level: str, settings: Settings) -> list[dict[str, Any]]:
+def _level_rules(factor: str, level: str, settings: Settings) -> list[Recording]:
     """Per slice or model: the factor's weighted log-ratio, variance (the step's time with
     kappa's part, as TPOT's), degrees of freedom, t, and its ratio with bounds, where TPOT
     is compared and every paired cell has the factor."""
@@ -168,42 +169,38 @@ def _level_rules(factor: str, level: str, settings: Settings) -> list[dict[str, 
     z = f"({mine('_degrees_of_freedom')} * 0 + on({by_family}) group_left {z_name(settings)})"
     t, v = mine("_t_quantile"), mine("_log_ratio_variance")
     return [
-        {
-            "record": mine("_log_ratio"),
-            "expr": (
+        Recording(
+            mine("_log_ratio"),
+            (
                 f"sum by ({labels}) ({weight} * {cell('_log_ratio')})\n"
                 f"and on({labels}) {compared}\nand on({labels}) {complete}"
             ),
-        },
-        {"record": v, "expr": f"{variance}\nand on({labels}) {mine('_log_ratio')}"},
-        {"record": mine("_df_part"), "expr": f"{df_part}\nand on({labels}) {mine('_log_ratio')}"},
-        {
-            "record": mine("_degrees_of_freedom"),
-            "expr": f"{v} ^ 2 / ({mine('_df_part')} > 0)",
-        },
-        {
-            "record": t,
-            "expr": (
-                f"{z}\n+ ({z} ^ 3 + {z}) / (4 * {mine('_degrees_of_freedom')})\n"
-                f"+ (5 * {z} ^ 5 + 16 * {z} ^ 3 + 3 * {z}) / "
-                f"(96 * {mine('_degrees_of_freedom')} ^ 2)"
-            ),
-        },
-        {
-            "record": factor_bound(level, factor, "estimate", settings),
-            "expr": f"exp({mine('_log_ratio')})",
-        },
+        ),
+        Recording(v, f"{variance}\nand on({labels}) {mine('_log_ratio')}"),
+        Recording(mine("_df_part"), f"{df_part}\nand on({labels}) {mine('_log_ratio')}"),
+        Recording(
+            mine("_degrees_of_freedom"),
+            f"{v} ^ 2 / ({mine('_df_part')} > 0)",
+        ),
+        Recording(
+            t,
+            CORNISH_FISHER(z=z, df=mine("_degrees_of_freedom")),
+        ),
+        Recording(
+            factor_bound(level, factor, "estimate", settings),
+            f"exp({mine('_log_ratio')})",
+        ),
         *(
-            {
-                "record": factor_bound(level, factor, bound, settings),
-                "expr": f"exp({mine('_log_ratio')} {sign} {t} * sqrt({v}))",
-            }
+            Recording(
+                factor_bound(level, factor, bound, settings),
+                f"exp({mine('_log_ratio')} {sign} {t} * sqrt({v}))",
+            )
             for bound, sign in (("lower", "-"), ("upper", "+"))
         ),
     ]
 
 
-def factor_rules(settings: Settings, part: dict[str, str]) -> tuple[list[dict[str, Any]], ...]:
+def factor_rules(settings: Settings, part: dict[str, str]) -> tuple[list[Recording], ...]:
     """The factors' rules: (per cell, before TPOT's pairing), (per paired cell, after it),
     (per slice and model, after TPOT's family quantile)."""
     cells = [rule for factor in FACTORS for rule in _cell_rules(factor, settings, part)]

@@ -11,7 +11,13 @@ from typing import Any
 
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound, ratio_bound
+from specwatch.gen.template import PromQL
 from specwatch.settings import Settings
+
+# the slices of the rollout's model whose bound stayed past `bar` over the alert's `for`
+HELD = PromQL(
+    'count(${over_time}(${bound}{model=~"{{args.model}}"}[${span}]) ${beyond} ${bar}) or vector(0)'
+)
 
 
 def _metric(name: str, query: str, prometheus: str) -> dict[str, Any]:
@@ -36,11 +42,21 @@ def analysis_template(settings: Settings, prometheus: str) -> dict[str, Any]:
     as long, its largest value over that time below) as a dry-run metric: shown, never failing
     the rollout."""
     cfg = settings.canary
-    model, span = 'model=~"{{args.model}}"', Q.duration(cfg.for_seconds)
-    lower = ratio_bound("slice", "lower", settings)
-    held_slowdown = f"min_over_time({lower}{{{model}}}[{span}])"
-    upper = difference_bound("slice", "upper", settings)
-    held_drop = f"max_over_time({upper}{{{model}}}[{span}])"
+    span = Q.duration(cfg.for_seconds)
+    slower = HELD(
+        over_time="min_over_time",
+        bound=ratio_bound("slice", "lower", settings),
+        span=span,
+        beyond=">",
+        bar=f"{1.0 + cfg.tpot_margin:g}",
+    )
+    worse = HELD(
+        over_time="max_over_time",
+        bound=difference_bound("slice", "upper", settings),
+        span=span,
+        beyond="<",
+        bar=f"-{cfg.margin:g}",
+    )
     acceptance = "canary-acceptance-not-worse-than-stable"
     return {
         "apiVersion": "argoproj.io/v1alpha1",
@@ -49,14 +65,8 @@ def analysis_template(settings: Settings, prometheus: str) -> dict[str, Any]:
         "spec": {
             "args": [{"name": "model", "value": ".*"}],
             "metrics": [
-                _metric(
-                    "canary-not-slower-than-stable",
-                    f"count({held_slowdown} > {1.0 + cfg.tpot_margin:g}) or vector(0)",
-                    prometheus,
-                ),
-                _metric(
-                    acceptance, f"count({held_drop} < -{cfg.margin:g}) or vector(0)", prometheus
-                ),
+                _metric("canary-not-slower-than-stable", slower, prometheus),
+                _metric(acceptance, worse, prometheus),
             ],
             "dryRun": [{"metricName": acceptance}],
         },

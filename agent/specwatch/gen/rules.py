@@ -28,38 +28,63 @@ from typing import Any
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import canary_rules
+from specwatch.gen.goodput_cells import increases
 from specwatch.gen.goodput_factors import factor_rules
-from specwatch.gen.goodput_rules import goodput_rules, increases
+from specwatch.gen.goodput_rules import goodput_rules
+from specwatch.gen.template import PromQL, Recording, group
 from specwatch.gen.zone_rules import deciding_rules, evidence_rules
 from specwatch.settings import Settings
+
+# A window's increase, a series younger than the window taken as it is (module docstring).
+SUM_INCREASE = PromQL("""
+    sum by (${group}) ((increase(${total}[${span}]) and ${total} offset ${span}) or ${total})
+""")
+
+TAU = PromQL("""
+    1 + ${accepted}
+    / ${steps}
+""")
+
+SUM_RATE = PromQL("sum by (${group}) (rate(${counter}[${span}]))")
+
+PER_POSITION = PromQL("""
+    sum by (${positions}) (rate(${accepted}_total[${span}]))
+    / sum by (${positions}) (rate(${drafted}_total[${span}]))
+""")
+
+# A 5-minute window is bad when it had enough evidence and alpha-hat was surely below the
+# objective (its upper bound).
+GOOD_WINDOW = PromQL("""
+    1 - (
+      (${upper} < bool ${objective})
+      * on(${slice})
+      (${trials} >= bool ${min_trials})
+    )
+""")
+
+CAUSE = PromQL("""
+    label_replace(topk by (${slice}) (1, ${found}), "cause", "$1", "kind", "(.+)")
+    or on(${slice})
+    label_replace(${alpha} * 0 + 1, "cause", "none", "", "")
+""")
 
 
 def wilson_expr(p: str, n: str, t: str, bound: str) -> str:
     """The Wilson score bound of proportion series `p` on (effective) trial-count series `n`,
     with the quantile series `t`, kept inside [0, 1] like the sidecar's."""
-    sign = "-" if bound == "lower" else "+"
-    return (
-        f"clamp(\n  (\n    {p} + {t} ^ 2 / (2 * {n})\n"
-        f"    {sign} {t} * sqrt({p} * (1 - {p}) / {n} + {t} ^ 2 / (4 * {n} ^ 2))\n"
-        f"  )\n  / (1 + {t} ^ 2 / {n}),\n  0, 1\n)"
-    )
+    return Q.WILSON(p=p, n=n, t=t, sign="-" if bound == "lower" else "+")
 
 
 def _sum_increase(counter: str, group: str, w: str, windows: Q.Windows) -> str:
-    """The window's increase, a series younger than the window taken as it is (module
-    docstring)."""
-    total, span = f"{counter}_total", windows(w)
-    return f"sum by ({group}) ((increase({total}[{span}]) and {total} offset {span}) or {total})"
+    return SUM_INCREASE(group=group, total=f"{counter}_total", span=windows(w))
 
 
-def _robust_rules(
-    level: str, w: str, windows: Q.Windows, settings: Settings
-) -> list[dict[str, Any]]:
+def _robust_rules(level: str, w: str, windows: Q.Windows, settings: Settings) -> list[Recording]:
     """The design effect, t and the bounds of alpha-hat over window `w` (see the docstring).
     Every operand is recorded `by` the same labels, so plain vector matching pairs them."""
-    group = Q.by(Q.LEVELS[level])
-    rules: list[dict[str, Any]] = [
-        {"record": Q.increase(level, name, w), "expr": _sum_increase(name, group, w, windows)}
+    group_ = Q.by(Q.LEVELS[level])
+    rules = [
+        Recording(Q.increase(level, name, w), _sum_increase(name, group_, w, windows))
         for name in (C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS, *Q.moments(level))
     ]
     accepted = Q.increase(level, C.ACCEPTED_TOKENS, w)
@@ -67,78 +92,58 @@ def _robust_rules(
     n, aa, at, tt = (Q.increase(level, name, w) for name in Q.moments(level))
     p, df = Q.robust_alpha(level, w), Q.degrees_of_freedom(level, w)
     deff, t = Q.design_effect(level, w), Q.t_quantile(level, w)
-    confidence = settings.zones.confidence
+    effective = Q.effective_trials(level, w)
     rules += [
-        {"record": p, "expr": f"{accepted}\n/ {trials}"},
-        {"record": df, "expr": f"clamp_min({n} - 1, 1)"},
-        {
-            "record": deff,
-            "expr": (
-                f"clamp_min(\n  {n} / {df}\n"
-                f"  * ({aa} - 2 * {p} * {at} + {p} ^ 2 * {tt})\n"
-                f"  / {trials} ^ 2\n"
-                f"  / ({p} * (1 - {p}) / {trials} > 0),\n  1\n)\n"
-                f"or ({p} * 0 + 1)"
-            ),
-        },
-        {"record": Q.effective_trials(level, w), "expr": f"{trials} / {deff}"},
-        {"record": t, "expr": Q.t_expr(df, confidence)},
+        Recording(p, Q.RATIO(numerator=accepted, denominator=trials)),
+        Recording(df, f"clamp_min({n} - 1, 1)"),
+        Recording(deff, Q.DESIGN_EFFECT(n=n, df=df, aa=aa, at=at, tt=tt, p=p, trials=trials)),
+        Recording(effective, f"{trials} / {deff}"),
+        Recording(t, Q.t_expr(df, settings.zones.confidence)),
     ]
     for bound in ("lower", "upper"):
-        expr = wilson_expr(p, Q.effective_trials(level, w), t, bound)
-        rules.append({"record": Q.alpha_bound(level, bound, w), "expr": expr})
+        rules.append(Recording(Q.alpha_bound(level, bound, w), wilson_expr(p, effective, t, bound)))
     return rules
 
 
 def _level_rules(
     level: str, labels: tuple[str, ...], windows: Q.Windows, settings: Settings
-) -> list[Any]:
-    rules: list[dict[str, Any]] = []
-    group = Q.by(labels)
-    counters = {
-        C.ACCEPTED_TOKENS: C.ACCEPTED_TOKENS + "_total",
-        C.ACCEPTANCE_TRIALS: C.ACCEPTANCE_TRIALS + "_total",
-        C.DRAFT_TOKENS: C.DRAFT_TOKENS + "_total",
-        C.SPEC_STEPS: C.SPEC_STEPS + "_total",
-    }
+) -> list[Recording]:
+    rules: list[Recording] = []
+    by = Q.by(labels)
+    counters = (C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS, C.DRAFT_TOKENS, C.SPEC_STEPS)
     zone = Q.zone_windows(_zone_seconds(settings))
     canary = Q.duration(settings.canary.window_seconds)
     for w in sorted({*Q.RATE_WINDOWS, *zone, canary}, key=Q.parse_duration):
-        for name, counter in counters.items():
-            rules.append(
-                {
-                    "record": Q.rate(level, name, w),
-                    "expr": f"sum by ({group}) (rate({counter}[{windows(w)}]))",
-                }
+        rules += [
+            Recording(
+                Q.rate(level, name, w), SUM_RATE(group=by, counter=f"{name}_total", span=windows(w))
             )
+            for name in counters
+        ]
         accepted = Q.rate(level, C.ACCEPTED_TOKENS, w)
         rules += [
-            {
-                "record": Q.alpha(level, w),
-                "expr": f"{accepted}\n/ {Q.rate(level, C.ACCEPTANCE_TRIALS, w)}",
-            },
-            {
-                "record": Q.vllm_rate(level, w),
-                "expr": f"{accepted}\n/ {Q.rate(level, C.DRAFT_TOKENS, w)}",
-            },
-            {
-                "record": Q.tau(level, w),
-                "expr": f"1 + {accepted}\n/ {Q.rate(level, C.SPEC_STEPS, w)}",
-            },
+            Recording(
+                Q.alpha(level, w),
+                Q.RATIO(numerator=accepted, denominator=Q.rate(level, C.ACCEPTANCE_TRIALS, w)),
+            ),
+            Recording(
+                Q.vllm_rate(level, w),
+                Q.RATIO(numerator=accepted, denominator=Q.rate(level, C.DRAFT_TOKENS, w)),
+            ),
+            Recording(
+                Q.tau(level, w), TAU(accepted=accepted, steps=Q.rate(level, C.SPEC_STEPS, w))
+            ),
         ]
         rules += _robust_rules(level, w, windows, settings)
         if w in zone:
             rules += evidence_rules(level, w, settings)
-    positions = f"{group}, {C.Label.POSITION}"
-    rules.append(
-        {
-            "record": Q.per_position(level, "30m"),
-            "expr": (
-                f"sum by ({positions}) (rate({C.ACCEPTED_BY_POSITION}_total[{windows('30m')}]))\n"
-                f"/ sum by ({positions}) (rate({C.DRAFTED_BY_POSITION}_total[{windows('30m')}]))"
-            ),
-        }
+    per_position = PER_POSITION(
+        positions=f"{by}, {C.Label.POSITION}",
+        accepted=C.ACCEPTED_BY_POSITION,
+        drafted=C.DRAFTED_BY_POSITION,
+        span=windows("30m"),
     )
+    rules.append(Recording(Q.per_position(level, "30m"), per_position))
     if level == "slice":
         rules += deciding_rules(zone, settings)
     return rules
@@ -148,7 +153,7 @@ def _zone_seconds(settings: Settings) -> tuple[float, ...]:
     return (settings.window.length_seconds, *settings.evidence_windows_seconds)
 
 
-def _slo_rules(settings: Settings, windows: Q.Windows) -> list[Any]:
+def _slo_rules(settings: Settings, windows: Q.Windows) -> list[Recording]:
     """The SLO: `slo_target` of 5-minute windows per slice are good.
 
     A window is bad when it had enough evidence (`min_window_trials`) and alpha-hat was surely
@@ -156,54 +161,33 @@ def _slo_rules(settings: Settings, windows: Q.Windows) -> list[Any]:
     not bad.
     """
     cfg = settings.alerts
-    objective = settings.zones.red
-    on = f"on({Q.by(Q.SLICE)})"
-    trials = Q.increase("slice", C.ACCEPTANCE_TRIALS, "5m")
-    rules: list[dict[str, Any]] = [
-        {
-            "record": Q.GOOD_WINDOW,
-            "expr": (
-                f"1 - (\n  ({Q.alpha_bound('slice', 'upper', '5m')} < bool {objective})\n"
-                f"  * {on}\n"
-                f"  ({trials} >= bool {cfg.min_window_trials})\n)"
-            ),
-        }
-    ]
-    for w in Q.SLO_WINDOWS:
-        rules.append(
-            {
-                "record": Q.slo_error_ratio(w),
-                "expr": f"1 - avg_over_time({Q.GOOD_WINDOW}[{windows(w)}])",
-            }
-        )
-    budget = 1.0 - cfg.slo_target
-    rules.append(
-        {
-            "record": Q.slo_burn_rate("1h"),
-            "expr": f"{Q.slo_error_ratio('1h')} / {budget:.6g}",
-        }
+    good = GOOD_WINDOW(
+        upper=Q.alpha_bound("slice", "upper", "5m"),
+        objective=settings.zones.red,
+        slice=Q.by(Q.SLICE),
+        trials=Q.increase("slice", C.ACCEPTANCE_TRIALS, "5m"),
+        min_trials=cfg.min_window_trials,
     )
+    rules = [Recording(Q.GOOD_WINDOW, good)]
+    for w in Q.SLO_WINDOWS:
+        error_ratio = f"1 - avg_over_time({Q.GOOD_WINDOW}[{windows(w)}])"
+        rules.append(Recording(Q.slo_error_ratio(w), error_ratio))
+    budget = 1.0 - cfg.slo_target
+    rules.append(Recording(Q.slo_burn_rate("1h"), f"{Q.slo_error_ratio('1h')} / {budget:.6g}"))
     return rules
 
 
-def _cause_rule() -> dict[str, Any]:
+def _cause_rule() -> Recording:
     """Each slice's cause as one label for the zone alerts to carry: one of the causes found
     (topk keeps one where a slice has several), `none` where none is; every slice the
     sidecars judge has a series (through the hour's alpha-hat)."""
     slice_ = Q.by(Q.SLICE)
     found = f"max by ({slice_}, {C.Label.KIND}) ({C.CAUSE})"
-    return {
-        "record": Q.CAUSE,
-        "expr": (
-            f'label_replace(topk by ({slice_}) (1, {found}), "cause", "$1", "kind", "(.+)")\n'
-            f"or on({slice_})\n"
-            f'label_replace({Q.alpha("slice", "1h")} * 0 + 1, "cause", "none", "", "")'
-        ),
-    }
+    return Recording(Q.CAUSE, CAUSE(slice=slice_, found=found, alpha=Q.alpha("slice", "1h")))
 
 
 def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, Any]]:
-    rules: list[Any] = []
+    rules: list[Recording] = []
     for level, labels in Q.LEVELS.items():
         rules += _level_rules(level, labels, windows, settings)
     rules += canary_rules(settings, windows)
@@ -212,7 +196,7 @@ def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, A
         rules += part
     rules.append(_cause_rule())
     return [
-        {"name": "specwatch.recording", "rules": rules},
+        group("specwatch.recording", rules),
         # A separate group: it reads the acceptance series the group above records.
-        {"name": "specwatch.slo", "rules": _slo_rules(settings, windows)},
+        group("specwatch.slo", _slo_rules(settings, windows)),
     ]

@@ -5,15 +5,44 @@ and leave on. tests/artifacts/test_rules.py holds each figure to the sidecar's."
 
 from __future__ import annotations
 
-from typing import Any
-
 from specwatch import conventions as C
 from specwatch.analysis.counting.stats import tail_confidence
 from specwatch.gen import promql as Q
+from specwatch.gen.template import PromQL, Recording
 from specwatch.settings import Settings
 
+# Window `w`'s gate: 1 past the whole gates, 0.5 past half of them, absent below.
+GATE = PromQL("""
+    ${whole} * 0 + 1
+    or ${half} * 0 + 0.5
+""")
 
-def evidence_rules(level: str, w: str, settings: Settings) -> list[dict[str, Any]]:
+# (d0^2 - d1^2) / (2 v) of alpha-hat `p` against the indifference zone [low, high]
+EVIDENCE = PromQL("""
+    (clamp_min(${p} - ${low}, 0) ^ 2 - clamp_min(${high} - ${p}, 0) ^ 2)
+    / (2 * ${variance})
+    and ${on} ${gate}
+""")
+
+# the older rest of a longer window: its sums less the shorter window's
+DIFFERENCE = PromQL("""
+    ${minuend}
+    - ${subtrahend}
+""")
+
+# the shorter window's squared distance from the older rest, on their pooled variance
+CHANGE = PromQL("""
+    (${short_p} - ${on} ${p}) ^ 2
+    / (
+      2 * ${pooled} * (1 - ${pooled})
+      * (${short_part} + ${on} ${deff} * ${widening} / ${t})
+    )
+    and ${on} ${n} >= 2 and ${on} ${short_n} >= 2
+    and ${on} (${pooled} * (1 - ${pooled}) > 0)
+""")
+
+
+def evidence_rules(level: str, w: str, settings: Settings) -> list[Recording]:
     """Window `w`'s sample gate, widening and evidence per threshold
     (analysis/verdicts/evidence.py):
     (d0^2 - d1^2) / (2 v), v = design effect x widening x c (1 - c) / trials, where the
@@ -32,18 +61,12 @@ def evidence_rules(level: str, w: str, settings: Settings) -> list[dict[str, Any
             f"({trials} >= {cfg.min_trials * scale:g} and {on} {n} >= {cfg.min_requests * scale:g})"
         )
 
-    rules: list[dict[str, Any]] = [
-        {"record": gate, "expr": f"{passes(1)} * 0 + 1\nor {passes(0.5)} * 0 + 0.5"},
-    ]
+    rules = [Recording(gate, GATE(whole=passes(1), half=passes(0.5)))]
     for name in ("green", "red"):
         bar = cfg.bar(name)
-        rules.append(
-            {
-                "record": widening,
-                "labels": {C.Label.THRESHOLD: name},
-                "expr": f"(\n{Q.t_expr(df, tail_confidence(bar))}\n) ^ 2 / {2 * bar:g}",
-            }
-        )
+        t = Q.t_expr(df, tail_confidence(bar))
+        labels = {C.Label.THRESHOLD: name}
+        rules.append(Recording(widening, Q.WIDENING(t=t, twice_bar=f"{2 * bar:g}"), labels))
     thresholds = [("green", "green", cfg.green), ("red", "red", cfg.red)]
     if level == "slice":  # the exit thresholds, which SpecDecodeSliceRed / Yellow leave on
         thresholds += [
@@ -54,23 +77,17 @@ def evidence_rules(level: str, w: str, settings: Settings) -> list[dict[str, Any
         low, high, spread = c - cfg.indifference, c + cfg.indifference, c * (1 - c)
         widened = f'{widening}{{{C.Label.THRESHOLD}="{of}"}}'
         variance = f"{Q.design_effect(level, w)} * {on} {widened} * {spread:.10g} / {trials}"
-        rules.append(
-            {
-                "record": Q.evidence(level, w),
-                "labels": {C.Label.THRESHOLD: label},
-                "expr": (
-                    f"(clamp_min({p} - {low:.10g}, 0) ^ 2 - clamp_min({high:.10g} - {p}, 0) ^ 2)\n"
-                    f"/ (2 * {variance})\nand {on} {gate}"
-                ),
-            }
+        evidence = EVIDENCE(
+            p=p, low=f"{low:.10g}", high=f"{high:.10g}", variance=variance, on=on, gate=gate
         )
+        rules.append(Recording(Q.evidence(level, w), evidence, {C.Label.THRESHOLD: label}))
     return rules
 
 
 _MOMENTS = ("requests", "accepted", "trials", "aa", "at", "tt")
 
 
-def _change_rules(shorter: str, longer: str, settings: Settings) -> list[dict[str, Any]]:
+def _change_rules(shorter: str, longer: str, settings: Settings) -> list[Recording]:
     """The change ratio of window `shorter` against the older rest of `longer` (analysis/
     evidence.change_ratio): the rest's sums are the longer window's less the shorter's; the
     pooled alpha of the two stretches is the longer window's own."""
@@ -78,11 +95,11 @@ def _change_rules(shorter: str, longer: str, settings: Settings) -> list[dict[st
     on = f"on({Q.by(Q.SLICE)})"
     counters = (C.SLICE_REQUESTS, C.ACCEPTED_TOKENS, C.ACCEPTANCE_TRIALS, *Q.moments("slice")[1:])
     rest = {part: Q.zone_rest(part, shorter, longer) for part in _MOMENTS}
-    rules: list[dict[str, Any]] = [
-        {
-            "record": rest[part],
-            "expr": f"{Q.increase('slice', name, longer)}\n- {Q.increase('slice', name, shorter)}",
-        }
+    rules = [
+        Recording(
+            rest[part],
+            f"{Q.increase('slice', name, longer)}\n- {Q.increase('slice', name, shorter)}",
+        )
         for part, name in zip(_MOMENTS, counters, strict=True)
     ]
     n, a, t, aa, at, tt = (rest[part] for part in _MOMENTS)
@@ -98,43 +115,34 @@ def _change_rules(shorter: str, longer: str, settings: Settings) -> list[dict[st
         f"{Q.design_effect('slice', shorter)} * {Q.zone_change_widening(shorter)} / {short_t}"
     )
     rest_t = Q.t_expr(f"clamp_min({n} - 1, 1)", tail_confidence(cb))
+    df = f"clamp_min({n} - 1, 1)"
     rules += [
-        {"record": p, "expr": f"{a}\n/ ({t} > 0)"},
-        {
-            "record": deff,
-            "expr": (
-                f"clamp_min(\n  {n} / clamp_min({n} - 1, 1)\n"
-                f"  * ({aa} - 2 * {p} * {at} + {p} ^ 2 * {tt})\n"
-                f"  / {t} ^ 2\n"
-                f"  / ({p} * (1 - {p}) / {t} > 0),\n  1\n)\n"
-                f"or ({p} * 0 + 1)"
+        Recording(p, Q.RATIO(numerator=a, denominator=f"({t} > 0)")),
+        Recording(deff, Q.DESIGN_EFFECT(n=n, df=df, aa=aa, at=at, tt=tt, p=p, trials=t)),
+        Recording(widening, Q.WIDENING(t=rest_t, twice_bar=f"{2 * cb:g}")),
+        Recording(
+            Q.zone_change(shorter, longer),
+            CHANGE(
+                short_p=short_p,
+                on=on,
+                p=p,
+                pooled=pooled,
+                short_part=short_part,
+                deff=deff,
+                widening=widening,
+                t=t,
+                n=n,
+                short_n=short_n,
             ),
-        },
-        {
-            "record": widening,
-            "expr": f"(\n{rest_t}\n) ^ 2 / {2 * cb:g}",
-        },
-        {
-            "record": Q.zone_change(shorter, longer),
-            "expr": (
-                f"({short_p} - {on} {p}) ^ 2\n"
-                f"/ (\n  2 * {pooled} * (1 - {pooled})\n"
-                f"  * ({short_part} + {on} {deff} * {widening} / {t})\n)\n"
-                f"and {on} {n} >= 2 and {on} {short_n} >= 2\n"
-                f"and {on} ({pooled} * (1 - {pooled}) > 0)"
-            ),
-        },
+        ),
     ]
     return rules
 
 
-def _change_widening(w: str, settings: Settings) -> dict[str, Any]:
+def _change_widening(w: str, settings: Settings) -> Recording:
     cb = settings.zones.change_evidence
-    df = Q.degrees_of_freedom("slice", w)
-    return {
-        "record": Q.zone_change_widening(w),
-        "expr": f"(\n{Q.t_expr(df, tail_confidence(cb))}\n) ^ 2 / {2 * cb:g}",
-    }
+    t = Q.t_expr(Q.degrees_of_freedom("slice", w), tail_confidence(cb))
+    return Recording(Q.zone_change_widening(w), Q.WIDENING(t=t, twice_bar=f"{2 * cb:g}"))
 
 
 def _deciding_paths(
@@ -184,7 +192,7 @@ def _decided(
     return f"\nor {on}\n".join(parts)
 
 
-def deciding_rules(zone: tuple[str, ...], settings: Settings) -> list[dict[str, Any]]:
+def deciding_rules(zone: tuple[str, ...], settings: Settings) -> list[Recording]:
     """Per slice: each zone window's widening at the change bar, every shorter window's change
     from the older rest of each longer one, and the deciding evidence per threshold at its
     entry and exit bars (what SpecDecodeSliceRed / Yellow read)."""
@@ -201,5 +209,5 @@ def deciding_rules(zone: tuple[str, ...], settings: Settings) -> list[dict[str, 
             # (an exit threshold's evidence is stored under its threshold's name: the rule's
             # labels overwrite the series' own)
             expr = _decided(zone, series, bar, entry, cfg.change_evidence)
-            rules.append({"record": record, "labels": {C.Label.THRESHOLD: threshold}, "expr": expr})
+            rules.append(Recording(record, expr, {C.Label.THRESHOLD: threshold}))
     return rules
