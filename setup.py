@@ -32,6 +32,7 @@ COMPILED = [
     "agent/specwatch/analysis/compare/same_load.py",
     "agent/specwatch/analysis/counting/counts.py",
     "agent/specwatch/analysis/counting/engine.py",
+    "agent/specwatch/analysis/counting/objectives.py",
     "agent/specwatch/analysis/counting/requests.py",
     "agent/specwatch/analysis/counting/slicing.py",
     "agent/specwatch/analysis/counting/stats.py",

@@ -1010,6 +1010,49 @@ MUTATIONS = (
         "at = DRAFTED",
         ("tests/integration/test_engines.py",),
     ),
+    # #60: latency SLOs
+    Mutation(
+        "latency SLO: a TTFT at its threshold counted as missed",
+        "analysis/counting/objectives.py",
+        "    late = ttft > ttft_seconds\n",
+        "    late = ttft >= ttft_seconds\n",
+        ("tests/unit/analysis/test_objectives.py",),
+    ),
+    Mutation(
+        "latency SLO: an upstream error counted as no event, not as a bad one",
+        "analysis/counting/objectives.py",
+        "    if outcome in _ERRORS:\n        return SloResult.ERROR\n",
+        "    if outcome in _ERRORS:\n        return None\n",
+        ("tests/unit/analysis/test_objectives.py",),
+    ),
+    Mutation(
+        "latency SLO: one token's request held to a TPOT it has not",
+        "analysis/counting/objectives.py",
+        "record.completion_tokens is None or record.completion_tokens > 1",
+        "True",
+        ("tests/unit/analysis/test_objectives.py",),
+    ),
+    Mutation(
+        "latency SLO rules: unmeasured requests counted as bad",
+        "gen/latency_slo.py",
+        '{result!~"good|unmeasured"}',
+        '{result!="good"}',
+        ("tests/artifacts/test_generate.py",),
+    ),
+    Mutation(
+        "latency SLO alerts: each burn factor a tenth higher",
+        "gen/latency_slo.py",
+        'factor=f"{factor:g}"',
+        'factor=f"{factor * 1.1:g}"',
+        ("tests/artifacts/test_generate.py",),
+    ),
+    Mutation(
+        "latency SLO rules: no 1h error ratio (the page's long window)",
+        "gen/latency_slo.py",
+        'WINDOWS = ("5m", "30m", "1h", "2h",',
+        'WINDOWS = ("5m", "30m", "2h",',
+        ("tests/artifacts/test_generate.py",),
+    ),
 )
 
 

@@ -72,7 +72,7 @@ class Analyzer:
         self._quiet: dict[SliceKey, tuple[int, int, Cost, bool]] = {}  # see evaluate
         self._kept = ViewCache(self._window, settings.zones.confidence)
         self._ordered = SliceOrder(self._buckets)
-        self._series = RequestSeries(self._buckets, settings.limits.max_models)
+        self._series = RequestSeries(self._buckets, settings)
         self._engine = EngineCounters(
             settings.window.length_seconds,
             settings.window.bucket_seconds,
@@ -199,13 +199,11 @@ class Analyzer:
 
     def _costs(self, windows: dict[SliceKey, tuple[Counts, str]], now: float) -> dict[str, Cost]:
         """c per model, from each model's `all` window."""
-        return {
-            key.model: self._goodput.cost(
-                key.model, self._speedup.cost_ratio(key.model, counts, now)
-            )
-            for key, (counts, _) in windows.items()
-            if key.ctx_bucket == C.ALL
-        }
+        rollups = (
+            (key.model, counts) for key, (counts, _) in windows.items() if key.ctx_bucket == C.ALL
+        )
+        cost, ratio = self._goodput.cost, self._speedup.cost_ratio
+        return {model: cost(model, ratio(model, counts, now)) for model, counts in rollups}
 
     def _gain(
         self, key: SliceKey, counts: Counts, tau: Interval | None, now: float, cost: Cost
@@ -377,6 +375,8 @@ class Analyzer:
             slices=tuple(slices),
             rollups=tuple(rollups),
             requests=dict(self._series.requests),
+            latency_slos=dict(self._series.objectives.counts),
+            latency_objectives=self._cfg.latency_slos,
             tokens=self._series.tokens(),
             histograms=self._series.histograms(),
             folded_models=self._series.folded_models,

@@ -22,6 +22,7 @@ from specwatch.analysis.speed.speedup import Gain
 from specwatch.analysis.verdicts.evidence import Evidence
 from specwatch.core.histogram import Histogram
 from specwatch.core.records import RequestKey, SliceKey
+from specwatch.settings.slo import LatencyObjective
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,9 @@ class Snapshot:
     goodput: dict[tuple[str, ...], GoodputView] = field(default_factory=dict)
     goodput_cells: dict[Cell, tuple[Sums, DecodeSums]] = field(default_factory=dict)
     tpot_sources: dict[str, dict[str, int]] = field(default_factory=dict)
+    # (latency objective, model, variant, result) -> requests since the start; the objectives
+    latency_slos: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    latency_objectives: tuple[LatencyObjective, ...] = ()
 
 
 def with_causes(

@@ -217,3 +217,21 @@ GOODPUT_CELL_COUNTERS: Final = (
     GOODPUT_SECONDS_X_STEPS,
     GOODPUT_TOKENS_X_STEPS,
 )
+
+# Latency SLOs (settings: latency_slos; docs/latency-slos.md): each request against each
+# objective that covers it, by its result. The SLI's events are every result but `unmeasured`;
+# its good events `good`. Per pod: objectives x models x variants x 6 results.
+LATENCY_SLO_REQUESTS: Final = _metric(
+    "specwatch_latency_slo_requests",
+    _C,
+    "Requests judged against a latency objective (slo), by result: good, ttft_missed, "
+    "tpot_missed, both_missed, error, or unmeasured (not an SLI event).",
+    (Label.MODEL, Label.VARIANT, *RUN_LABELS, Label.SLO, Label.RESULT),
+)
+LATENCY_SLO_OBJECTIVE: Final = _metric(
+    "specwatch_latency_slo_objective",
+    Kind.GAUGE,
+    "A latency objective's target share of good requests (settings: latency_slos), what the "
+    "burn-rate rules divide by.",
+    (Label.SLO,),
+)

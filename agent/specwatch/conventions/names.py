@@ -42,6 +42,8 @@ class Label(StrEnum):
     SPECULATION = "speculation"
     SIDE = "side"  # of a canary comparison's requests: canary or stable
     KIND = "kind"  # of a cause (CauseKind), of an extreme request (Extreme)
+    SLO = "slo"  # a latency objective's name (settings: latency_slos)
+    RESULT = "result"  # of a request against a latency objective (SloResult)
 
 
 SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)
@@ -114,6 +116,18 @@ class Outcome(StrEnum):
     DROPPED = "dropped"  # the analysis queue was full; the client was served anyway
     REJECTED = "rejected"  # specwatch refused it: too large, too slow, over the cap, or
     # shutting down (an OpenAI-shaped 4xx/5xx; never reached the upstream)
+
+
+class SloResult(StrEnum):
+    """A request against a latency objective (docs/latency-slos.md): good, missed, an error,
+    or not measured (no TTFT, or no TPOT past the first token): not counted in the SLI."""
+
+    GOOD = "good"
+    TTFT_MISSED = "ttft_missed"
+    TPOT_MISSED = "tpot_missed"
+    BOTH_MISSED = "both_missed"
+    ERROR = "error"
+    UNMEASURED = "unmeasured"
 
 
 class Zone(StrEnum):
@@ -239,3 +253,5 @@ class AlertName(StrEnum):
     OUTPUT_DIVERGENCE_HIGH = "SpecDecodeOutputDivergenceHigh"
     CANARY_WORSE = "SpecDecodeCanaryWorse"
     CANARY_SLOWER = "SpecDecodeCanarySlower"
+    LATENCY_BURN_FAST = "SpecDecodeLatencyBudgetBurnFast"
+    LATENCY_BURN_SLOW = "SpecDecodeLatencyBudgetBurnSlow"

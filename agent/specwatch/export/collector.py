@@ -228,6 +228,7 @@ class SpecwatchCollector(Collector):
         out += model_families.advice_and_mix(snapshot, run)
         out += model_families.by_load(snapshot, run)
         out += model_families.goodput(snapshot, run)
+        out += model_families.latency_slos(snapshot, run)
         out += model_families.vllm(snapshot, run)
         if reading.health is not None:
             out += ops_families.health(snapshot, reading.health, run)

@@ -1,5 +1,6 @@
-"""The per-model families of a reading: the K advice and the traffic mix, the load table and
-vLLM's own view (its counters, coverage), each labelled with the run's config and track."""
+"""The per-model families of a reading: the K advice and the traffic mix, the load table,
+vLLM's own view (its counters, coverage) and the latency objectives, each labelled with the
+run's config and track."""
 
 from __future__ import annotations
 
@@ -103,3 +104,16 @@ def goodput(snapshot: Snapshot, run: Run) -> Iterator[Family]:
         if key[1] != "load" and view.tpot is not None:
             bounds(tpot, (key[0], key[1], key[2], *run), view.tpot)
     yield tpot
+
+
+def latency_slos(snapshot: Snapshot, run: Run) -> Iterator[Family]:
+    """Requests against each latency objective by result, since the start (sorted: a new key
+    lands in its place, not at the end)."""
+    requests = Family(C.LATENCY_SLO_REQUESTS)
+    for (slo, model, variant, result), n in sorted(snapshot.latency_slos.items()):
+        requests.add((model, variant, *run, slo, result), n)
+    yield requests
+    objectives = Family(C.LATENCY_SLO_OBJECTIVE)
+    for objective in snapshot.latency_objectives:
+        objectives.add((objective.name,), objective.objective)
+    yield objectives

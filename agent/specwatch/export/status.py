@@ -176,6 +176,41 @@ def _timed(fields: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
     return fields
 
 
+def latency_slo_status(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Per latency objective, model and variant since the start: the SLI's events (every
+    result but `unmeasured`), the good ones, the attainment and the error budget left of what
+    the objective allows (negative: spent past it). docs/latency-slos.md."""
+    grouped: dict[tuple[str, str, str], dict[str, int]] = {}
+    for (slo, model, variant, result), n in snapshot.latency_slos.items():
+        grouped.setdefault((slo, model, variant), {})[result] = n
+    objectives = {objective.name: objective for objective in snapshot.latency_objectives}
+    out = []
+    for (slo, model, variant), results in sorted(grouped.items()):
+        objective = objectives[slo]
+        events = sum(n for result, n in results.items() if result != C.SloResult.UNMEASURED)
+        good = results.get(C.SloResult.GOOD, 0)
+        attainment = good / events if events else None
+        allowed = 1.0 - objective.objective
+        out.append(
+            {
+                "slo": slo,
+                "model": model,
+                "variant": variant,
+                "ttft_ms": objective.ttft_ms,
+                "tpot_ms": objective.tpot_ms,
+                "objective": objective.objective,
+                "requests": events,
+                "good": good,
+                "by_result": dict(sorted(results.items())),
+                "attainment": attainment,
+                "error_budget_remaining": (
+                    None if attainment is None else 1.0 - (1.0 - attainment) / allowed
+                ),
+            }
+        )
+    return out
+
+
 def status_document(reading: Reading) -> dict[str, Any]:
     snapshot, health = reading.snapshot, reading.health
     recent = {table.model: table.ranges for table in snapshot.load_window}
@@ -197,6 +232,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "requests_by_outcome": dict(sorted(requests.items())),
         "requests_by_variant": dict(sorted(variants.items())),
         "per_request_data": _per_request_data(snapshot, reading.config),
+        "latency_slos": latency_slo_status(snapshot),
         "extreme_requests": {
             model: dict(sorted(kinds.items())) for model, kinds in (snapshot.extremes or {}).items()
         },

@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specwatch.conventions import Label
-
 _HOLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -25,13 +23,16 @@ class TemplateError(KeyError):
 
 
 class PromQL:
-    """One PromQL expression with named holes; `template(name=value, ...)` fills them."""
+    """One PromQL expression with named holes; `template(name=value, ...)` fills them. With
+    `indent`, a hole that begins its line (after spaces) indents every line of its value as
+    far: an expression nested whole inside another keeps its layout."""
 
-    __slots__ = ("holes", "text")
+    __slots__ = ("holes", "indent", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, indent: bool = False) -> None:
         self.text = textwrap.dedent(text).strip("\n")
         self.holes = frozenset(_HOLE.findall(self.text))
+        self.indent = indent
 
     def __call__(self, **values: object) -> str:
         missing, unknown = self.holes - values.keys(), values.keys() - self.holes
@@ -40,7 +41,16 @@ class PromQL:
                 f"PromQL template: holes left open {sorted(missing)}, "
                 f"names without a hole {sorted(unknown)}:\n{self.text}"
             )
-        return _HOLE.sub(lambda hole: str(values[hole[1]]), self.text)
+        if not self.indent:
+            return _HOLE.sub(lambda hole: str(values[hole[1]]), self.text)
+        lines = []
+        for line in self.text.split("\n"):
+            margin = line[: len(line) - len(line.lstrip(" "))]
+            filled = _HOLE.sub(lambda hole: str(values[hole[1]]), line)
+            lines.append(
+                filled.replace("\n", "\n" + margin) if _HOLE.match(line, len(margin)) else filled
+            )
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +59,7 @@ class Recording:
 
     record: str
     expr: str
-    labels: Mapping[Label, str] | None = None
+    labels: Mapping[str, str] | None = None
 
     def document(self) -> dict[str, Any]:
         """The rule as Prometheus' rule files write it."""
@@ -59,6 +69,9 @@ class Recording:
         return out
 
 
-def group(name: str, rules: list[Recording]) -> dict[str, Any]:
-    """A rule group as Prometheus' rule files write it."""
-    return {"name": name, "rules": [rule.document() for rule in rules]}
+def group(name: str, rules: list[Recording], interval: str | None = None) -> dict[str, Any]:
+    """A rule group as Prometheus' rule files write it (`interval`: its own evaluation's)."""
+    out: dict[str, Any] = {"name": name, "rules": [rule.document() for rule in rules]}
+    if interval is not None:
+        out["interval"] = interval
+    return out

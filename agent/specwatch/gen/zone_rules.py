@@ -65,7 +65,7 @@ def evidence_rules(level: str, w: str, settings: Settings) -> list[Recording]:
     for name in ("green", "red"):
         bar = cfg.bar(name)
         t = Q.t_expr(df, tail_confidence(bar))
-        labels = {C.Label.THRESHOLD: name}
+        labels = {C.Label.THRESHOLD.value: name}
         rules.append(Recording(widening, Q.WIDENING(t=t, twice_bar=f"{2 * bar:g}"), labels))
     thresholds = [("green", "green", cfg.green), ("red", "red", cfg.red)]
     if level == "slice":  # the exit thresholds, which SpecDecodeSliceRed / Yellow leave on
@@ -80,7 +80,7 @@ def evidence_rules(level: str, w: str, settings: Settings) -> list[Recording]:
         evidence = EVIDENCE(
             p=p, low=f"{low:.10g}", high=f"{high:.10g}", variance=variance, on=on, gate=gate
         )
-        rules.append(Recording(Q.evidence(level, w), evidence, {C.Label.THRESHOLD: label}))
+        rules.append(Recording(Q.evidence(level, w), evidence, {C.Label.THRESHOLD.value: label}))
     return rules
 
 
@@ -209,5 +209,5 @@ def deciding_rules(zone: tuple[str, ...], settings: Settings) -> list[Recording]
             # (an exit threshold's evidence is stored under its threshold's name: the rule's
             # labels overwrite the series' own)
             expr = _decided(zone, series, bar, entry, cfg.change_evidence)
-            rules.append(Recording(record, expr, {C.Label.THRESHOLD: threshold}))
+            rules.append(Recording(record, expr, {C.Label.THRESHOLD.value: threshold}))
     return rules

@@ -38,6 +38,7 @@ from specwatch.settings.service import (
     ShadowSettings,
     TaskSettings,
 )
+from specwatch.settings.slo import LatencyObjective, unique_names
 
 
 class Settings(BaseSettings):
@@ -79,8 +80,10 @@ class Settings(BaseSettings):
     shadow: ShadowSettings = ShadowSettings()
     cost: CostSettings = CostSettings()
     canary: CanarySettings = CanarySettings()
+    latency_slos: tuple[LatencyObjective, ...] = ()
 
     _split = field_validator("ctx_buckets", mode="before")(split_csv)
+    _slo_names = field_validator("latency_slos")(unique_names)
 
     @field_validator("ctx_buckets")
     @classmethod

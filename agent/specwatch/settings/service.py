@@ -173,6 +173,7 @@ class AlertSettings(Part):
     job: str = "specwatch"  # the Prometheus job that scrapes specwatch's admin port
     slo_target: float = Field(default=0.99, gt=0, lt=1)  # share of good 5-minute windows
     min_window_trials: int = Field(default=100, ge=1)  # evidence for a 5-minute window to count
+    latency_slo_period_days: float = Field(default=28.0, gt=0, le=366)  # the rules' period
     min_long_trials: int = Field(default=1000, ge=1)  # evidence for a verdict over 1h
     coverage_min: float = Field(default=0.95, gt=0, le=1)
     drift_min_delta: float = Field(default=0.03, gt=0, lt=1)

@@ -36,7 +36,7 @@ def test_label_replace_references_and_selectors_are_no_holes() -> None:
 
 def test_a_recording_is_written_as_prometheus_reads_it() -> None:
     plain = Recording("level:metric:op5m", "a\n/ b")
-    labelled = Recording("level:metric:op5m", "a", {Label.THRESHOLD: "red"})
+    labelled = Recording("level:metric:op5m", "a", {Label.THRESHOLD.value: "red"})
     assert group("g", [plain, labelled]) == {
         "name": "g",
         "rules": [
@@ -44,3 +44,17 @@ def test_a_recording_is_written_as_prometheus_reads_it() -> None:
             {"record": "level:metric:op5m", "expr": "a", "labels": {"threshold": "red"}},
         ],
     }
+
+
+def test_an_expression_nested_whole_keeps_its_layout_where_asked() -> None:
+    outer = PromQL(
+        """
+        label_replace(
+          ${expr},
+          "to", "$1", "from", "(.*)"
+        )
+        """,
+        indent=True,
+    )
+    assert outer(expr="a\n/ b") == 'label_replace(\n  a\n  / b,\n  "to", "$1", "from", "(.*)"\n)'
+    assert PromQL("(\n  ${expr}\n)")(expr="a\n/ b") == "(\n  a\n/ b\n)"  # plain: as given

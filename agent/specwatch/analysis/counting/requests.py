@@ -1,5 +1,5 @@
-"""[compiled] Request-level series: outcomes, tokens and latency histograms per request slice and
-variant, and the cap on model names that keeps their labels bounded.
+"""[compiled] Request-level series: outcomes, tokens, latency histograms and latency objectives
+per request slice and variant, and the cap on model names that keeps their labels bounded.
 
 A request's slice here is the ctx bucket of its prompt length (step-level counts use each step's
 own position); a request whose prompt length was never learnt is `unknown`.
@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from specwatch import conventions as C
+from specwatch.analysis.counting.objectives import ObjectiveCounts
 from specwatch.analysis.counting.slicing import CtxBuckets, request_key
 from specwatch.core.histogram import Histogram
 from specwatch.core.records import RequestKey, RequestRecord
+from specwatch.settings import Settings
 
 HISTOGRAMS: dict[str, tuple[float, ...]] = {
     C.REQUEST_ACCEPTANCE_LENGTH: C.ACCEPTANCE_LENGTH_BUCKETS,
@@ -26,11 +28,12 @@ _SERVED = frozenset({C.Outcome.OBSERVED, C.Outcome.NO_SPEC_METRICS})
 
 
 class RequestSeries:
-    """Counts and histograms per request key; models past `max_models` fold into `other`."""
+    """Counts and histograms per request key; models past `limits.max_models` fold into `other`."""
 
-    def __init__(self, buckets: CtxBuckets, max_models: int) -> None:
+    def __init__(self, buckets: CtxBuckets, settings: Settings) -> None:
         self._buckets = buckets
-        self._max_models = max_models
+        self.objectives = ObjectiveCounts(settings.latency_slos)
+        self._max_models = settings.limits.max_models
         self._models: set[str] = set()
         self.folded_models = 0
         self.requests: dict[tuple[RequestKey, str], int] = defaultdict(int)
@@ -78,6 +81,7 @@ class RequestSeries:
         self.observe(C.TTFT_SECONDS, key, record.latency.ttft)
         self.observe(C.TPOT_SECONDS, key, record.latency.tpot)
         self.observe(C.REQUEST_DURATION_SECONDS, key, record.latency.e2e)
+        self.objectives.add(record, model)
         return key
 
     def tokens(self) -> dict[RequestKey, tuple[int, int]]:

@@ -1,0 +1,126 @@
+"""Latency SLOs end to end on the simulator: the sidecar counts each request against its
+objectives as /metrics and /status show them, and `specwatch replay --json` of its cycle log
+gives attainment equal to a count made from the log's own lines (docs/latency-slos.md)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+import yaml
+from specwatch import conventions as C
+from specwatch.cli.main import main
+from specwatch.sidecar.sidecar import Sidecar
+from specwatch.sim.acceptance import CostModel
+from specwatch.sim.server import SimConfig, SimServer
+
+from tests.support import assert_status_valid
+from tests.support.http import by_label, eventually, get_json, scrape, serve, sidecar_settings
+
+TASKS = ("code", "chat")
+
+
+async def traffic(proxy: str, n: int) -> None:
+    async with aiohttp.ClientSession() as session:
+        for i in range(n):
+            task = TASKS[i % 2]
+            stream = i % 3 != 0
+            body: dict[str, Any] = {
+                "prompt": f"[task:{task}] request {i} " + "w " * (i % 40),
+                "max_tokens": 1 if i % 17 == 0 else 16 + i % 48,
+                "stream": stream,
+            }
+            headers = {"X-Task-Type": task} | ({"X-Sim-Fail": "500"} if i % 23 == 0 else {})
+            async with session.post(proxy + "/v1/completions", json=body, headers=headers) as r:
+                await r.read()
+
+
+def counted_from_the_log(log: Path, objectives: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per objective, [good, SLI events] counted from the cycle log's lines, the rules of
+    docs/latency-slos.md written out again here."""
+    out = {o["name"]: [0, 0] for o in objectives}
+    for line in log.read_text().splitlines():
+        row = orjson.loads(line)
+        if "request_id" not in row or row.get("outcome", "observed") != "observed":
+            continue
+        ttft, tpot, tokens = row["ttft_ms"], row["tpot_ms"], row["completion_tokens"]
+        if ttft is None or (tpot is None and (tokens is None or tokens > 1)):
+            continue  # unmeasured
+        for o in objectives:
+            if o.get("task") not in (None, row["task"]):
+                continue
+            good = ttft <= o["ttft_ms"] and (tpot is None or tpot <= o["tpot_ms"])
+            out[o["name"]][0] += good
+            out[o["name"]][1] += 1
+    return out
+
+
+async def test_attainment_from_status_and_replay_is_the_count_from_the_cycle_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sim = SimServer(SimConfig(seed=9, cost=CostModel(target_step_ms=2.0)))
+    runner, upstream = await serve(sim.app())
+    log = tmp_path / "cycles.jsonl"
+    first = Sidecar(sidecar_settings(upstream, cycle_log={"path": log}))
+    await first.start()
+    try:
+        await traffic(f"http://127.0.0.1:{first.ports.proxy}", 60)
+        await first.drained()
+    finally:
+        await first.stop()
+    # thresholds at the medians the simulator gave: some requests meet them, some do not
+    rows = [orjson.loads(line) for line in log.read_text().splitlines()]
+    timed = [row for row in rows if row.get("ttft_ms") is not None]
+    ttft = statistics.median(row["ttft_ms"] for row in timed)
+    tpot = statistics.median(row["tpot_ms"] for row in timed if row["tpot_ms"] is not None)
+    objectives = [
+        {"name": "all", "ttft_ms": ttft, "tpot_ms": tpot, "objective": 0.99},
+        {"name": "code", "task": "code", "ttft_ms": ttft * 2, "tpot_ms": tpot, "objective": 0.95},
+    ]
+    config = tmp_path / "slo.yml"
+    config.write_text(yaml.safe_dump({"latency_slos": objectives}))
+    expected = counted_from_the_log(log, objectives)
+    assert all(0 < good < events for good, events in expected.values()), expected
+    capsys.readouterr()
+    assert 0 == main(["replay", "--json", "--config", str(config), str(log)])
+    document = json.loads(capsys.readouterr().out)
+    assert_status_valid(document)
+    got: dict[str, list[int]] = {o["name"]: [0, 0] for o in objectives}
+    for row in document["latency_slos"]:
+        got[row["slo"]][0] += row["good"]
+        got[row["slo"]][1] += row["requests"]
+        assert row["attainment"] == pytest.approx(row["good"] / row["requests"])
+    assert expected == got
+
+    # live: /metrics and /status count the same, errors included (which no cycle log holds)
+    live = Sidecar(sidecar_settings(upstream, latency_slos=objectives))
+    await live.start()
+    try:
+        await traffic(f"http://127.0.0.1:{live.ports.proxy}", 60)
+        await live.drained()
+        admin = f"http://127.0.0.1:{live.ports.admin}"
+        family = C.LATENCY_SLO_REQUESTS + "_total"
+
+        async def counted() -> bool:
+            results = by_label(await scrape(f"{admin}/metrics"), family, C.Label.RESULT)
+            return sum(results.values()) > 0
+
+        await eventually(counted)
+        samples = await scrape(f"{admin}/metrics")
+        status = await get_json(f"{admin}/status")
+    finally:
+        await live.stop()
+        await runner.cleanup()
+    assert_status_valid(status)
+    by_result = by_label(samples, family, C.Label.RESULT)
+    assert by_result.get(C.SloResult.ERROR, 0) > 0  # the simulator's 500s: bad requests
+    from_status: dict[str, int] = {}
+    for row in status["latency_slos"]:
+        for result, n in row["by_result"].items():
+            from_status[result] = from_status.get(result, 0) + n
+    assert by_result == from_status
