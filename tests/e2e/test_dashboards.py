@@ -4,8 +4,8 @@ Prometheus (with the generated recording rules, time scale 60) scrapes a real sp
 front of the simulator under a mixed load that includes a drift (so the drift annotation has
 something to show) and one unreadable request (so the parse-error series exists), and a second
 specwatch with another speculative config on track `canary` beside it (so the stable-vs-canary
-panels compare two configs). Template variables are replaced by real values; each query must
-parse and return data over the run.
+panels compare two configs), both with a latency objective. Template variables are replaced by
+real values; each query must parse and return data over the run.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from specwatch.commands.snapshot import render_snapshot
 from specwatch.gen.dashboards import panel_queries, render_dashboards
 from specwatch.gen.writer import RECORDING_RULES, render
 from specwatch.settings import ABSettings, CostSettings, ShadowSettings, load_settings
+from specwatch.settings.slo import LatencyObjective
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import AcceptanceModel, Drop
 from specwatch.sim.server import SimConfig, SimServer
@@ -33,6 +34,8 @@ from tests.support.servers import api, prometheus
 pytestmark = pytest.mark.e2e
 
 VALUES = {"$model": "sim-llama", "$ctx_bucket": "0-512", "$task": "code"}
+# a latency objective on both sidecars, so the SLO row has each config and track
+OBJECTIVES = (LatencyObjective(name="chat", ttft_ms=50.0, tpot_ms=5.0),)
 
 
 def substitute(expr: str) -> str:
@@ -56,6 +59,7 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
             "upstream": sim_url,
             "ab": ab,
             "shadow": ShadowSettings(fraction=0.2),
+            "latency_slos": OBJECTIVES,
             "cost": CostSettings(
                 price_per_accelerator_hour=2.5, baseline_price_per_accelerator_hour=2.5
             ),
@@ -68,6 +72,7 @@ async def test_every_panel_query_parses_and_returns_data(tmp_path: Path) -> None
             update={
                 "upstream": sim_url,
                 "track": "canary",
+                "latency_slos": OBJECTIVES,
                 # a schedule the simulator does not follow (it drafts 4 at every batch size):
                 # schedule_not_applied, so the causes panel has a cause to show
                 "speculative_config": json.dumps(

@@ -97,8 +97,13 @@ async def test_attainment_from_status_and_replay_is_the_count_from_the_cycle_log
         assert row["attainment"] == pytest.approx(row["good"] / row["requests"])
     assert expected == got
 
-    # live: /metrics and /status count the same, errors included (which no cycle log holds)
-    live = Sidecar(sidecar_settings(upstream, latency_slos=objectives))
+    # live, with a share of the traffic on a server without speculation: /metrics and /status
+    # count the same, errors included (which no cycle log holds), and each variant's
+    # attainment stands beside the other's
+    base = SimServer(SimConfig(seed=9, num_spec_tokens=0, cost=CostModel(target_step_ms=2.0)))
+    base_runner, base_url = await serve(base.app())
+    ab = {"baseline_upstream": base_url, "baseline_percent": 40}
+    live = Sidecar(sidecar_settings(upstream, latency_slos=objectives, ab=ab))
     await live.start()
     try:
         await traffic(f"http://127.0.0.1:{live.ports.proxy}", 60)
@@ -116,7 +121,19 @@ async def test_attainment_from_status_and_replay_is_the_count_from_the_cycle_log
     finally:
         await live.stop()
         await runner.cleanup()
+        await base_runner.cleanup()
     assert_status_valid(status)
+    arms = {(row["slo"], row["variant"]): row for row in status["latency_slos"]}
+    for (slo, variant), row in arms.items():
+        lower, upper = row["attainment_interval"]
+        assert lower <= row["attainment"] <= upper
+        if variant == C.Variant.SPEC:
+            baseline = arms[(slo, C.Variant.BASELINE)]
+            versus = row["attainment_vs_baseline"]
+            assert versus["difference"] == pytest.approx(row["attainment"] - baseline["attainment"])
+            assert versus["interval"][0] <= versus["difference"] <= versus["interval"][1]
+        else:
+            assert row["attainment_vs_baseline"] is None
     by_result = by_label(samples, family, C.Label.RESULT)
     assert by_result.get(C.SloResult.ERROR, 0) > 0  # the simulator's 500s: bad requests
     from_status: dict[str, int] = {}

@@ -376,6 +376,7 @@ class Analyzer:
             rollups=tuple(rollups),
             requests=dict(self._series.requests),
             latency_slos=dict(self._series.objectives.counts),
+            latency_attainment=self._series.objectives.attainment(self._cfg.zones.confidence),
             latency_objectives=self._cfg.latency_slos,
             tokens=self._series.tokens(),
             histograms=self._series.histograms(),

@@ -11,7 +11,7 @@ from specwatch import conventions as C
 from specwatch.analysis.causes.rules import Cause, CauseTracker
 from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.engine import EngineView, LogTotals
-from specwatch.analysis.counting.stats import SliceStats
+from specwatch.analysis.counting.stats import Interval, SliceStats
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.analysis.drift.detector import DriftView
 from specwatch.analysis.drift.mix import MixView
@@ -76,8 +76,10 @@ class Snapshot:
     goodput: dict[tuple[str, ...], GoodputView] = field(default_factory=dict)
     goodput_cells: dict[Cell, tuple[Sums, DecodeSums]] = field(default_factory=dict)
     tpot_sources: dict[str, dict[str, int]] = field(default_factory=dict)
-    # (latency objective, model, variant, result) -> requests since the start; the objectives
+    # (latency objective, model, variant, result) -> requests since the start; per (objective,
+    # model, variant) the attainment with its minute-robust interval; the objectives
     latency_slos: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    latency_attainment: dict[tuple[str, str, str], Interval] = field(default_factory=dict)
     latency_objectives: tuple[LatencyObjective, ...] = ()
 
 

@@ -9,6 +9,7 @@ from specwatch import conventions as C
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.compare.changes import ChangeView
 from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import Interval, difference_interval
 from specwatch.analysis.speed.goodput import GoodputView
 from specwatch.analysis.speed.speedup import Gain
 from specwatch.analysis.verdicts.evidence import Evidence
@@ -176,10 +177,16 @@ def _timed(fields: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
     return fields
 
 
+def _bounds(interval: Interval | None) -> list[float] | None:
+    return None if interval is None else [interval.lower, interval.upper]
+
+
 def latency_slo_status(snapshot: Snapshot) -> list[dict[str, Any]]:
     """Per latency objective, model and variant since the start: the SLI's events (every
-    result but `unmeasured`), the good ones, the attainment and the error budget left of what
-    the objective allows (negative: spent past it). docs/latency-slos.md."""
+    result but `unmeasured`), the good ones, the attainment with its interval (minutes as the
+    unit) and the error budget left of what the objective allows (negative: spent past it);
+    on speculation's row, where A/B sends a share without it, its attainment less the
+    baseline's with an interval. docs/latency-slos.md."""
     grouped: dict[tuple[str, str, str], dict[str, int]] = {}
     for (slo, model, variant, result), n in snapshot.latency_slos.items():
         grouped.setdefault((slo, model, variant), {})[result] = n
@@ -191,6 +198,12 @@ def latency_slo_status(snapshot: Snapshot) -> list[dict[str, Any]]:
         good = results.get(C.SloResult.GOOD, 0)
         attainment = good / events if events else None
         allowed = 1.0 - objective.objective
+        interval = snapshot.latency_attainment.get((slo, model, variant))
+        baseline = snapshot.latency_attainment.get((slo, model, C.Variant.BASELINE))
+        versus = None
+        if variant != C.Variant.BASELINE and interval is not None and baseline is not None:
+            difference = difference_interval(interval, baseline)
+            versus = {"difference": difference.estimate, "interval": _bounds(difference)}
         out.append(
             {
                 "slo": slo,
@@ -203,9 +216,11 @@ def latency_slo_status(snapshot: Snapshot) -> list[dict[str, Any]]:
                 "good": good,
                 "by_result": dict(sorted(results.items())),
                 "attainment": attainment,
+                "attainment_interval": _bounds(interval),
                 "error_budget_remaining": (
                     None if attainment is None else 1.0 - (1.0 - attainment) / allowed
                 ),
+                "attainment_vs_baseline": versus,
             }
         )
     return out

@@ -17,7 +17,12 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import prometheus as prom_models
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
-from specwatch.gen.overview_rows import canary_panels, load_panels, rollout_panels
+from specwatch.gen.overview_rows import (
+    canary_panels,
+    latency_slo_panels,
+    load_panels,
+    rollout_panels,
+)
 from specwatch.gen.panels import (
     DATASOURCE,
     SLICE_SELECTOR,
@@ -184,6 +189,7 @@ def overview(settings: Settings) -> builders.Dashboard:
         *_speed_panels(),
         *load_panels(settings),
         *rollout_panels(),
+        *latency_slo_panels(),
         *_traffic_panels(settings, slice_by),
     ]
     for panel in panels:

@@ -27,6 +27,7 @@ from specwatch.settings import Settings
 WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
 BY = Q.by((C.Label.MODEL, C.Label.CONFIG, C.Label.TRACK, C.Label.VARIANT, C.Label.SLO))
 SERVICE = "specwatch"
+PERIOD_BUDGET = "slo:period_error_budget_remaining:ratio"
 
 # Sloth's labels from the series' own `slo`
 SLOTH = PromQL(
@@ -97,7 +98,7 @@ def latency_period_rules(settings: Settings, windows: Q.Windows) -> list[Recordi
             "slo:period_burn_rate:ratio",
             f"{error_ratio(days)}\n/ on(slo) group_left() slo:error_budget:ratio",
         ),
-        Recording("slo:period_error_budget_remaining:ratio", "1 - slo:period_burn_rate:ratio"),
+        Recording(PERIOD_BUDGET, "1 - slo:period_burn_rate:ratio"),
     ]
 
 

@@ -1,5 +1,5 @@
-"""Rows of the overview dashboard: speculation by batch size, and the rollout (A/B, the
-shadow check, cost). gen/dashboards.py assembles them."""
+"""Rows of the overview dashboard: speculation by batch size, the rollout (A/B, the shadow
+check, cost), stable against canary, and the latency SLOs. gen/dashboards.py assembles them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from specwatch import conventions as C
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound, ratio_bound
 from specwatch.gen.goodput_factors import factor_bound
+from specwatch.gen.latency_slo import PERIOD_BUDGET, error_ratio
 from specwatch.gen.panels import (
     DATASOURCE,
     M,
@@ -224,5 +225,46 @@ def canary_panels(settings: Settings) -> list[Any]:
             description="Below -canary.margin for canary.for (the upper bound): "
             "SpecDecodeCanaryWorse (critical where the two configs speculate alike, else a "
             "warning: goodput decides).",
+        ),
+    ]
+
+
+def latency_slo_panels() -> list[Any]:
+    """Each latency objective per model, config, track and variant (gen/latency_slo.py's
+    rules): attainment, the period's budget left, and the burn rate over each alert window."""
+    who = "{{slo}} {{model}} {{config}} {{track}} {{variant}}"
+    burn = [
+        (
+            f"max by (slo, model, config, track, variant) ({error_ratio(window)}{{{M}}}\n"
+            "/ on(slo) group_left() slo:error_budget:ratio)",
+            f"{window} {who}",
+        )
+        for window in ("5m", "1h", "6h", "1d", "3d")
+    ]
+    return [
+        series(
+            "Latency SLO attainment by config, track and variant (1h)",
+            [(f"1 - max without (sloth_window) ({error_ratio('1h')}{{{M}}})", who)],
+            unit="percentunit",
+            width=8,
+            description="The share of requests that met the objective's TTFT and TPOT (the "
+            "request's own, never ITL) over the last hour. /status `latency_slos` has it since "
+            "the start with its interval, and speculation's against the A/B baseline.",
+        ),
+        series(
+            "Latency SLO error budget left over the period",
+            [(f"max without (sloth_window) ({PERIOD_BUDGET}{{{M}}})", who)],
+            unit="percentunit",
+            width=8,
+            description="1: untouched; 0: spent; below 0: spent past it "
+            "(alerts.latency_slo_period_days).",
+        ),
+        series(
+            "Latency SLO burn rate by window (1 = the budget lasts the period)",
+            burn,
+            width=8,
+            description="SpecDecodeLatencyBudgetBurnFast pages at 14.4x over 1h and 5m or 6x "
+            "over 6h and 30m; SpecDecodeLatencyBudgetBurnSlow opens a ticket at 3x over 1d "
+            "and 2h or 1x over 3d and 6h.",
         ),
     ]

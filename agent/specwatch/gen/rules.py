@@ -202,5 +202,9 @@ def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, A
         group("specwatch.slo", _slo_rules(settings, windows)),
         # latency SLOs: error ratios, then what reads them; the period's over a month, slower
         group("specwatch.latency_slo", latency_slo_rules(settings, windows)),
-        group("specwatch.latency_slo.period", latency_period_rules(settings, windows), "5m"),
+        group(
+            "specwatch.latency_slo.period",
+            latency_period_rules(settings, windows),
+            windows("5m"),
+        ),
     ]

@@ -7,10 +7,19 @@ has no TPOT and is judged on TTFT alone. An upstream error or a broken answer is
 user got no answer in time. A client that went away, a request specwatch refused or one the
 analysis queue dropped is no event of the SLI. A served request without its TTFT, or without
 its TPOT past the first token, is `unmeasured`, counted apart.
+
+Attainment's interval takes the minute as the unit of sampling: a request's chance to meet an
+objective moves with the load and the traffic of its minute, so requests of one minute are
+not independent trials. Per objective, model and variant the requests are summed per minute
+(a cluster: the minute the request finished in, closed when a later minute's request comes)
+and the cluster sums' squares kept, for the same cluster-robust Wilson interval as the
+acceptance's (stats.proportion_interval, minutes for requests). tests/unit/analysis/
+test_attainment_coverage.py measures what it covers on minutes with shocks of load.
 """
 
 from __future__ import annotations
 
+from specwatch.analysis.counting.stats import Interval, proportion_interval
 from specwatch.conventions import Outcome, SloResult
 from specwatch.core.records import RequestRecord
 from specwatch.settings.slo import LatencyObjective
@@ -38,14 +47,63 @@ def judged(record: RequestRecord, ttft_seconds: float, tpot_seconds: float) -> s
     return SloResult.TPOT_MISSED if slow else SloResult.GOOD
 
 
+class Minutes:
+    """Good requests over the SLI's events, summed per minute, with the minutes' squares."""
+
+    def __init__(self) -> None:
+        self.minute = -1  # the open minute, -1 before the first event
+        self.good = 0  # in the open minute
+        self.events = 0
+        self.clusters = 0  # closed minutes, and their sums
+        self.sum_good = 0
+        self.sum_events = 0
+        self.good_squares = 0
+        self.cross = 0
+        self.event_squares = 0
+
+    def add(self, minute: int, good: bool) -> None:
+        if minute != self.minute and self.events > 0:
+            self._close()
+        if self.events == 0:
+            self.minute = minute
+        self.events += 1
+        self.good += 1 if good else 0
+
+    def _close(self) -> None:
+        g, n = self.good, self.events
+        self.clusters += 1
+        self.sum_good += g
+        self.sum_events += n
+        self.good_squares += g * g
+        self.cross += g * n
+        self.event_squares += n * n
+        self.good = self.events = 0
+
+    def interval(self, confidence: float) -> Interval | None:
+        """Attainment (good / events) with the minute-robust Wilson interval, the open
+        minute counted as a cluster."""
+        g, n = self.good, self.events
+        return proportion_interval(
+            float(self.clusters + (1 if n > 0 else 0)),
+            float(self.sum_good + g),
+            float(self.sum_events + n),
+            float(self.good_squares + g * g),
+            float(self.cross + g * n),
+            float(self.event_squares + n * n),
+            confidence,
+        )
+
+
 class ObjectiveCounts:
-    """Per (objective, model label, variant, result) the requests counted since the start."""
+    """Per (objective, model label, variant, result) the requests counted since the start, and
+    per (objective, model label, variant) the SLI's events by minute (`minutes`)."""
 
     def __init__(self, objectives: tuple[LatencyObjective, ...]) -> None:
         self._objectives = tuple(
             (o.name, o.model, o.task, o.ttft_ms / 1000.0, o.tpot_ms / 1000.0) for o in objectives
         )
         self.counts: dict[tuple[str, str, str, str], int] = {}
+        self.minutes: dict[tuple[str, str, str], Minutes] = {}
 
     def add(self, record: RequestRecord, model_label: str) -> None:
         """Count `record` against every objective that covers its model (as served) and task;
@@ -56,6 +114,22 @@ class ObjectiveCounts:
             ):
                 continue
             result = judged(record, ttft, tpot)
-            if result is not None:
-                key = (name, model_label, record.variant, result)
-                self.counts[key] = self.counts.get(key, 0) + 1
+            if result is None:
+                continue
+            key = (name, model_label, record.variant, result)
+            self.counts[key] = self.counts.get(key, 0) + 1
+            if result != SloResult.UNMEASURED:
+                group = (name, model_label, record.variant)
+                minutes = self.minutes.get(group)
+                if minutes is None:
+                    minutes = self.minutes[group] = Minutes()
+                minutes.add(int(record.ts // 60.0), result == SloResult.GOOD)
+
+    def attainment(self, confidence: float) -> dict[tuple[str, str, str], Interval]:
+        """Per (objective, model label, variant) with events: attainment and its interval."""
+        out = {}
+        for group, minutes in self.minutes.items():
+            interval = minutes.interval(confidence)
+            if interval is not None:
+                out[group] = interval
+        return out

@@ -215,6 +215,18 @@ def proportion_interval(
     return Interval(p, lower, upper, deff if known else None)
 
 
+def difference_interval(a: Interval, b: Interval) -> Interval:
+    """a - b for two proportions from independent samples, Newcombe's square-and-add of their
+    own intervals (his method 10 where those are Wilson's): the bounds inherit each side's
+    behaviour near 0 and 1, where a Wald interval on the difference is too narrow. Samples that
+    share shocks (two arms in the same minutes) are positively correlated, which only makes
+    this wider than it need be."""
+    d = a.estimate - b.estimate
+    below = math.sqrt((a.estimate - a.lower) ** 2 + (b.upper - b.estimate) ** 2)
+    above = math.sqrt((a.upper - a.estimate) ** 2 + (b.estimate - b.lower) ** 2)
+    return Interval(d, d - below, d + above)
+
+
 def ratio_interval(
     n: float,
     x: float,
