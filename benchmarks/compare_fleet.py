@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 from specwatch.analysis.compare.alpha import BETTER, WORSE, compare_models
-from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets
 from specwatch.analysis.counting.sums import Sums
-from specwatch.analysis.speed.load import LoadBuckets
 from specwatch.fleet.engine import Engine
 from specwatch.fleet.groups import read_rows
 from specwatch.fleet.source import find

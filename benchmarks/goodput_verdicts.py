@@ -48,10 +48,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 from specwatch.analysis.compare.factors import STEP_TIME, TOKENS_PER_STEP
 from specwatch.analysis.compare.goodput import FASTER, SLOWER, compare_tpot
+from specwatch.analysis.counting.slicing import LoadBuckets
 from specwatch.analysis.counting.stats import robust_variance, t_quantile
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.analysis.speed.goodput import tpot_interval
-from specwatch.analysis.speed.load import LoadBuckets
 from specwatch.sim.acceptance import CostModel
 
 CONFIDENCE, MARGIN, LEAST_CELL, LEAST_REQUESTS = 0.95, 0.03, 5, 30

@@ -823,10 +823,10 @@ MUTATIONS = (
     ),
     Mutation(
         "compiled analysis: load bounds typed as floats (mypyc labels `2-4.0`)",
-        "analysis/speed/load.py",
+        "analysis/counting/slicing.py",
         "        highs: tuple[int | None, ...] = (*self.bounds, None)\n",
         "        highs: tuple[float | None, ...] = (*self.bounds, None)\n",
-        ("tests/e2e/test_wheel.py::test_the_analysis_tests_pass_against_the_compiled_build",),
+        ("tests/e2e/test_wheel.py::test_every_unit_suite_passes_against_the_compiled_build",),
     ),
     Mutation(
         "the analysis queue read whole in one turn: the loop held while it is read",
@@ -1031,6 +1031,27 @@ MUTATIONS = (
         "record.completion_tokens is None or record.completion_tokens > 1",
         "True",
         ("tests/unit/analysis/test_objectives.py",),
+    ),
+    Mutation(
+        "latency SLO attainment: each request its own cluster, not each minute",
+        "analysis/counting/objectives.py",
+        "        if minute != self.minute and self.events > 0:\n",
+        "        if self.events > 0:\n",
+        ("tests/unit/analysis/test_attainment_coverage.py",),
+    ),
+    Mutation(
+        "canary latency burn: compared across loads, not in the same bucket",
+        "gen/latency_slo.py",
+        "SAME_LOAD = Q.by((C.Label.MODEL, C.Label.SLO, C.Label.LOAD))",
+        "SAME_LOAD = Q.by((C.Label.MODEL, C.Label.SLO))",
+        ("tests/artifacts/test_generate.py",),
+    ),
+    Mutation(
+        "canary latency burn: stable's side not held to the minimum requests",
+        "gen/latency_slo.py",
+        '    and on(${same}) min by (${same}) (${requests}{track="stable"}) >= ${min}\n',
+        "",
+        ("tests/artifacts/test_generate.py",),
     ),
     Mutation(
         "latency SLO rules: unmeasured requests counted as bad",

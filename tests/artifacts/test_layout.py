@@ -97,6 +97,14 @@ def test_every_guarded_line_of_the_mutation_list_is_still_in_the_source() -> Non
         source = (PACKAGE / mutation.path).read_text()
         assert source.count(mutation.old) == 1, mutation.name
         assert mutation.new != mutation.old, mutation.name
+        # the tests that must catch it exist: pytest on a missing one fails, which would read
+        # as caught (a renamed test once left a mutation judged on nothing)
+        for test in mutation.tests:
+            path, _, name = test.partition("::")
+            assert (ROOT / path).exists(), (mutation.name, path)
+            if name:
+                text = (ROOT / path).read_text()
+                assert re.search(rf"^(async )?def {name}\(", text, re.M), (mutation.name, test)
 
 
 TESTS = sorted((ROOT / "tests").rglob("test_*.py"))

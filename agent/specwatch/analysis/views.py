@@ -11,7 +11,8 @@ from specwatch import conventions as C
 from specwatch.analysis.causes.rules import Cause, CauseTracker
 from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.engine import EngineView, LogTotals
-from specwatch.analysis.counting.stats import Interval, SliceStats
+from specwatch.analysis.counting.objectives import LatencyView
+from specwatch.analysis.counting.stats import SliceStats
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.analysis.drift.detector import DriftView
 from specwatch.analysis.drift.mix import MixView
@@ -22,7 +23,6 @@ from specwatch.analysis.speed.speedup import Gain
 from specwatch.analysis.verdicts.evidence import Evidence
 from specwatch.core.histogram import Histogram
 from specwatch.core.records import RequestKey, SliceKey
-from specwatch.settings.slo import LatencyObjective
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +76,7 @@ class Snapshot:
     goodput: dict[tuple[str, ...], GoodputView] = field(default_factory=dict)
     goodput_cells: dict[Cell, tuple[Sums, DecodeSums]] = field(default_factory=dict)
     tpot_sources: dict[str, dict[str, int]] = field(default_factory=dict)
-    # (latency objective, model, variant, result) -> requests since the start; per (objective,
-    # model, variant) the attainment with its minute-robust interval; the objectives
-    latency_slos: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
-    latency_attainment: dict[tuple[str, str, str], Interval] = field(default_factory=dict)
-    latency_objectives: tuple[LatencyObjective, ...] = ()
+    latency: LatencyView = field(default_factory=LatencyView)  # the latency objectives'
 
 
 def with_causes(

@@ -100,7 +100,7 @@ def k_tables(
     fleet: Any, request: Request, settings: Settings, cost_ratio: float | None
 ) -> list[tuple[Any, float, str]]:
     """`advise`'s K table by batch size, over every request read."""
-    from specwatch.analysis.speed.load import LoadBuckets
+    from specwatch.analysis.counting.slicing import LoadBuckets
     from specwatch.commands.shared.ktable import k_tables as tables_of
     from specwatch.fleet.groups import load_table
 

@@ -121,8 +121,7 @@ def _tpot_sides(
     fleet: Any, args: argparse.Namespace, settings: Settings, names: tuple[str, str]
 ) -> tuple[Cells, Cells]:
     """Each side's decode-time sums per slice and load bucket (the load last in the key)."""
-    from specwatch.analysis.counting.slicing import CtxBuckets
-    from specwatch.analysis.speed.load import LoadBuckets
+    from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets
 
     ctx, load = CtxBuckets(settings.ctx_buckets), LoadBuckets(settings.load.batch_edges)
 

@@ -228,6 +228,16 @@ LATENCY_SLO_REQUESTS: Final = _metric(
     "tpot_missed, both_missed, error, or unmeasured (not an SLI event).",
     (Label.MODEL, Label.VARIANT, *RUN_LABELS, Label.SLO, Label.RESULT),
 )
+# The same for speculation's requests by the load they ran at (the canary's burn against
+# stable's at the same load): objectives x models x load buckets x 2 per pod.
+LATENCY_SLO_LOAD_REQUESTS: Final = _metric(
+    "specwatch_latency_slo_load_requests",
+    _C,
+    "Speculative requests judged against a latency objective (slo) by their batch-size "
+    "bucket (load, as they started), good or bad; unmeasured ones and those whose load is "
+    "unknown are not counted.",
+    (Label.MODEL, *RUN_LABELS, Label.SLO, Label.LOAD, Label.RESULT),
+)
 LATENCY_SLO_OBJECTIVE: Final = _metric(
     "specwatch_latency_slo_objective",
     Kind.GAUGE,

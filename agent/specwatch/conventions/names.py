@@ -255,3 +255,4 @@ class AlertName(StrEnum):
     CANARY_SLOWER = "SpecDecodeCanarySlower"
     LATENCY_BURN_FAST = "SpecDecodeLatencyBudgetBurnFast"
     LATENCY_BURN_SLOW = "SpecDecodeLatencyBudgetBurnSlow"
+    CANARY_LATENCY_BURN = "SpecDecodeCanaryLatencyBurn"

@@ -98,3 +98,10 @@ def bound_metric(bound: str) -> str:
 def recorded(level: str, metric: str, operation: str) -> str:
     """`level:metric:operations`, the recording-rule naming convention."""
     return f"{level}:{metric}:{operation}"
+
+
+# the canary's latency SLO burn against stable's at the same load (gen/latency_slo.py): per
+# model, config, track, objective and load bucket the error ratio (with its bounds) and the
+# burn rate (the requests: the counter's own name, increased)
+RECORDED_LATENCY_LOAD_ERROR_RATIO: Final = "specwatch_latency_slo_load_error_ratio"
+RECORDED_LATENCY_LOAD_BURN_RATE: Final = "specwatch_latency_slo_load_burn_rate"

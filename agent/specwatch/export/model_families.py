@@ -110,10 +110,14 @@ def latency_slos(snapshot: Snapshot, run: Run) -> Iterator[Family]:
     """Requests against each latency objective by result, since the start (sorted: a new key
     lands in its place, not at the end)."""
     requests = Family(C.LATENCY_SLO_REQUESTS)
-    for (slo, model, variant, result), n in sorted(snapshot.latency_slos.items()):
+    for (slo, model, variant, result), n in sorted(snapshot.latency.counts.items()):
         requests.add((model, variant, *run, slo, result), n)
     yield requests
+    loads = Family(C.LATENCY_SLO_LOAD_REQUESTS)
+    for (slo, model, load, result), n in sorted(snapshot.latency.by_load.items()):
+        loads.add((model, *run, slo, load, result), n)
+    yield loads
     objectives = Family(C.LATENCY_SLO_OBJECTIVE)
-    for objective in snapshot.latency_objectives:
+    for objective in snapshot.latency.objectives:
         objectives.add((objective.name,), objective.objective)
     yield objectives

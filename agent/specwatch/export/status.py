@@ -188,9 +188,9 @@ def latency_slo_status(snapshot: Snapshot) -> list[dict[str, Any]]:
     on speculation's row, where A/B sends a share without it, its attainment less the
     baseline's with an interval. docs/latency-slos.md."""
     grouped: dict[tuple[str, str, str], dict[str, int]] = {}
-    for (slo, model, variant, result), n in snapshot.latency_slos.items():
+    for (slo, model, variant, result), n in snapshot.latency.counts.items():
         grouped.setdefault((slo, model, variant), {})[result] = n
-    objectives = {objective.name: objective for objective in snapshot.latency_objectives}
+    objectives = {objective.name: objective for objective in snapshot.latency.objectives}
     out = []
     for (slo, model, variant), results in sorted(grouped.items()):
         objective = objectives[slo]
@@ -198,8 +198,8 @@ def latency_slo_status(snapshot: Snapshot) -> list[dict[str, Any]]:
         good = results.get(C.SloResult.GOOD, 0)
         attainment = good / events if events else None
         allowed = 1.0 - objective.objective
-        interval = snapshot.latency_attainment.get((slo, model, variant))
-        baseline = snapshot.latency_attainment.get((slo, model, C.Variant.BASELINE))
+        interval = snapshot.latency.attainment.get((slo, model, variant))
+        baseline = snapshot.latency.attainment.get((slo, model, C.Variant.BASELINE))
         versus = None
         if variant != C.Variant.BASELINE and interval is not None and baseline is not None:
             difference = difference_interval(interval, baseline)

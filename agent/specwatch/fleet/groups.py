@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specwatch.analysis.counting.counts import MOMENTS, Counts
-from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets
 from specwatch.analysis.counting.stats import SliceStats
 from specwatch.analysis.counting.sums import DecodeSums, Sums
-from specwatch.analysis.speed.load import LoadBuckets, LoadTable
+from specwatch.analysis.speed.load import LoadTable
 from specwatch.conventions import TRACK_STABLE, UNKNOWN_CONFIG
 from specwatch.fleet.sql import CODE_BASE, SLOTS, SUMS
 

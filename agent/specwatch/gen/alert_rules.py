@@ -16,7 +16,7 @@ from specwatch.gen import promql as Q
 from specwatch.gen.alert import BURN_RATES, ON_SLICE, SLICE_TEXT, Alert, GenerateError, slice_value
 from specwatch.gen.canary import canary_alert
 from specwatch.gen.goodput_alert import slower_alert
-from specwatch.gen.latency_slo import latency_burn_alerts
+from specwatch.gen.latency_slo import canary_burn_alert, latency_burn_alerts
 from specwatch.gen.ops_alerts import divergence_alerts, health_alerts
 from specwatch.gen.speed_alerts import slower_at_load_alert, slower_than_baseline_alert
 from specwatch.gen.template import PromQL
@@ -328,6 +328,7 @@ def alerts(settings: Settings, windows: Q.Windows) -> list[Alert]:
         slower_alert(settings),
         canary_alert(settings),
         *latency_burn_alerts(settings),
+        canary_burn_alert(settings, windows),
     ]
 
 

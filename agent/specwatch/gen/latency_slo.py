@@ -18,6 +18,7 @@ before dividing.
 from __future__ import annotations
 
 from specwatch import conventions as C
+from specwatch.analysis.counting.stats import z_for
 from specwatch.gen import promql as Q
 from specwatch.gen.alert import BURN_RATES, Alert
 from specwatch.gen.canary import ratio_bound
@@ -85,6 +86,120 @@ def latency_slo_rules(settings: Settings, windows: Q.Windows) -> list[Recording]
         ),
     ]
     return rules
+
+
+LOAD_BY = Q.by((C.Label.MODEL, C.Label.CONFIG, C.Label.TRACK, C.Label.SLO, C.Label.LOAD))
+SAME_LOAD = Q.by((C.Label.MODEL, C.Label.SLO, C.Label.LOAD))
+
+
+def _load_window(settings: Settings, windows: Q.Windows) -> str:
+    return windows(settings.canary.window_seconds)
+
+
+def load_rules(settings: Settings, windows: Q.Windows) -> list[Recording]:
+    """Per model, config, track, objective and load bucket over the canary's window: the
+    speculative requests, their error ratio with Wilson's bounds (the request as the unit, at
+    canary.confidence) and the burn rate. `w` below is the window's name as rendered."""
+    w = _load_window(settings, windows)
+    total = f"{C.LATENCY_SLO_LOAD_REQUESTS}_total"
+    n = Q.increase("load", C.LATENCY_SLO_LOAD_REQUESTS, w)
+    ratio = Q.record("load", C.RECORDED_LATENCY_LOAD_ERROR_RATIO, f"ratio{w}")
+    z = f"{z_for(settings.canary.confidence):.6g}"
+    rules = [
+        Recording(n, f"sum by ({LOAD_BY}) (increase({total}[{w}]))"),
+        Recording(
+            ratio, f'sum by ({LOAD_BY}) (increase({total}{{result="bad"}}[{w}]))\n/ ({n} > 0)'
+        ),
+    ]
+    for bound in ("lower", "upper"):
+        sign = "-" if bound == "lower" else "+"
+        rules.append(
+            Recording(
+                Q.record("load", C.RECORDED_LATENCY_LOAD_ERROR_RATIO + "_" + bound, f"ratio{w}"),
+                Q.WILSON(p=ratio, n=n, t=z, sign=sign),
+            )
+        )
+    rules.append(
+        Recording(
+            Q.record("load", C.RECORDED_LATENCY_LOAD_BURN_RATE, f"ratio{w}"),
+            f"{ratio}\n/ on(slo) group_left() slo:error_budget:ratio",
+        )
+    )
+    return rules
+
+
+CANARY_BURN = PromQL("""
+    (
+      ${burn}{track="canary"} >= 1
+      and on(${by}) ${lower}{track="canary"}
+        > on(${same}) group_left() max by (${same}) (${upper}{track="stable"})
+      and on(${by}) ${requests}{track="canary"} >= ${min}
+    )
+    and on(${same}) min by (${same}) (${requests}{track="stable"}) >= ${min}
+""")
+
+
+def canary_burn_alert(settings: Settings, windows: Q.Windows) -> Alert:
+    """The canary burning its latency budget faster than stable in the same load bucket."""
+    w = _load_window(settings, windows)
+    said = Q.duration(settings.canary.window_seconds)
+    burn = Q.record("load", C.RECORDED_LATENCY_LOAD_BURN_RATE, f"ratio{w}")
+    bound = Q.record("load", C.RECORDED_LATENCY_LOAD_ERROR_RATIO + "_{}", f"ratio{w}")
+    requests = Q.increase("load", C.LATENCY_SLO_LOAD_REQUESTS, w)
+    minimum = settings.canary.latency_min_cell_requests
+    stable = (
+        '{{ with printf "max(' + burn + '{track=\\"stable\\",model=%q,slo=%q,load=%q})" '
+        "$labels.model $labels.slo $labels.load | query }}"
+        '{{ . | first | value | printf "%.2f" }}{{ else }}n/a{{ end }}'
+    )
+    return Alert(
+        name=C.AlertName.CANARY_LATENCY_BURN,
+        severity="warning",
+        expr=CANARY_BURN(
+            burn=burn,
+            by=LOAD_BY,
+            same=SAME_LOAD,
+            lower=bound.format("lower"),
+            upper=bound.format("upper"),
+            requests=requests,
+            min=str(minimum),
+        ),
+        for_seconds=settings.canary.for_seconds,
+        summary="The canary config burns its latency budget faster than stable: "
+        "{{ $labels.slo }} for {{ $labels.model }} at load {{ $labels.load }}",
+        description=(
+            "Latency objective {{ $labels.slo }} for {{ $labels.model }}, batch size "
+            "{{ $labels.load }}, over " + said + ": the canary config {{ $labels.config }} "
+            'burns its error budget at {{ $value | printf "%.2f" }}x, stable at ' + stable + "x; "
+            "the canary's error ratio is above stable's beyond both intervals."
+        ),
+        meaning=(
+            "Per load bucket (the batch size a request started in), the share of the "
+            "canary's speculative requests that missed the objective, against stable's in the "
+            "same bucket: the two are compared at the same load, so a canary that only gets a "
+            "busier share of traffic is not named. It fires when the canary burns at least 1x "
+            "(its budget would not last the period) and the lower bound of its error ratio is "
+            "above the upper bound of stable's (Wilson's, the request as the unit, at "
+            "canary.confidence), each side with at least canary.latency_min_cell_requests "
+            "requests in the bucket. Requests of one minute miss together more often than "
+            "independent trials would: two separate 95% intervals that do not overlap are a "
+            "stricter test than 95%, which takes up part of that."
+        ),
+        confirm=(
+            f"`{burn}` by track for the model and load: the canary alone, or both?",
+            "SpecDecodeCanarySlower and the TPOT ratio's factors: a canary that decodes "
+            "slower at this load burns TPOT's budget",
+            "/status `latency_slos` on the canary's pods: which result dominates",
+        ),
+        actions=(
+            "Hold the rollout: the canary config misses the objective where stable meets it, "
+            "at the same batch size.",
+            "TTFT misses: the draft takes the batch's token budget (vLLM #44815); TPOT "
+            "misses: follow SpecDecodeCanarySlower's runbook (each step costs more, or yields "
+            "fewer tokens).",
+            "Roll the canary back if it persists past the budget's ticket windows.",
+        ),
+    )
 
 
 def latency_period_rules(settings: Settings, windows: Q.Windows) -> list[Recording]:

@@ -31,7 +31,7 @@ from specwatch.gen.canary import canary_rules
 from specwatch.gen.goodput_cells import increases
 from specwatch.gen.goodput_factors import factor_rules
 from specwatch.gen.goodput_rules import goodput_rules
-from specwatch.gen.latency_slo import latency_period_rules, latency_slo_rules
+from specwatch.gen.latency_slo import latency_period_rules, latency_slo_rules, load_rules
 from specwatch.gen.template import PromQL, Recording, group
 from specwatch.gen.zone_rules import deciding_rules, evidence_rules
 from specwatch.settings import Settings
@@ -201,7 +201,10 @@ def recording_groups(settings: Settings, windows: Q.Windows) -> list[dict[str, A
         # A separate group: it reads the acceptance series the group above records.
         group("specwatch.slo", _slo_rules(settings, windows)),
         # latency SLOs: error ratios, then what reads them; the period's over a month, slower
-        group("specwatch.latency_slo", latency_slo_rules(settings, windows)),
+        group(
+            "specwatch.latency_slo",
+            latency_slo_rules(settings, windows) + load_rules(settings, windows),
+        ),
         group(
             "specwatch.latency_slo.period",
             latency_period_rules(settings, windows),

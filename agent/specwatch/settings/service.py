@@ -144,6 +144,8 @@ class CanarySettings(Part):
     margin: float = Field(default=0.02, gt=0, lt=0.5)
     tpot_margin: float = Field(default=0.03, gt=0, lt=1)
     tpot_min_cell_requests: int = Field(default=5, ge=2)
+    # SpecDecodeCanaryLatencyBurn: each side's requests in a load bucket over window_seconds
+    latency_min_cell_requests: int = Field(default=30, ge=2)
     for_seconds: float = Field(default=900.0, gt=0)
     window_seconds: float = Field(default=1800.0, gt=0)
     confidence: float = Field(default=0.95, gt=0.5, lt=1)

@@ -11,7 +11,8 @@ import pytest
 from msgspec.structs import replace
 from specwatch import conventions as C
 from specwatch.analysis.counting.counts import Counts
-from specwatch.analysis.speed.load import LoadBuckets, LoadTable
+from specwatch.analysis.counting.slicing import LoadBuckets
+from specwatch.analysis.speed.load import LoadTable
 from specwatch.cli.main import main
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.store.cyclelog import from_line, to_line

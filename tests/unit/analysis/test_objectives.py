@@ -7,6 +7,7 @@ import msgspec
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.counting.objectives import ObjectiveCounts, judged
+from specwatch.analysis.counting.slicing import LoadBuckets
 from specwatch.core.records import Latency, RequestRecord
 from specwatch.export.status import latency_slo_status
 from specwatch.settings.slo import LatencyObjective
@@ -59,14 +60,21 @@ def test_each_objective_counts_the_requests_it_covers() -> None:
             LatencyObjective(name="all", ttft_ms=500, tpot_ms=50),
             LatencyObjective(name="m-code", model="m", task="code", ttft_ms=200, tpot_ms=50),
             LatencyObjective(name="other", model="n", ttft_ms=500, tpot_ms=50),
-        )
+        ),
+        LoadBuckets((1, 4)),
     )
-    counts.add(timed(0.3, 0.01, task="code"), "m")
-    counts.add(timed(0.3, 0.01, task="chat"), "m")
+    counts.add(msgspec.structs.replace(timed(0.3, 0.01, task="code"), in_flight=3), "m")
+    counts.add(timed(0.3, 0.01, task="chat"), "m")  # its load unknown
+    baseline = msgspec.structs.replace(timed(0.3, 0.01), in_flight=1, variant="baseline")
+    counts.add(baseline, "m")
     assert counts.counts == {
         ("all", "m", "spec", R.GOOD): 2,
         ("m-code", "m", "spec", R.TTFT_MISSED): 1,
+        ("all", "m", "baseline", R.GOOD): 1,
+        ("m-code", "m", "baseline", R.TTFT_MISSED): 1,
     }
+    # by load: speculation's requests whose load is known, in their batch-size bucket
+    assert counts.by_load == {("all", "m", "2-4", "good"): 1, ("m-code", "m", "2-4", "bad"): 1}
 
 
 def test_status_shows_attainment_and_the_budget_left_since_the_start() -> None:

@@ -19,11 +19,15 @@ test_attainment_coverage.py measures what it covers on minutes with shocks of lo
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from specwatch.analysis.counting.slicing import LoadBuckets
 from specwatch.analysis.counting.stats import Interval, proportion_interval
-from specwatch.conventions import Outcome, SloResult
+from specwatch.conventions import VARIANT_SPEC, Outcome, SloResult
 from specwatch.core.records import RequestRecord
 from specwatch.settings.slo import LatencyObjective
 
+GOOD, BAD = "good", "bad"  # the results by load: met the objective, or not
 _SERVED = frozenset({Outcome.OBSERVED, Outcome.NO_SPEC_METRICS, Outcome.PARSE_ERROR})
 _ERRORS = frozenset({Outcome.UPSTREAM_ERROR, Outcome.UPSTREAM_FAILED})
 
@@ -94,16 +98,33 @@ class Minutes:
         )
 
 
-class ObjectiveCounts:
-    """Per (objective, model label, variant, result) the requests counted since the start, and
-    per (objective, model label, variant) the SLI's events by minute (`minutes`)."""
+@dataclass(frozen=True, slots=True)
+class LatencyView:
+    """What a snapshot holds of the latency objectives, since the start: per (objective, model,
+    variant, result) the requests; per (objective, model, variant) attainment with its
+    interval; per (objective, model, load bucket, good or bad) speculation's SLI events (the
+    canary's burn is compared with stable's at the same load); the objectives."""
 
-    def __init__(self, objectives: tuple[LatencyObjective, ...]) -> None:
+    counts: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    attainment: dict[tuple[str, str, str], Interval] = field(default_factory=dict)
+    by_load: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    objectives: tuple[LatencyObjective, ...] = ()
+
+
+class ObjectiveCounts:
+    """Per (objective, model label, variant, result) the requests counted since the start; per
+    (objective, model label, variant) the SLI's events by minute (`minutes`); per (objective,
+    model label, load bucket, good or bad) speculation's SLI events whose load is known."""
+
+    def __init__(self, objectives: tuple[LatencyObjective, ...], loads: LoadBuckets) -> None:
+        self._given = objectives
         self._objectives = tuple(
             (o.name, o.model, o.task, o.ttft_ms / 1000.0, o.tpot_ms / 1000.0) for o in objectives
         )
+        self._loads = loads
         self.counts: dict[tuple[str, str, str, str], int] = {}
         self.minutes: dict[tuple[str, str, str], Minutes] = {}
+        self.by_load: dict[tuple[str, str, str, str], int] = {}
 
     def add(self, record: RequestRecord, model_label: str) -> None:
         """Count `record` against every objective that covers its model (as served) and task;
@@ -123,13 +144,18 @@ class ObjectiveCounts:
                 minutes = self.minutes.get(group)
                 if minutes is None:
                     minutes = self.minutes[group] = Minutes()
-                minutes.add(int(record.ts // 60.0), result == SloResult.GOOD)
+                good = result == SloResult.GOOD
+                minutes.add(int(record.ts // 60.0), good)
+                if record.variant == VARIANT_SPEC and record.in_flight is not None:
+                    load = self._loads.labels[self._loads.index(record.in_flight)]
+                    cell = (name, model_label, load, GOOD if good else BAD)
+                    self.by_load[cell] = self.by_load.get(cell, 0) + 1
 
-    def attainment(self, confidence: float) -> dict[tuple[str, str, str], Interval]:
-        """Per (objective, model label, variant) with events: attainment and its interval."""
-        out = {}
+    def view(self, confidence: float) -> LatencyView:
+        """A copy for a snapshot, attainment's intervals at `confidence`."""
+        attainment = {}
         for group, minutes in self.minutes.items():
             interval = minutes.interval(confidence)
             if interval is not None:
-                out[group] = interval
-        return out
+                attainment[group] = interval
+        return LatencyView(dict(self.counts), attainment, dict(self.by_load), self._given)

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from specwatch import conventions as C
 from specwatch.analysis.counting.objectives import ObjectiveCounts
-from specwatch.analysis.counting.slicing import CtxBuckets, request_key
+from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets, request_key
 from specwatch.core.histogram import Histogram
 from specwatch.core.records import RequestKey, RequestRecord
 from specwatch.settings import Settings
@@ -32,7 +32,9 @@ class RequestSeries:
 
     def __init__(self, buckets: CtxBuckets, settings: Settings) -> None:
         self._buckets = buckets
-        self.objectives = ObjectiveCounts(settings.latency_slos)
+        self.objectives = ObjectiveCounts(
+            settings.latency_slos, LoadBuckets(settings.load.batch_edges)
+        )
         self._max_models = settings.limits.max_models
         self._models: set[str] = set()
         self.folded_models = 0

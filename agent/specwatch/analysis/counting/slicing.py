@@ -1,4 +1,4 @@
-"""[compiled] Context buckets, and the split of one request's steps into them.
+"""[compiled] Context buckets, and the split of one request's steps into them; load buckets.
 
 The context position of a step is the prompt length plus the tokens emitted before it. vLLM
 lists only the steps that drafted something; the first token comes from prefill, so step j of
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from specwatch import conventions as C
 from specwatch.analysis.counting.counts import Counts
 from specwatch.core.records import RequestKey, SliceKey, SpecDecodeBlock, SpecTotals
-from specwatch.core.search import first_above
+from specwatch.core.search import first_above, first_at_least
 
 _TUPLE_NEW = tuple.__new__
 
@@ -171,3 +171,26 @@ class SliceOrder:
             )
             self._keys = set(slices)
         return self._order
+
+
+class LoadBuckets:
+    """Upper bounds (inclusive) -> labels like `1`, `2-4`, `65+`."""
+
+    __slots__ = ("bounds", "labels", "ranges")
+
+    def __init__(self, bounds: Sequence[int]) -> None:
+        self.bounds = tuple(bounds)
+        lows = (1, *(b + 1 for b in self.bounds))
+        # the last range is open (None), not math.inf: the bounds stay ints, so a label
+        # reads `2-4` whether this module runs as Python or compiled (mypyc would make them
+        # floats in a tuple typed by math.inf)
+        highs: tuple[int | None, ...] = (*self.bounds, None)
+        self.ranges = tuple(zip(lows, highs, strict=True))
+        self.labels = tuple(
+            f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}-{hi}"
+            for lo, hi in self.ranges
+        )
+
+    def index(self, in_flight: int) -> int:
+        """The bucket `in_flight` requests fall in (bisect_left on the upper bounds)."""
+        return first_at_least(self.bounds, max(1, in_flight))

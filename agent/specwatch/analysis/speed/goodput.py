@@ -25,12 +25,11 @@ import math
 from dataclasses import dataclass
 
 from specwatch import conventions as C
-from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets
 from specwatch.analysis.counting.stats import Interval, robust_variance, t_quantile
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.analysis.counting.windows import WindowedRatio
 from specwatch.analysis.speed.draft_cost import DraftCost
-from specwatch.analysis.speed.load import LoadBuckets
 from specwatch.analysis.speed.speedup import ASSUMED, ESTIMATED, Cost
 from specwatch.core.records import RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings

@@ -21,44 +21,20 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.slicing import LoadBuckets
 from specwatch.analysis.counting.stats import SliceStats
 from specwatch.analysis.counting.sums import Sums
 from specwatch.analysis.speed.advisor import advice_for
 from specwatch.analysis.speed.speedup import MEASURED, MODELLED, cost_from_times, measured_gain
 from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC
 from specwatch.core.records import RequestRecord
-from specwatch.core.search import first_at_least
 from specwatch.settings import Settings
 
 # one bucket's choice: K (-1: no evidence), method, gain, its lower and upper bound
 _Choice = tuple[int, str | None, float | None, float | None, float | None]
-
-
-class LoadBuckets:
-    """Upper bounds (inclusive) -> labels like `1`, `2-4`, `65+`."""
-
-    __slots__ = ("bounds", "labels", "ranges")
-
-    def __init__(self, bounds: Sequence[int]) -> None:
-        self.bounds = tuple(bounds)
-        lows = (1, *(b + 1 for b in self.bounds))
-        # the last range is open (None), not math.inf: the bounds stay ints, so a label
-        # reads `2-4` whether this module runs as Python or compiled (mypyc would make them
-        # floats in a tuple typed by math.inf)
-        highs: tuple[int | None, ...] = (*self.bounds, None)
-        self.ranges = tuple(zip(lows, highs, strict=True))
-        self.labels = tuple(
-            f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}-{hi}"
-            for lo, hi in self.ranges
-        )
-
-    def index(self, in_flight: int) -> int:
-        """The bucket `in_flight` requests fall in (bisect_left on the upper bounds)."""
-        return first_at_least(self.bounds, max(1, in_flight))
 
 
 @dataclass(slots=True)

@@ -93,8 +93,7 @@ def grouped(
     """The groups of `by` (else the request's); `tpot`: with their decode-time sums."""
     dims = by or request.by
     rows = aggregated(fleet, request, settings, dims, with_load=tpot)
-    from specwatch.analysis.counting.slicing import CtxBuckets
-    from specwatch.analysis.speed.load import LoadBuckets
+    from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets
 
     return read_rows(
         rows,
