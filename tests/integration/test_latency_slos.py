@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 import yaml
@@ -21,43 +19,7 @@ from specwatch.sim.server import SimConfig, SimServer
 
 from tests.support import assert_status_valid
 from tests.support.http import by_label, eventually, get_json, scrape, serve, sidecar_settings
-
-TASKS = ("code", "chat")
-
-
-async def traffic(proxy: str, n: int) -> None:
-    async with aiohttp.ClientSession() as session:
-        for i in range(n):
-            task = TASKS[i % 2]
-            stream = i % 3 != 0
-            body: dict[str, Any] = {
-                "prompt": f"[task:{task}] request {i} " + "w " * (i % 40),
-                "max_tokens": 1 if i % 17 == 0 else 16 + i % 48,
-                "stream": stream,
-            }
-            headers = {"X-Task-Type": task} | ({"X-Sim-Fail": "500"} if i % 23 == 0 else {})
-            async with session.post(proxy + "/v1/completions", json=body, headers=headers) as r:
-                await r.read()
-
-
-def counted_from_the_log(log: Path, objectives: list[dict[str, Any]]) -> dict[str, list[int]]:
-    """Per objective, [good, SLI events] counted from the cycle log's lines, the rules of
-    docs/latency-slos.md written out again here."""
-    out = {o["name"]: [0, 0] for o in objectives}
-    for line in log.read_text().splitlines():
-        row = orjson.loads(line)
-        if "request_id" not in row or row.get("outcome", "observed") != "observed":
-            continue
-        ttft, tpot, tokens = row["ttft_ms"], row["tpot_ms"], row["completion_tokens"]
-        if ttft is None or (tpot is None and (tokens is None or tokens > 1)):
-            continue  # unmeasured
-        for o in objectives:
-            if o.get("task") not in (None, row["task"]):
-                continue
-            good = ttft <= o["ttft_ms"] and (tpot is None or tpot <= o["tpot_ms"])
-            out[o["name"]][0] += good
-            out[o["name"]][1] += 1
-    return out
+from tests.support.latency import counted_from_the_log, traffic
 
 
 async def test_attainment_from_status_and_replay_is_the_count_from_the_cycle_log(

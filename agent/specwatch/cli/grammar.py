@@ -247,6 +247,12 @@ def _fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "latency column too)",
     )
     analyze.add_argument(
+        "--slo",
+        action="store_true",
+        help="also each latency objective's attainment (latency_slos) per group and variant, "
+        "with its interval (the table and --json)",
+    )
+    analyze.add_argument(
         "--cost-ratio",
         type=float,
         metavar="C",

@@ -19,6 +19,7 @@ from specwatch.commands.shared.fleet import (
     Request,
     UsageError,
     aggregated,
+    attained,
     engine,
     grouped,
     report_lines,
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             return 2
         groups, tally = grouped(fleet, request, settings, tpot=args.tpot)
         tables = k_tables(fleet, request, settings, args.cost_ratio) if args.k_table else []
+        slos = _attainment(fleet, request, settings) if args.slo else None
     except (UsageError, SourceError) as error:
         print(f"specwatch: analyze: {error}", file=sys.stderr)
         return 2 if isinstance(error, UsageError) else 1
@@ -86,6 +88,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "groups": rows,
             "k_tables": [k_table_fields(*entry) for entry in tables],
         }
+        if slos is not None:
+            document["latency_slos"] = slos
         sys.stdout.write(json.dumps(document) + "\n")
     elif args.csv is not None:
         _write_csv(args.csv, rows, request.by, settings.limits.max_position)
@@ -93,7 +97,42 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         fleet.write_parquet(args.parquet, [_flat(row, request.by) for row in rows])
     else:
         _print_table(rows, request.by, settings.zones.confidence, tables)
+        if slos is not None:
+            _print_slos(slos, request.by, settings.zones.confidence)
     return 0
+
+
+def _attainment(fleet: Any, request: Request, settings: Settings) -> list[dict[str, Any]]:
+    """Each latency objective's rows (fleet/slo.py), or UsageError when none is configured."""
+    if not settings.latency_slos:
+        raise UsageError("--slo: no latency objective configured (latency_slos, in --config)")
+    return [
+        {**dict(zip(request.by, each.key, strict=True)), **each.fields()}
+        for each in attained(fleet, request, settings, request.by)
+    ]
+
+
+def _print_slos(rows: list[dict[str, Any]], by: tuple[str, ...], confidence: float) -> None:
+    from rich.table import Table
+
+    from specwatch.commands.shared.table import console, show
+
+    title = f"latency objectives by {', '.join(by)} and variant"
+    table = Table(title=title, title_justify="left", pad_edge=False)
+    for name in (*by, "variant", "slo"):
+        table.add_column(name)
+    for name in ("reqs", "good", f"attainment [{confidence:.0%} CI]", "budget left"):
+        table.add_column(name, justify="right")
+    for row in rows:
+        lower, upper = row["attainment_interval"]
+        table.add_row(
+            *(str(row[name]) for name in (*by, "variant", "slo")),
+            str(row["requests"]),
+            str(row["good"]),
+            f"{row['attainment']:.4f} [{lower:.4f}, {upper:.4f}]",
+            f"{row['error_budget_remaining']:.2f}",
+        )
+    show(console(), table)
 
 
 def k_tables(

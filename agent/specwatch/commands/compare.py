@@ -13,14 +13,17 @@ import json
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from specwatch.analysis.compare.alpha import ModelComparison, SliceComparison, compare_models
 from specwatch.analysis.compare.goodput import TpotComparison, compare_tpot
+from specwatch.analysis.counting.stats import difference_interval
 from specwatch.analysis.counting.sums import Sums
 from specwatch.commands.shared.fleet import (
     UsageError,
     aggregated,
+    attained,
     engine,
     grouped,
     report_lines,
@@ -187,6 +190,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             cfg.tpot_min_cell_requests,
             zones.min_requests,
         )
+    try:
+        slos = _slo_rows(fleet, args, settings, names) if settings.latency_slos else None
+    except SourceError as error:
+        print(f"specwatch: compare: {error}", file=sys.stderr)
+        return 1
     if not models and not tpot_models:
         print("specwatch: compare: no speculative request on either side", file=sys.stderr)
         return 1
@@ -211,11 +219,48 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "slices": [_tpot_row(row, by) for row in tpot_slices],
             "models": [_tpot_row(row, ("model",)) for row in tpot_models],
         }
+    if slos is not None:
+        document["latency_slos"] = slos
     if args.json:
         sys.stdout.write(json.dumps(document) + "\n")
     else:
         _print(document, by)
     return 0
+
+
+def _slo_rows(
+    fleet: Any, args: argparse.Namespace, settings: Settings, names: tuple[str, str]
+) -> list[dict[str, Any]]:
+    """Per latency objective, model and variant each side's attainment and B - A with
+    Newcombe's interval (over all loads: the live alert compares within each load bucket)."""
+    paths = list(args.paths)
+    if args.split is None:
+        a, b = (
+            attained(fleet, request_of(_with(args, [path]), "model"), settings, ("model",))
+            for path in paths
+        )
+    else:
+        dims = ("model", args.split)
+        both = attained(fleet, request_of(_with(args, paths), "model"), settings, dims)
+        a = [replace(x, key=x.key[:1]) for x in both if x.key[1] == names[0]]
+        b = [replace(x, key=x.key[:1]) for x in both if x.key[1] == names[1]]
+    before = {(x.objective.name, x.key[0], x.variant): x for x in a}
+    rows = []
+    for x in b:
+        y = before.get((x.objective.name, x.key[0], x.variant))
+        if y is None:
+            continue
+        d = difference_interval(x.interval, y.interval)
+        rows.append(
+            {
+                "model": x.key[0],
+                **{k: v for k, v in x.fields().items() if k in ("variant", "slo", "objective")},
+                "a": y.fields(),
+                "b": x.fields(),
+                "difference": {"estimate": d.estimate, "lower": d.lower, "upper": d.upper},
+            }
+        )
+    return rows
 
 
 def _row(
@@ -243,6 +288,15 @@ def _print(document: dict[str, Any], by: tuple[str, ...]) -> None:
         _print_tpot(out, document, by)
     if "slices" in document:
         _print_alpha(out, document, by)
+    for row in document.get("latency_slos", ()):
+        a, b, d = row["a"], row["b"], row["difference"]
+        out.print(
+            f"{row['model']} ({row['variant']}): latency objective {row['slo']}: attainment "
+            f"A {a['attainment']:.4f} ({a['requests']}), B {b['attainment']:.4f} "
+            f"({b['requests']}), B - A {d['estimate']:+.4f} [{d['lower']:+.4f}, "
+            f"{d['upper']:+.4f}]",
+            highlight=False,
+        )
 
 
 def _show(

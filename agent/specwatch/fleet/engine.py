@@ -12,7 +12,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -51,6 +51,18 @@ class Engine:
             source = from_item(files, needed_columns(dimensions, with_load), columns)
             sql = query(source, dimensions, ctx_bounds, load_bounds, since, until, with_load)
             return self._run(sql, files)
+        except self._duckdb.Error as error:
+            raise SourceError(str(error).splitlines()[0]) from error
+
+    def select(
+        self, files: Files, needed: frozenset[str], build: Callable[[str], str]
+    ) -> list[tuple[Any, ...]]:
+        """The rows of `build(source)` over `files` (the latency objectives' query)."""
+        try:
+            columns = None
+            if files.parquet:
+                columns = {row[0] for row in self._con.execute(parquet_describe(files)).fetchall()}
+            return self._run(build(from_item(files, needed, columns)), files)
         except self._duckdb.Error as error:
             raise SourceError(str(error).splitlines()[0]) from error
 

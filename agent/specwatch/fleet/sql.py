@@ -42,6 +42,8 @@ COLUMNS = {
     "in_flight": "BIGINT",
     "config": "VARCHAR",
     "track": "VARCHAR",
+    "ttft_ms": "DOUBLE",
+    "outcome": "VARCHAR",
 }
 
 # What every query reads; the others only when asked for (fewer columns materialized is a

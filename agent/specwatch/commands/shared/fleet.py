@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from specwatch.fleet import slo
 from specwatch.fleet.groups import Group, Tally, read_rows
 from specwatch.fleet.source import Files, SourceError, find, when
 from specwatch.settings import Settings
@@ -103,6 +104,23 @@ def grouped(
         settings.limits.max_position,
         settings.zones.confidence,
     )
+
+
+def attained(
+    fleet: Any, request: Request, settings: Settings, by: tuple[str, ...]
+) -> list[slo.Attainment]:
+    """Each latency objective's attainment per group of `by` and variant (fleet/slo.py)."""
+    from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets
+
+    objectives = settings.latency_slos
+    ctx, load = settings.ctx_buckets, settings.load.batch_edges
+
+    def build(source: str) -> str:
+        return slo.query(source, by, objectives, ctx, load, request.since, request.until)
+
+    rows = fleet.select(request.files, slo.needed(by), build)
+    buckets = (CtxBuckets(ctx), LoadBuckets(load))
+    return slo.attainments(rows, by, objectives, buckets, settings.zones.confidence)
 
 
 def report_lines(tally: Tally, command: str) -> None:
