@@ -1054,6 +1054,20 @@ MUTATIONS = (
         ("tests/artifacts/test_generate.py",),
     ),
     Mutation(
+        "canary latency burn: the canary's side not held to the minimum requests",
+        "gen/latency_slo.py",
+        '      and on(${by}) ${requests}{track="canary"} >= ${min}\n',
+        "",
+        ("tests/artifacts/test_generate.py",),
+    ),
+    Mutation(
+        "latency SLO rules: a config that missed nothing has no error ratio (absent, not 0)",
+        "gen/latency_slo.py",
+        '      or sum by (${by}) (${increase}(${requests}{result!="unmeasured"}[${span}])) * 0\n',
+        "",
+        ("tests/artifacts/test_generate.py",),
+    ),
+    Mutation(
         "latency SLO rules: unmeasured requests counted as bad",
         "gen/latency_slo.py",
         '{result!~"good|unmeasured"}',

@@ -44,8 +44,12 @@ SLOTH = PromQL(
     indent=True,
 )
 
+# a config without a bad request has no bad series at all: its ratio is 0, not absent
 ERROR_RATIO = PromQL("""
-    sum by (${by}) (${increase}(${requests}{result!~"good|unmeasured"}[${span}]))
+    (
+      sum by (${by}) (${increase}(${requests}{result!~"good|unmeasured"}[${span}]))
+      or sum by (${by}) (${increase}(${requests}{result!="unmeasured"}[${span}])) * 0
+    )
     / sum by (${by}) (${increase}(${requests}{result!="unmeasured"}[${span}]))
 """)
 
@@ -108,7 +112,9 @@ def load_rules(settings: Settings, windows: Q.Windows) -> list[Recording]:
     rules = [
         Recording(n, f"sum by ({LOAD_BY}) (increase({total}[{w}]))"),
         Recording(
-            ratio, f'sum by ({LOAD_BY}) (increase({total}{{result="bad"}}[{w}]))\n/ ({n} > 0)'
+            ratio,
+            f'(\n  sum by ({LOAD_BY}) (increase({total}{{result="bad"}}[{w}]))\n  or {n} * 0\n)'
+            f"\n/ ({n} > 0)",
         ),
     ]
     for bound in ("lower", "upper"):
