@@ -85,9 +85,11 @@ def vllm_command(python: Path, model: Path, speculative: dict[str, object]) -> l
 
 
 @contextmanager
-def specwatch_serve(tmp_path: Path, command: list[str], *flags: str) -> Iterator[Served]:
+def specwatch_serve(
+    tmp_path: Path, command: list[str], *flags: str, settings: dict[str, str] | None = None
+) -> Iterator[Served]:
     """`specwatch serve` of a real vLLM, with small buckets and gates to fit a short test;
-    `flags`: more of specwatch's own."""
+    `flags`: more of specwatch's own; `settings`: more SPECWATCH_* variables."""
     port, admin = free_port(), free_port()
     env = {
         **vllm_env(tmp_path / "scratch"),
@@ -99,6 +101,7 @@ def specwatch_serve(tmp_path: Path, command: list[str], *flags: str) -> Iterator
         "SPECWATCH_ZONES__EVALUATION_INTERVAL_SECONDS": "0.5",
         "SPECWATCH_SERVE__EXIT_GRACE_SECONDS": "3",
         "SPECWATCH_SERVE__DRAIN_SECONDS": "20",
+        **(settings or {}),
     }
     log = tmp_path / "serve.log"
     argv = [
