@@ -8,6 +8,7 @@ import json
 import statistics
 from pathlib import Path
 
+import aiohttp
 import orjson
 import pytest
 import yaml
@@ -69,6 +70,13 @@ async def test_attainment_from_status_and_replay_is_the_count_from_the_cycle_log
     await live.start()
     try:
         await traffic(f"http://127.0.0.1:{live.ports.proxy}", 60)
+        # three requests vLLM refuses (400): the client's fault, no event of the SLI
+        async with aiohttp.ClientSession() as session:
+            for _ in range(3):
+                body = {"prompt": "x", "max_tokens": -1}
+                url = f"http://127.0.0.1:{live.ports.proxy}/v1/completions"
+                async with session.post(url, json=body) as response:
+                    assert 400 == response.status
         await live.drained()
         admin = f"http://127.0.0.1:{live.ports.admin}"
         family = C.LATENCY_SLO_REQUESTS + "_total"
@@ -97,7 +105,10 @@ async def test_attainment_from_status_and_replay_is_the_count_from_the_cycle_log
         else:
             assert row["attainment_vs_baseline"] is None
     by_result = by_label(samples, family, C.Label.RESULT)
-    assert by_result.get(C.SloResult.ERROR, 0) > 0  # the simulator's 500s: bad requests
+    # the simulator's 500s (requests 0 and 46 of task code, 23 of chat) are bad requests:
+    # 3 against `all`, 2 against `code`; the 400s are no event
+    assert 5 == by_result.get(C.SloResult.ERROR, 0)
+    assert 6 == status["requests_by_outcome"][C.Outcome.UPSTREAM_ERROR]
     from_status: dict[str, int] = {}
     for row in status["latency_slos"]:
         for result, n in row["by_result"].items():

@@ -103,6 +103,8 @@ class RequestRecord(msgspec.Struct, frozen=True):
     totals: SpecTotals | None = None
     in_flight: int | None = None  # requests in flight at its upstream as it started, itself too
     config: str | None = None  # the id of the speculative config it ran under (cycle logs)
+    # the upstream's HTTP status where it answered (not in cycle logs: they hold no errors)
+    status: int | None = None
     # user data: only with `cycle_log.capture_text`, capped and redacted (store/capture.py)
     prompt_text: str | None = None
     completion_text: str | None = None

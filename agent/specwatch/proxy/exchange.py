@@ -71,6 +71,7 @@ class Exchange:
         "outcome",
         "parse_failure",
         "payload",
+        "status",
         "strip",
         "upstream",
     )
@@ -99,6 +100,7 @@ class Exchange:
         self._unread: str | None = None  # why the body is no longer kept (a ParseReason)
         self._head_sent = False
         self.outcome: str | None = None
+        self.status: int | None = None  # the upstream's HTTP status, once it answered
         self.payload: bytes | None = None
         self.choice_stats: bytes | None = None  # a stream's finishing chunk with per-choice stats
         self.first_byte: float | None = None
@@ -132,6 +134,7 @@ class Exchange:
         if not self._observed:
             self._health.passthrough[f"{status // 100}xx"] += 1
         else:
+            self.status = status
             ok = 200 <= status < 300
             if not ok:
                 self.outcome = Outcome.UPSTREAM_ERROR

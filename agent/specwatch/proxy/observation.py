@@ -49,6 +49,7 @@ class Observation(msgspec.Struct, frozen=True):
     choice_stats: bytes | None = None
     details_asked: bool = False  # specwatch asked SGLang for its details (engines/sglang.py)
     held: Held | None = None  # what the payloads hold of the byte budget, until they are read
+    status: int | None = None  # the upstream's HTTP status, where it answered
 
 
 def _parse(obs: Observation) -> ParsedResponse | None:
@@ -176,4 +177,5 @@ def to_record(
         variant=obs.variant,
         in_flight=obs.in_flight,
         config=config,
+        status=obs.status,
     )

@@ -370,5 +370,6 @@ class Proxy:
                     variant=variant,
                     in_flight=load,
                     held=held,
+                    status=exchange.status,
                 )
             )

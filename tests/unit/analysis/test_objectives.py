@@ -54,6 +54,25 @@ def test_a_request_is_judged_on_its_own_ttft_and_tpot(
     assert expected == judged(request, 0.5, 0.05)
 
 
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (400, None),  # the request's own fault: a bad body, a prompt past the context
+        (404, None),
+        (413, None),
+        (408, R.ERROR),  # the server's: too slow, too busy, broken
+        (429, R.ERROR),
+        (500, R.ERROR),
+        (503, R.ERROR),
+        (None, R.ERROR),  # no answer at all (upstream_failed)
+    ],
+)
+def test_an_error_is_bad_unless_the_request_earned_it(status: int | None, expected: str) -> None:
+    for outcome in (C.Outcome.UPSTREAM_ERROR, C.Outcome.UPSTREAM_FAILED):
+        request = msgspec.structs.replace(timed(None, None), outcome=outcome, status=status)
+        assert expected == judged(request, 0.5, 0.05)
+
+
 def test_each_objective_counts_the_requests_it_covers() -> None:
     counts = ObjectiveCounts(
         (

@@ -4,8 +4,9 @@ What counts (docs/latency-slos.md): a request served (observed, without speculat
 unreadable) is judged on its own TTFT and TPOT (decode time over the tokens after the first,
 never the inter-token latency: a speculative step writes several tokens at once); one token
 has no TPOT and is judged on TTFT alone. An upstream error or a broken answer is an error: the
-user got no answer in time. A client that went away, a request specwatch refused or one the
-analysis queue dropped is no event of the SLI. A served request without its TTFT, or without
+user got no answer in time; but a 4xx the request itself earned (not 408 or 429) is no
+event. A client that went away, a request specwatch refused or one the analysis queue
+dropped is no event of the SLI. A served request without its TTFT, or without
 its TPOT past the first token, is `unmeasured`, counted apart.
 
 Attainment's interval takes the minute as the unit of sampling: a request's chance to meet an
@@ -32,11 +33,17 @@ _SERVED = frozenset({Outcome.OBSERVED, Outcome.NO_SPEC_METRICS, Outcome.PARSE_ER
 _ERRORS = frozenset({Outcome.UPSTREAM_ERROR, Outcome.UPSTREAM_FAILED})
 
 
+def _clients_fault(status: int | None) -> bool:
+    """A 4xx the request earned (a bad body, a prompt past the context, an unknown model):
+    no event of the SLI. 408 and 429 are the server's (too slow, too busy): bad requests."""
+    return status is not None and 400 <= status < 500 and status != 408 and status != 429
+
+
 def judged(record: RequestRecord, ttft_seconds: float, tpot_seconds: float) -> str | None:
     """The request's result against thresholds in seconds; None: no event of the SLI."""
     outcome = record.outcome
     if outcome in _ERRORS:
-        return SloResult.ERROR
+        return None if _clients_fault(record.status) else SloResult.ERROR
     if outcome not in _SERVED:
         return None
     ttft, tpot = record.latency.ttft, record.latency.tpot
