@@ -1068,6 +1068,13 @@ MUTATIONS = (
         ("tests/artifacts/test_generate.py",),
     ),
     Mutation(
+        "latency SLO: a 4xx the request earned counted as a bad request",
+        "analysis/counting/objectives.py",
+        "        return None if _clients_fault(record.status) else SloResult.ERROR\n",
+        "        return SloResult.ERROR\n",
+        ("tests/unit/analysis/test_objectives.py",),
+    ),
+    Mutation(
         "latency SLO rules: unmeasured requests counted as bad",
         "gen/latency_slo.py",
         '{result!~"good|unmeasured"}',
