@@ -76,12 +76,14 @@ def requests(
     idle_from: int | None = None,
     pause_share: float = 0.0,
     after_pause: float = 1.0,
+    idle_share: float = 0.0,
 ) -> Iterator[RequestRecord]:
     """An hour of one model's traffic over every (prompt, task) slice. `cliff` (position,
     context): draft positions from that one on accept nothing from that context on;
     `first_factor`: position 1 alone accepts that much less; `idle_from`: prompts from that
     long on draft nothing; `pause_share` of requests pause (8 listed steps drafting nothing)
-    halfway, acceptance multiplied by `after_pause` after it."""
+    halfway, acceptance multiplied by `after_pause` after it; `idle_share` of requests draft
+    nothing at all (an ngram drafter without a match, a gate on sampling parameters)."""
     for prompt in PROMPTS:
         for task in TASKS:
             t, i = 0.0, 0
@@ -121,7 +123,8 @@ def requests(
                     accepted = [*accepted[:half], *[0] * 8, *after]
                     drafted = [*drafted[:half], *[0] * 8, *drafted[half:]]
                 output = sum(accepted) + len(accepted)
-                if idle_from is not None and prompt >= idle_from:
+                idle = idle_share and rng.random() < idle_share
+                if idle or (idle_from is not None and prompt >= idle_from):
                     accepted, drafted = [], []
                 tau = 1.0 + sum(accepted) / max(1, len(accepted))
                 if overcount_share and rng.random() < overcount_share:
@@ -198,8 +201,9 @@ def main() -> int:
         for truth in TRUTHS:
             for sd in SDS:
                 model = f"a{truth}-sd{sd}"
-                # a quarter of the requests pause (K = 0 steps listed) without harm
-                traffic = list(requests(rng, model, truth, sd, pause_share=0.25))
+                # a quarter of the requests pause (K = 0 steps listed) without harm, and 30%
+                # draft nothing at all (an ngram drafter finds no match for them)
+                traffic = list(requests(rng, model, truth, sd, pause_share=0.25, idle_share=0.3))
                 seen = flagged(traffic, config(), args.read_every)
                 for kinds in seen.values():
                     healthy_slices += 1
@@ -245,6 +249,18 @@ def main() -> int:
                 lambda key: True,
             ),
         }
+        # speculation off for most requests (a gate on sampling), and for every request (a
+        # checkpoint without draft tensors): the model's rollup
+        variants = {
+            "not_drafting (95% of requests)": 0.95,
+            "not_drafting (every request)": 1.0,
+        }
+        for name, share in variants.items():
+            traffic = list(requests(rng, f"cause-{name}", 0.69, 0.15, idle_share=share))
+            for key, kinds in flagged(traffic, config(), args.read_every).items():
+                if key[1] == C.ALL:
+                    detection[name][1] += 1
+                    detection[name][0] += C.CauseKind.NOT_DRAFTING in kinds
         for kind, (change, spec, expected) in cases.items():
             model = f"cause-{kind}"
             traffic = list(requests(rng, model, 0.69, 0.15, **change))  # type: ignore[arg-type]

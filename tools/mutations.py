@@ -679,8 +679,8 @@ MUTATIONS = (
     Mutation(
         "not_drafting: a drafter that drafts a little named idle",
         "analysis/causes/drafting.py",
-        "            and idle.drafted <= IDLE_MAX_SHARE * idle.output_tokens\n",
-        "            and idle.drafted <= 0.5 * idle.output_tokens\n",
+        "            and self.drafted <= IDLE_MAX_SHARE * self.output_tokens\n",
+        "            and self.drafted <= 0.5 * self.output_tokens\n",
     ),
     Mutation(
         "collapse_after_pause: any drop after a pause named",
@@ -1010,6 +1010,22 @@ MUTATIONS = (
         "at = DRAFTED",
         ("tests/integration/test_engines.py",),
     ),
+    # #61: causes, third set
+    Mutation(
+        "not_drafting: most requests by the share itself, not its lower bound",
+        "analysis/causes/drafting.py",
+        "            and wilson(self.idle, self.measured, IDLE_SHARE_CONFIDENCE)[0] >= "
+        "IDLE_MIN_REQUEST_SHARE\n",
+        "            and self.idle / self.measured >= IDLE_MIN_REQUEST_SHARE\n",
+        ("tests/unit/analysis/test_causes.py",),
+    ),
+    Mutation(
+        "not_drafting: a model that never drafts has no rollup to carry it",
+        "analysis/analyzer.py",
+        "                self._window.add(SliceKey(model, C.ALL, C.ALL), record.ts, self._nothing)\n",
+        "                pass\n",
+        ("tests/unit/analysis/test_causes.py",),
+    ),
     # #60: latency SLOs
     Mutation(
         "latency SLO: a TTFT at its threshold counted as missed",
@@ -1021,8 +1037,8 @@ MUTATIONS = (
     Mutation(
         "latency SLO: an upstream error counted as no event, not as a bad one",
         "analysis/counting/objectives.py",
-        "    if outcome in _ERRORS:\n        return SloResult.ERROR\n",
-        "    if outcome in _ERRORS:\n        return None\n",
+        "        return None if _clients_fault(record.status) else SloResult.ERROR\n",
+        "        return None\n",
         ("tests/unit/analysis/test_objectives.py",),
     ),
     Mutation(

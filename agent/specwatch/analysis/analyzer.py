@@ -1,5 +1,4 @@
-"""[compiled] The analysis core: records in, snapshots out. Pure and synchronous; time is passed
-in."""
+"""[compiled] The analysis core: records in, snapshots out. Pure, synchronous, time passed in."""
 
 from __future__ import annotations
 
@@ -62,6 +61,7 @@ class Analyzer:
         self._cfg = settings
         self._buckets = CtxBuckets(settings.ctx_buckets)
         self._max_position = settings.limits.max_position
+        self._nothing = Counts(self._max_position)  # a request that drafted nothing: no step
         self._started = started
         self._changes = 0  # counts whatever changes the analysis: see snapshot_in_turns
         self._window: SlidingWindow[SliceKey] = SlidingWindow(
@@ -127,12 +127,14 @@ class Analyzer:
             self._causes.served(model, spec is not None or record.totals is not None)
         self._goodput.add(record, model)
         if spec is not None and not baseline:
-            self._causes.drafting(model, prompt, spec, record.completion_tokens or 0)
+            self._causes.drafting(model, prompt, record.task, spec, record.completion_tokens or 0)
         if spec is None and record.totals is not None and not baseline:
             totals, buckets, cap = record.totals, self._buckets, self._max_position
             keyed = totals_parts(model, record.task, prompt, totals, buckets, cap)
             self._spec_added(request_key, record.ts, keyed, totals.drafted, totals.accepted)
         if baseline or spec is None or not spec.steps:  # a baseline never counts as speculation
+            if not baseline and spec is not None:  # it drafted nothing: its model keeps a rollup
+                self._window.add(SliceKey(model, C.ALL, C.ALL), record.ts, self._nothing)
             self._load.add(record, model, baseline, None)
             return
         keyed = request_parts(model, record.task, prompt, spec, self._buckets, self._max_position)

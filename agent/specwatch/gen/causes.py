@@ -131,12 +131,17 @@ CAUSES: tuple[CauseText, ...] = (
         Kind.NOT_DRAFTING,
         "Speculation is configured and the engine reports its block, but the drafter "
         "proposes almost nothing (`drafted` of `output_tokens` over `requests`) for prompts "
-        "in `ctx_buckets`: an ngram drafter that never finds a match (reported at 76k "
-        "context), a draft model that failed to load, or a drafter disabled by the engine. "
-        "The speculative slices look fine only because nothing is speculated.",
+        "in `ctx_buckets`, or nothing at all for most requests (`share` of them; `tasks`: "
+        "theirs): an ngram drafter that never finds a match (reported at 76k context), a "
+        "draft model that failed to load, a checkpoint without draft tensors, or a gate that "
+        "turns speculation off per request (on sampling parameters: greedy only; on a "
+        "reasoning phase). The speculative slices look fine only because nothing is "
+        "speculated; a model that never drafts has no slice, only its rollup.",
         (
             "For ngram: check `prompt_lookup_min` / `prompt_lookup_max` against the prompts; "
             "long contexts may need a draft model instead.",
+            "For most requests, not all: look for the engine's per-request gate (sampling "
+            "parameters, a reasoning phase) and the `tasks` the idle requests come from.",
             "Check the engine's startup log for the drafter, and `vllm:spec_decode_num_drafts`"
             " against the requests served.",
         ),

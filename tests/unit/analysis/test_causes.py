@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import msgspec
+import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.causes.drafting import DraftingTally
@@ -20,6 +22,9 @@ from specwatch.analysis.causes.positions import (
 from specwatch.analysis.counting.counts import Counts
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
+
+from tests.support.analysis import analyzer
+from tests.support.analysis import record as plain_record
 
 
 def request(i: int, accepted_per_step: int) -> RequestRecord:
@@ -153,13 +158,46 @@ def test_requests_that_differ_are_no_deficit_though_pooled_they_look_like_one() 
 def test_a_drafter_that_proposes_almost_nothing_for_long_prompts_is_not_drafting() -> None:
     tally = DraftingTally()
     for _ in range(30):
-        tally.drafting("m", "32k+", 0, 40)  # 1,200 output tokens, nothing drafted
-        tally.drafting("m", "0-512", 30, 40)
+        tally.drafting("m", "32k+", "chat", 0, 40)  # 1,200 output tokens, nothing drafted
+        tally.drafting("m", "0-512", "chat", 30, 40)
     idle = tally.not_drafting("m")
     assert idle is not None
     assert ["32k+"] == idle["ctx_buckets"]
-    tally.drafting("m", "32k+", 20, 40)  # 20 of 1,240 (1.6%): it drafts, a little
+    assert idle["share"] == 1.0
+    for _ in range(31):  # as many again that draft a little: 620 of 2,440 tokens, 30 of 61
+        tally.drafting("m", "32k+", "chat", 20, 40)  # (30 of 61 not drafting: not surely most)
     assert tally.not_drafting("m") is None
+
+
+def test_speculation_off_for_most_requests_is_not_drafting_though_the_rest_draft() -> None:
+    # 95% of requests draft nothing (a gate on sampling parameters), 5% draft normally: the
+    # pooled share is 20% (the drafting few lift it past 1%), the share of requests 95%
+    tally = DraftingTally()
+    for i in range(60):
+        if i % 20 == 0:
+            tally.drafting("m", "0-512", "code", 160, 40)
+        else:
+            tally.drafting("m", "0-512", "chat" if i % 3 else "code", 0, 40)
+    idle = tally.not_drafting("m")
+    assert idle is not None
+    assert ["0-512"] == idle["ctx_buckets"]
+    assert idle["share"] == 57 / 60
+    assert {"chat": 38, "code": 19} == idle["tasks"]  # what the idle requests were, by task
+
+
+# most, surely: the lower 98% Wilson bound of the share at 0.5 or more (22 of 30, 40 of 60)
+@pytest.mark.parametrize(
+    ("idle", "drafting", "found"), [(21, 9, False), (22, 8, True), (39, 21, False), (40, 20, True)]
+)
+def test_the_share_of_requests_at_its_edge(idle: int, drafting: int, found: bool) -> None:
+    tally = DraftingTally()
+    for _ in range(idle):
+        tally.drafting("m", "0-512", "chat", 0, 40)
+    for _ in range(drafting):
+        tally.drafting("m", "0-512", "chat", 100, 40)
+    for _ in range(50):  # too short to have drafted: in neither share
+        tally.drafting("m", "0-512", "chat", 0, 8)
+    assert found == (tally.not_drafting("m") is not None)
 
 
 def test_acceptance_that_collapses_after_a_pause_is_named() -> None:
@@ -249,3 +287,24 @@ def test_a_schedule_ignored_at_the_upper_bound_of_its_row_is_not_applied() -> No
     snapshot = analyzer.snapshot(1.8e9 + 11)
     (rollup,) = snapshot.rollups
     assert C.CauseKind.SCHEDULE_NOT_APPLIED in {c.kind for c in rollup.causes}
+
+
+def test_a_model_that_drafts_nothing_at_all_keeps_its_rollup_and_carries_the_cause() -> None:
+    # every request of model `idle` comes back with the speculative block and no step (a
+    # checkpoint without draft tensors): it has no slice, but its rollup stands, not drafting
+    a = analyzer()
+    nothing = SpecDecodeBlock(3, (), ())
+    for i in range(40):
+        idle = plain_record(float(i), (), model="idle")
+        a.ingest(msgspec.structs.replace(idle, spec=nothing, completion_tokens=40))
+        a.ingest(plain_record(float(i), (2, 1, 3, 0) * 5, model="busy"))
+    snapshot = a.snapshot(41.0)
+    rollups = {view.key.model: view for view in snapshot.rollups}
+    assert {"idle", "busy"} == set(rollups)
+    assert not [view for view in snapshot.slices if view.key.model == "idle"]
+    view = rollups["idle"]
+    assert view.window.trials == 0
+    assert view.zone == C.Zone.INSUFFICIENT
+    (cause,) = [c for c in view.causes if c.kind == C.CauseKind.NOT_DRAFTING]
+    assert cause.detail["share"] == 1.0
+    assert [] == [c for c in rollups["busy"].causes if c.kind == C.CauseKind.NOT_DRAFTING]

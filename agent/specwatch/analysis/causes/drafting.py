@@ -9,8 +9,16 @@ the cause.
   draft proposes ~nothing: per model and prompt ctx bucket, since the start, at least
   `IDLE_MIN_REQUESTS` requests with at least `IDLE_MIN_TOKENS` output tokens drafted at most
   `IDLE_MAX_SHARE` draft tokens per output token (an ngram drafter that never matches at long
-  context; a drafter that failed to load). On the model rollup, naming the buckets, and on
-  its slices in them.
+  context; a drafter that failed to load); or, of at least `IDLE_MIN_REQUESTS` requests with
+  `IDLE_MIN_OUTPUT` output tokens or more, surely most drafted at most `IDLE_MAX_SHARE` of
+  their own tokens (the lower Wilson bound of that share, at `IDLE_SHARE_CONFIDENCE`
+  two-sided, at least `IDLE_MIN_REQUEST_SHARE`: 22 of 30, 40 of 60): speculation off for most
+  requests, the rest drafting normally (a gate on sampling parameters, a reasoning phase),
+  which the pooled share misses (the drafting few lift it past 1%). An ngram drafter without a
+  match for 40% of requests is named with a chance of 5e-5 at 30 requests. On the model
+  rollup, naming the buckets, the share of requests and the tasks of those that drafted
+  nothing, and on its slices in them. A model none of whose requests drafted anything has no
+  slice, but keeps its rollup (the analyzer adds one with no step) for the cause to stand on.
 - `no_per_request_data`: vLLM counts speculative steps of a model (it is judged on vLLM's own
   counters) while at least `NO_DATA_MIN_REQUESTS` requests the proxy served it came back
   without the per-request speculative block and none with it: vLLM runs without the flags
@@ -25,13 +33,18 @@ the cause.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from specwatch.analysis.counting.stats import wilson
 
 # not_drafting
 IDLE_MIN_REQUESTS = 30
 IDLE_MIN_TOKENS = 1000
 IDLE_MAX_SHARE = 0.01
+IDLE_MIN_OUTPUT = 16  # a request shorter than this counts in neither share
+IDLE_MIN_REQUEST_SHARE = 0.5
+IDLE_SHARE_CONFIDENCE = 0.98
 # no_per_request_data
 NO_DATA_MIN_REQUESTS = 3
 # collapse_after_pause
@@ -46,6 +59,21 @@ class _Idle:
     requests: int = 0
     output_tokens: int = 0
     drafted: int = 0
+    measured: int = 0  # requests with IDLE_MIN_OUTPUT output tokens or more
+    idle: int = 0  # of those, the ones that drafted at most IDLE_MAX_SHARE of their tokens
+    tasks: dict[str, int] = field(default_factory=dict)  # the idle ones' tasks
+
+    def not_drafting(self) -> bool:
+        pooled = (
+            self.requests >= IDLE_MIN_REQUESTS
+            and self.output_tokens >= IDLE_MIN_TOKENS
+            and self.drafted <= IDLE_MAX_SHARE * self.output_tokens
+        )
+        most = (
+            self.measured >= IDLE_MIN_REQUESTS
+            and wilson(self.idle, self.measured, IDLE_SHARE_CONFIDENCE)[0] >= IDLE_MIN_REQUEST_SHARE
+        )
+        return pooled or most
 
 
 class DraftingTally:
@@ -60,7 +88,9 @@ class DraftingTally:
         # per model: requests with a pause, accepted and trials before it and after it
         self._pauses: dict[str, list[int]] = {}
 
-    def drafting(self, model: str, ctx_bucket: str, drafted: int, output_tokens: int) -> None:
+    def drafting(
+        self, model: str, ctx_bucket: str, task: str, drafted: int, output_tokens: int
+    ) -> None:
         """One request with speculation configured: what it drafted and put out."""
         buckets = self._idle.get(model)
         if buckets is None:
@@ -71,6 +101,11 @@ class DraftingTally:
         idle.requests += 1
         idle.output_tokens += output_tokens
         idle.drafted += drafted
+        if output_tokens >= IDLE_MIN_OUTPUT:
+            idle.measured += 1
+            if drafted <= IDLE_MAX_SHARE * output_tokens:
+                idle.idle += 1
+                idle.tasks[task] = idle.tasks.get(task, 0) + 1
 
     def served(self, model: str, with_data: bool) -> None:
         """A request served to `model`, with the per-request block or without it."""
@@ -112,17 +147,24 @@ class DraftingTally:
         found = {
             bucket: idle
             for bucket, idle in self._idle.get(model, {}).items()
-            if idle.requests >= IDLE_MIN_REQUESTS
-            and idle.output_tokens >= IDLE_MIN_TOKENS
-            and idle.drafted <= IDLE_MAX_SHARE * idle.output_tokens
+            if idle.not_drafting()
         }
         if not found:
             return None
+        measured = sum(idle.measured for idle in found.values())
+        tasks: dict[str, int] = {}
+        for idle in found.values():
+            for task, n in idle.tasks.items():
+                tasks[task] = tasks.get(task, 0) + n
         return {
             "ctx_buckets": sorted(found),
             "requests": sum(idle.requests for idle in found.values()),
             "output_tokens": sum(idle.output_tokens for idle in found.values()),
             "drafted": sum(idle.drafted for idle in found.values()),
+            # of the requests long enough to have drafted, the share that drafted ~nothing,
+            # and their tasks (what they share, where the task tells them apart)
+            "share": sum(idle.idle for idle in found.values()) / measured if measured else 0.0,
+            "tasks": dict(sorted(tasks.items(), key=lambda item: (-item[1], item[0]))),
         }
 
     def collapse_after_pause(self, model: str) -> dict[str, Any] | None:

@@ -164,10 +164,12 @@ class CauseTracker:
     def models(self) -> list[str]:
         return sorted(self._models)
 
-    def drafting(self, model: str, prompt: int | None, spec: SpecDecodeBlock, tokens: int) -> None:
+    def drafting(
+        self, model: str, prompt: int | None, task: str, spec: SpecDecodeBlock, tokens: int
+    ) -> None:
         """A request with speculation configured, whether or not it drafted (not_drafting)."""
         label = C.UNKNOWN_CTX if prompt is None else self._buckets.label(prompt)
-        self._drafting.drafting(model, label, sum(spec.drafted), tokens)
+        self._drafting.drafting(model, label, task, sum(spec.drafted), tokens)
 
     def served(self, model: str, with_data: bool) -> None:
         """A request served to `model` (an answer of vLLM's, not an error)."""
