@@ -745,9 +745,9 @@ MUTATIONS = (
     ),
     Mutation(
         "causes: a context limit on a bucket's bound tags the bucket below it",
-        "analysis/causes/rules.py",
-        "        return index >= len(bounds) or bounds[index] > position",
-        "        return index >= len(bounds) or bounds[index] >= position",
+        "analysis/counting/slicing.py",
+        "        return index >= len(self.bounds) or self.bounds[index] > position",
+        "        return index >= len(self.bounds) or self.bounds[index] >= position",
     ),
     Mutation(
         "causes: exactly three loops are not named",
@@ -1022,9 +1022,31 @@ MUTATIONS = (
     Mutation(
         "not_drafting: a model that never drafts has no rollup to carry it",
         "analysis/analyzer.py",
-        "                self._window.add(SliceKey(model, C.ALL, C.ALL), record.ts, self._nothing)\n",
+        "                self._window.add(SliceKey(model, C.ALL, C.ALL), record.ts, "
+        "self._nothing)\n",
         "                pass\n",
         ("tests/unit/analysis/test_causes.py",),
+    ),
+    Mutation(
+        "position_cliff from a context: the position before the cliff not held to account",
+        "analysis/causes/positions.py",
+        "                and before_a >= HOLD_MIN * before_t\n",
+        "",
+        ("tests/unit/analysis/test_causes.py",),
+    ),
+    Mutation(
+        "position_cliff from a context: the fall not required past the cut",
+        "analysis/causes/positions.py",
+        "                and after_a <= CLIFF_MAX * after_t\n",
+        "",
+        ("tests/unit/analysis/test_causes.py",),
+    ),
+    Mutation(
+        "position_cliff from a context: not carried to the slices that straddle it",
+        "analysis/causes/rules.py",
+        "            elif from_context is not None and self._buckets.reaches(\n",
+        "            elif False and self._buckets.reaches(\n",
+        ("tests/integration/test_cliff_context.py",),
     ),
     # #60: latency SLOs
     Mutation(

@@ -102,8 +102,9 @@ CAUSES: tuple[CauseText, ...] = (
     CauseText(
         Kind.POSITION_CLIFF,
         "From draft position `position` on nothing is accepted, while the position before it "
-        "accepts as usual, from the ctx bucket `ctx_bucket` on: the drafter's later positions "
-        "read no usable context there. Reported with DFlash drafters whose sliding-window "
+        "accepts as usual, from the ctx bucket `ctx_bucket` on (from `context` tokens on, "
+        "where the steps' own positions show it): the drafter's later positions read no "
+        "usable context there. Reported with DFlash drafters whose sliding-window "
         "layers run as full attention (vLLM#40898: 0.000 past position 4-5 beyond ~2k "
         "tokens). Every draft token past that position is wasted compute.",
         (

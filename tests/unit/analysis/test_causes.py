@@ -14,6 +14,7 @@ from specwatch.analysis.causes.drafting import DraftingTally
 from specwatch.analysis.causes.positions import (
     POSITION_BIN,
     POSITION_BINS,
+    CliffContexts,
     ContextPositions,
     FirstPositions,
     _tried_and_accepted,
@@ -308,3 +309,41 @@ def test_a_model_that_drafts_nothing_at_all_keeps_its_rollup_and_carries_the_cau
     (cause,) = [c for c in view.causes if c.kind == C.CauseKind.NOT_DRAFTING]
     assert cause.detail["share"] == 1.0
     assert [] == [c for c in rollups["busy"].causes if c.kind == C.CauseKind.NOT_DRAFTING]
+
+
+def cliff_steps(rng: random.Random, prompt: int, cliff: int | None) -> SpecDecodeBlock:
+    """30 steps drafting 4, each position accepted with 0.7 given the one before; from
+    context `cliff` on, positions 3 and 4 accept nothing."""
+    accepted, position = [], prompt + 1
+    for _ in range(30):
+        reach = 2 if cliff is not None and position >= cliff else 4
+        a = 0
+        while a < reach and rng.random() < 0.7:
+            a += 1
+        accepted.append(a)
+        position += a + 1
+    return SpecDecodeBlock(4, (4,) * 30, tuple(accepted))
+
+
+def test_a_cliff_inside_a_bucket_is_named_with_the_context_where_it_starts() -> None:
+    rng = random.Random(3)
+    depths, healthy = CliffContexts(), CliffContexts()
+    for _ in range(400):
+        prompt = rng.randint(3000, 6000)
+        depths.add(prompt, cliff_steps(rng, prompt, 4500))
+        healthy.add(prompt, cliff_steps(rng, prompt, None))
+    found = depths.cliff()
+    assert found is not None
+    position, context = found
+    assert position == 3
+    assert 4500 <= context <= 4500 + 2 * 256  # the first bin wholly past it
+    assert healthy.cliff() is None
+
+
+def test_a_cliff_at_every_context_is_not_one_from_a_context_on() -> None:
+    rng = random.Random(4)
+    depths = CliffContexts()
+    for _ in range(400):
+        prompt = rng.randint(100, 6000)
+        depths.add(prompt, cliff_steps(rng, prompt, 0))  # dead from the start: no context
+    assert depths.cliff() is None

@@ -17,6 +17,13 @@ the cause.
   accepted at most `CLIFF_MAX` of them, while position j - 1 accepted at least `HOLD_MIN` of
   the steps that reached it. The slice's ctx bucket says the context it appears in; the
   model's rollup names the shortest such bucket.
+  From a context on (`CliffContexts`, per model, since the start, by the absolute position of
+  each step in `DEPTH_BIN`-token bins): the first position j >= 2 and the first bin from which
+  on j accepts at most `CLIFF_MAX` of `MIN_TRIED` or more steps that reached it, j - 1
+  holding at least `HOLD_MIN`, while before that bin j held at least `HOLD_MIN` of as many:
+  a cliff that starts inside a bucket (a slice straddling it keeps two thirds of its
+  acceptance at j and is not named by its own counts). On the rollup with that context, and
+  on each slice whose bucket holds positions past it.
 - `first_position_deficit`: position 1 accepts far less than positions 2..K do given their
   predecessors (a hidden-state tap off by one lowers acceptance without zeroing it:
   onnxruntime-genai#2538, sglang#38589). Per model, since the start, request by request: a
@@ -50,6 +57,10 @@ DEFICIT_RATIO = 0.5
 DEFICIT_GAP = 0.25
 DEFICIT_MIN_REQUESTS = 10
 PAIR_MIN_TRIED = 8  # a request's own steps at position 1, and reaching later ones
+# position_cliff from a context on
+DEPTH_BIN = 256
+DEPTH_BINS = 256  # 64k tokens; later positions count in the last bin
+DEPTH_POSITIONS = 8  # draft positions 1..8 kept by context
 
 
 class ContextPositions:
@@ -115,6 +126,74 @@ class ContextPositions:
                 break
         self._cliff = (self.version, found)
         return found
+
+
+class CliffContexts:
+    """One model's steps that reached and that accepted each draft position, by the absolute
+    position of the step (position_cliff from a context on)."""
+
+    __slots__ = ("_found", "accepted", "tried", "version")
+
+    def __init__(self) -> None:
+        # [position j - 1][bin]
+        self.tried = [[0] * DEPTH_BINS for _ in range(DEPTH_POSITIONS)]
+        self.accepted = [[0] * DEPTH_BINS for _ in range(DEPTH_POSITIONS)]
+        self.version = 0
+        self._found: tuple[int, tuple[int, int] | None] = (-1, None)
+
+    def add(self, prompt: int, spec: SpecDecodeBlock) -> None:
+        drafted, accepted = spec.drafted, spec.accepted
+        tried_at, accepted_at = self.tried, self.accepted
+        position = prompt + 1
+        last = DEPTH_BINS - 1
+        for i in range(len(accepted)):
+            b = min(position // DEPTH_BIN, last)
+            a = accepted[i]
+            reach = min(drafted[i], a + 1, DEPTH_POSITIONS)  # positions 1..reach were tried
+            for j in range(reach):
+                tried_at[j][b] += 1
+                if j < a:
+                    accepted_at[j][b] += 1
+            position += a + 1
+        self.version += 1
+
+    def cliff(self) -> tuple[int, int] | None:
+        """(draft position, context) of the cliff (module docstring), or None."""
+        if self._found[0] == self.version:
+            return self._found[1]
+        found = None
+        for j in range(1, DEPTH_POSITIONS):
+            found = self._from(j)
+            if found is not None:
+                break
+        self._found = (self.version, found)
+        return found
+
+    def _from(self, j: int) -> tuple[int, int] | None:
+        tried, accepted = self.tried[j], self.accepted[j]
+        held_tried, held_accepted = self.tried[j - 1], self.accepted[j - 1]
+        after_t, after_a = sum(tried), sum(accepted)
+        after_ht, after_ha = sum(held_tried), sum(held_accepted)
+        before_t = before_a = 0
+        for c in range(DEPTH_BINS):
+            if after_t < MIN_TRIED:
+                return None  # later bins only have less after them
+            if (
+                tried[c] > 0
+                and before_t >= MIN_TRIED
+                and before_a >= HOLD_MIN * before_t
+                and after_a <= CLIFF_MAX * after_t
+                and after_ht >= MIN_TRIED
+                and after_ha >= HOLD_MIN * after_ht
+            ):
+                return j + 1, c * DEPTH_BIN
+            before_t += tried[c]
+            before_a += accepted[c]
+            after_t -= tried[c]
+            after_a -= accepted[c]
+            after_ht -= held_tried[c]
+            after_ha -= held_accepted[c]
+        return None
 
 
 def _tried_and_accepted(counts: Counts) -> list[tuple[int, int]]:

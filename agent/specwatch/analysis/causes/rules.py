@@ -7,11 +7,8 @@ the cause and its false rate on overdispersed healthy traffic are measured by
 benchmarks/causes.py (docs/causes.md has the figures and the runbook has each cause's fix).
 
 - `draft_context_limit`: vLLM zero-pads drafts past the drafter's context limit and still
-  counts them (vllm-project/vllm#34734). By absolute position (prompt + tokens before the
-  step, 64-token bins), the first position from which on acceptance is at most 1% over at
-  least 200 drafted tokens of at least 3 requests (in its first bin too), while before it
-  acceptance is at least 10% over at least 200 drafted tokens. Since the start, per model;
-  every slice whose ctx bucket reaches past that position carries it.
+  counts them (vllm-project/vllm#34734): the rule in analysis/causes/positions.py; every slice
+  whose ctx bucket reaches past that position carries it.
 - `no_acceptance`: the window's request-level upper bound of alpha-hat is at most 0.02, past
   the zone gates (`zones.min_requests`, `zones.min_trials`), and no context limit explains it.
 - `repetition_suspected`: requests that accept nearly everything (alpha-hat >= 0.99 over at
@@ -45,7 +42,12 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.analysis.causes.drafting import DraftingTally
-from specwatch.analysis.causes.positions import ContextPositions, FirstPositions, position_cliff
+from specwatch.analysis.causes.positions import (
+    CliffContexts,
+    ContextPositions,
+    FirstPositions,
+    position_cliff,
+)
 from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.slicing import CtxBuckets, slice_key
 from specwatch.analysis.counting.stats import SliceStats
@@ -145,6 +147,7 @@ class CauseTracker:
         self._window = settings.window.length_seconds
         self._config: SpecConfig | None = None
         self._positions: dict[str, ContextPositions] = {}
+        self._depths: dict[str, CliffContexts] = {}  # position_cliff from a context on
         self._extremes: dict[SliceKey, _Extremes] = {}
         self._models: dict[str, _ModelTally] = {}
 
@@ -213,6 +216,10 @@ class CauseTracker:
             if positions is None:
                 positions = self._positions[model] = ContextPositions()
             positions.add(prompt, spec)
+            depths = self._depths.get(model)
+            if depths is None:
+                depths = self._depths[model] = CliffContexts()
+            depths.add(prompt, spec)
         kind = extreme_kind(whole.accepted, whole.trials, whole.drafted)
         if kind is not None:
             tally.extremes[kind] = tally.extremes.get(kind, 0) + 1
@@ -256,7 +263,7 @@ class CauseTracker:
         rollup = key.ctx_bucket == C.ALL
         positions = self._positions.get(key.model)
         cliff = None if positions is None else positions.cliff()
-        if cliff is not None and (rollup or self._reaches(key.ctx_bucket, cliff)):
+        if cliff is not None and (rollup or self._buckets.reaches(key.ctx_bucket, cliff)):
             out.append(Cause(Kind.DRAFT_CONTEXT_LIMIT, {"position": cliff}))
         alpha = stats.alpha
         if (
@@ -290,6 +297,8 @@ class CauseTracker:
 
     def _step_causes(self, key: SliceKey, rollup: bool) -> list[Cause]:
         out = []
+        depths = self._depths.get(key.model)
+        from_context = None if depths is None else depths.cliff()
         if rollup:
             place = {label: i for i, label in enumerate(self._buckets.labels)}
             keys = self._since_start.keys()
@@ -300,13 +309,24 @@ class CauseTracker:
                 for cliff in (self._cliff(k),)
                 if cliff is not None
             )
-            if found:
+            if from_context is not None:  # where it starts, from the steps' own positions
+                position, context = from_context
+                bucket = self._buckets.label(context)
+                detail = {"position": position, "ctx_bucket": bucket, "context": context}
+                out.append(Cause(Kind.POSITION_CLIFF, detail))
+            elif found:
                 _, bucket, position = found[0]
                 out.append(Cause(Kind.POSITION_CLIFF, {"position": position, "ctx_bucket": bucket}))
         else:
             cliff = self._cliff(key)
             if cliff is not None:
                 detail = {"position": cliff, "ctx_bucket": key.ctx_bucket}
+                out.append(Cause(Kind.POSITION_CLIFF, detail))
+            elif from_context is not None and self._buckets.reaches(
+                key.ctx_bucket, from_context[1]
+            ):
+                position, context = from_context
+                detail = {"position": position, "ctx_bucket": key.ctx_bucket, "context": context}
                 out.append(Cause(Kind.POSITION_CLIFF, detail))
         deficit = self._firsts.deficit(key.model)
         positions = self._positions.get(key.model)
@@ -319,15 +339,6 @@ class CauseTracker:
         if paused is not None:
             out.append(Cause(Kind.COLLAPSE_AFTER_PAUSE, paused))
         return out
-
-    def _reaches(self, label: str, position: int) -> bool:
-        """Whether the ctx bucket `label` holds positions at or past `position`."""
-        try:
-            index = self._buckets.labels.index(label)
-        except ValueError:  # unknown_ctx: no position known
-            return False
-        bounds = self._buckets.bounds
-        return index >= len(bounds) or bounds[index] > position
 
     def _repetition(
         self, key: SliceKey, window: Counts, now: float, gates: tuple[int, int]

@@ -84,6 +84,13 @@ class CtxBuckets:
         """The bucket `position` falls in (bisect_right on the bounds: core/search.py)."""
         return first_above(self.bounds, position)
 
+    def reaches(self, label: str, position: int) -> bool:
+        """Whether the bucket `label` holds positions at or past `position` (unknown: no)."""
+        if label not in self.labels:
+            return False
+        index = self.labels.index(label)
+        return index >= len(self.bounds) or self.bounds[index] > position
+
 
 def split_steps(
     spec: SpecDecodeBlock, prompt_tokens: int, buckets: CtxBuckets, max_position: int
