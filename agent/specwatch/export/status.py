@@ -9,6 +9,7 @@ from specwatch import conventions as C
 from specwatch.analysis.analyzer import EngineView, SliceView, Snapshot
 from specwatch.analysis.compare.changes import ChangeView
 from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.objectives import budget_left
 from specwatch.analysis.counting.stats import Interval, difference_interval
 from specwatch.analysis.speed.goodput import GoodputView
 from specwatch.analysis.speed.speedup import Gain
@@ -197,7 +198,6 @@ def latency_slo_status(snapshot: Snapshot) -> list[dict[str, Any]]:
         events = sum(n for result, n in results.items() if result != C.SloResult.UNMEASURED)
         good = results.get(C.SloResult.GOOD, 0)
         attainment = good / events if events else None
-        allowed = 1.0 - objective.objective
         interval = snapshot.latency.attainment.get((slo, model, variant))
         baseline = snapshot.latency.attainment.get((slo, model, C.Variant.BASELINE))
         versus = None
@@ -218,7 +218,7 @@ def latency_slo_status(snapshot: Snapshot) -> list[dict[str, Any]]:
                 "attainment": attainment,
                 "attainment_interval": _bounds(interval),
                 "error_budget_remaining": (
-                    None if attainment is None else 1.0 - (1.0 - attainment) / allowed
+                    None if attainment is None else budget_left(attainment, objective.objective)
                 ),
                 "attainment_vs_baseline": versus,
             }

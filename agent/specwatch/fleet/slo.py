@@ -19,23 +19,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specwatch.analysis.counting.objectives import budget_left
 from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets
 from specwatch.analysis.counting.stats import Interval, proportion_interval
 from specwatch.conventions import UNKNOWN_CTX
 from specwatch.fleet.groups import label
-from specwatch.fleet.sql import MAX_TS, dimension_sql
+from specwatch.fleet.sql import Buckets, dimension_sql, needed_columns, statuses
 from specwatch.settings.slo import LatencyObjective
 
-NEEDED = frozenset(
-    ("v", "ts", "model", "task", "variant", "completion_tokens", "ttft_ms", "tpot_ms", "outcome")
-)
 SUMS = ("m", "g", "n", "gg", "gn", "nn")  # per objective, after the group's dimensions
-_COLUMN = {"ctx_bucket": "prompt_tokens", "load": "in_flight", "config": "config", "track": "track"}
 
 
 def needed(dimensions: Sequence[str]) -> frozenset[str]:
-    """The columns the query reads for these dimensions."""
-    return NEEDED | {_COLUMN[name] for name in dimensions if name in _COLUMN}
+    """The columns the query reads for these dimensions: the lines' own classification's
+    (fleet/sql.py), and the latency fields."""
+    return needed_columns(dimensions, False) | {"ttft_ms", "tpot_ms", "outcome"}
 
 
 def _literal(text: str) -> str:
@@ -59,11 +57,10 @@ def _judged(objective: LatencyObjective) -> str:
     )
 
 
-def _dimension(name: str, ctx_bounds: Sequence[int], load_bounds: Sequence[int]) -> str:
+def _dimension(name: str, ctx: Buckets, load_bounds: Sequence[int]) -> str:
     """A group's dimension; the ctx bucket is the request's own (its prompt's), -1 unknown."""
     if name == "ctx_bucket":
-        index = " + ".join(f"(prompt_tokens >= {int(b)})::BIGINT" for b in ctx_bounds) or "0"
-        return f"CASE WHEN prompt_tokens IS NULL THEN -1 ELSE {index} END"
+        return f"CASE WHEN prompt_tokens IS NULL THEN -1 ELSE {ctx.of('prompt_tokens')} END"
     return dimension_sql(name, load_bounds)
 
 
@@ -76,14 +73,11 @@ def query(
     since: float | None,
     until: float | None,
 ) -> str:
-    """Rows: the dimensions, the variant, then SUMS for each objective in turn."""
-    window = ["v = 1", "ts IS NOT NULL", f"ts >= 0 AND ts < {MAX_TS!r}", "model IS NOT NULL"]
-    window.append("task IS NOT NULL")
-    if since is not None:
-        window.append(f"ts >= {float(since)!r}")
-    if until is not None:
-        window.append(f"ts < {float(until)!r}")
-    dims = [f"{_dimension(n, ctx_bounds, load_bounds)} AS g_{n}" for n in dimensions]
+    """Rows: the dimensions, the variant, then SUMS for each objective in turn. The lines
+    counted are those analyze counts as requests (fleet/sql.py's statuses: spec, empty,
+    baseline), within --since / --until."""
+    ctx = Buckets(ctx_bounds)
+    dims = [f"{_dimension(n, ctx, load_bounds)} AS g_{n}" for n in dimensions]
     keys = [f"g_{name}" for name in dimensions] + ["g_variant"]
     judged = [f"{_judged(o)} AS j{i}" for i, o in enumerate(objectives)]
     per_minute = [
@@ -94,12 +88,14 @@ def query(
         f"sum(g{i} * n{i}), sum(n{i} * n{i})"
         for i in range(len(objectives))
     ]
-    return f"""
-WITH judged AS (
+    return (
+        "\nWITH "
+        + statuses(source, since, until)
+        + f"""judged AS (
   SELECT {", ".join([*dims, "coalesce(variant, 'spec') AS g_variant"])},
     floor(ts / 60) AS minute, {", ".join(judged)}
-  FROM {source}
-  WHERE {" AND ".join(window)}
+  FROM rows
+  WHERE status IN ('spec', 'empty', 'baseline')
 ),
 minutes AS (
   SELECT {", ".join(keys)}, minute, {", ".join(per_minute)}
@@ -108,6 +104,7 @@ minutes AS (
 SELECT {", ".join(keys)}, {", ".join(sums)}
 FROM minutes GROUP BY {", ".join(keys)}
 """
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +121,6 @@ class Attainment:
 
     def fields(self) -> dict[str, Any]:
         attainment = self.interval.estimate
-        allowed = 1.0 - self.objective.objective
         return {
             "variant": self.variant,
             "slo": self.objective.name,
@@ -133,7 +129,7 @@ class Attainment:
             "good": self.good,
             "attainment": attainment,
             "attainment_interval": [self.interval.lower, self.interval.upper],
-            "error_budget_remaining": 1.0 - (1.0 - attainment) / allowed,
+            "error_budget_remaining": budget_left(attainment, self.objective.objective),
         }
 
 

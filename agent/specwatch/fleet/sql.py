@@ -166,7 +166,7 @@ def query(
     buckets = Buckets(ctx_bounds if split else None)
     return (
         "\nWITH "
-        + _statuses(source, since, until)
+        + statuses(source, since, until)
         + _request_parts(buckets)
         + _grouped_sums(dims, group, with_load)
     )
@@ -184,7 +184,7 @@ class Buckets:
         return "0" if self.bounds is None else _ge_count(position, self.bounds, strict=False)
 
 
-def _statuses(source: str, since: float | None, until: float | None) -> str:
+def statuses(source: str, since: float | None, until: float | None) -> str:
     """Each line with its lists named and its status (module docstring)."""
     window = []
     if since is not None:

@@ -58,6 +58,12 @@ def judged(record: RequestRecord, ttft_seconds: float, tpot_seconds: float) -> s
     return SloResult.TPOT_MISSED if slow else SloResult.GOOD
 
 
+def budget_left(attainment: float, objective: float) -> float:
+    """The share of the error budget (1 - objective) not spent at `attainment`: 1 untouched,
+    0 spent, negative past it."""
+    return 1.0 - (1.0 - attainment) / (1.0 - objective)
+
+
 class Minutes:
     """Good requests over the SLI's events, summed per minute, with the minutes' squares."""
 
@@ -154,7 +160,7 @@ class ObjectiveCounts:
                 good = result == SloResult.GOOD
                 minutes.add(int(record.ts // 60.0), good)
                 if record.variant == VARIANT_SPEC and record.in_flight is not None:
-                    load = self._loads.labels[self._loads.index(record.in_flight)]
+                    load = self._loads.label(record.in_flight)
                     cell = (name, model_label, load, GOOD if good else BAD)
                     self.by_load[cell] = self.by_load.get(cell, 0) + 1
 

@@ -201,3 +201,6 @@ class LoadBuckets:
     def index(self, in_flight: int) -> int:
         """The bucket `in_flight` requests fall in (bisect_left on the upper bounds)."""
         return first_at_least(self.bounds, max(1, in_flight))
+
+    def label(self, in_flight: int) -> str:
+        return self.labels[self.index(in_flight)]

@@ -121,7 +121,7 @@ class GoodputTracker:
         seconds, tokens = decode
         prompt, flight = record.prompt_tokens, record.in_flight
         ctx = C.UNKNOWN_CTX if prompt is None else self._buckets.label(prompt + 1)
-        load = UNKNOWN_LOAD if flight is None else self._loads.labels[self._loads.index(flight)]
+        load = UNKNOWN_LOAD if flight is None else self._loads.label(flight)
         key = (model, ctx, record.task, load)
         cell = self._cells.get(key)
         if cell is None:
