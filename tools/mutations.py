@@ -1044,8 +1044,8 @@ MUTATIONS = (
     Mutation(
         "position_cliff from a context: not carried to the slices that straddle it",
         "analysis/causes/rules.py",
-        "            elif from_context is not None and self._buckets.reaches(\n",
-        "            elif False and self._buckets.reaches(\n",
+        "            return detail if rollup or self._buckets.reaches(bucket, context) else None\n",
+        "            return detail if rollup else None\n",
         ("tests/integration/test_cliff_context.py",),
     ),
     # #60: latency SLOs

@@ -60,10 +60,27 @@ class Alert:
         return self.name.lower()
 
 
+def looked_up(
+    series: str,
+    labels: tuple[str, ...],
+    digits: int = 3,
+    absent: str = "n/a",
+    fixed: str = "",
+    aggregate: str = "",
+) -> str:
+    """An annotation template that queries `series` with the alert's own `labels` (after the
+    `fixed` matchers, inside `aggregate`) and prints its value with `digits` decimals, or
+    `absent`."""
+    selector = series + "{" + fixed + ",".join(f"{name}=%q" for name in labels) + "}"
+    if aggregate:
+        selector = f"{aggregate}({selector})"
+    values = " ".join(f"$labels.{name}" for name in labels)
+    return (
+        '{{ with printf "' + selector + '" ' + values + " | query }}"
+        '{{ . | first | value | printf "%.' + str(digits) + 'f" }}{{ else }}' + absent + "{{ end }}"
+    )
+
+
 def slice_value(series: str) -> str:
     """A template that looks `series` up for the alert's slice: its value with 3 decimals."""
-    return (
-        '{{ with printf "' + series + '{model=%q,ctx_bucket=%q,task=%q}" '
-        "$labels.model $labels.ctx_bucket $labels.task | query }}"
-        '{{ . | first | value | printf "%.3f" }}{{ else }}n/a{{ end }}'
-    )
+    return looked_up(series, ("model", "ctx_bucket", "task"))

@@ -20,7 +20,7 @@ from statistics import NormalDist
 
 from specwatch import conventions as C
 from specwatch.gen import promql as Q
-from specwatch.gen.alert import Alert, Variant
+from specwatch.gen.alert import Alert, Variant, looked_up
 from specwatch.gen.template import PromQL, Recording
 from specwatch.settings import Settings
 
@@ -285,11 +285,7 @@ def canary_alert(settings: Settings) -> Alert:
     worse = f"{estimate}\nand on({Q.by(Q.SLICE)}) {upper} < -{cfg.margin:g}"
     labels = "{{ $labels.model }} / {{ $labels.ctx_bucket }} / {{ $labels.task }}"
     tpot = ratio_bound("slice", "estimate", settings)
-    goodput = (
-        '{{ with printf "' + tpot + '{model=%q,config=%q,ctx_bucket=%q,task=%q}" '
-        "$labels.model $labels.config $labels.ctx_bucket $labels.task | query }}"
-        '{{ . | first | value | printf "%.3f" }}{{ else }}not compared yet{{ end }}'
-    )
+    goodput = looked_up(tpot, ("model", "config", "ctx_bucket", "task"), absent="not compared yet")
     said = (
         "Slice " + labels + ": alpha-hat of config {{ $labels.config }} (canary) minus "
         '{{ $labels.baseline_config }} (stable) is {{ $value | printf "%.3f" }} over '

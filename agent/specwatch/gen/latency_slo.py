@@ -20,7 +20,7 @@ from __future__ import annotations
 from specwatch import conventions as C
 from specwatch.analysis.counting.stats import z_for
 from specwatch.gen import promql as Q
-from specwatch.gen.alert import BURN_RATES, Alert
+from specwatch.gen.alert import BURN_RATES, Alert, looked_up
 from specwatch.gen.canary import ratio_bound
 from specwatch.gen.template import PromQL, Recording
 from specwatch.settings import Settings
@@ -153,11 +153,8 @@ def canary_burn_alert(settings: Settings, windows: Q.Windows) -> Alert:
     bound = Q.record("load", C.RECORDED_LATENCY_LOAD_ERROR_RATIO + "_{}", f"ratio{w}")
     requests = Q.increase("load", C.LATENCY_SLO_LOAD_REQUESTS, w)
     minimum = settings.canary.latency_min_cell_requests
-    stable = (
-        '{{ with printf "max(' + burn + '{track=\\"stable\\",model=%q,slo=%q,load=%q})" '
-        "$labels.model $labels.slo $labels.load | query }}"
-        '{{ . | first | value | printf "%.2f" }}{{ else }}n/a{{ end }}'
-    )
+    on_stable = 'track=\\"stable\\",'  # escaped: the selector sits in a quoted printf
+    stable = looked_up(burn, ("model", "slo", "load"), 2, fixed=on_stable, aggregate="max")
     return Alert(
         name=C.AlertName.CANARY_LATENCY_BURN,
         severity="warning",

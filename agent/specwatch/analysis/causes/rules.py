@@ -297,37 +297,9 @@ class CauseTracker:
 
     def _step_causes(self, key: SliceKey, rollup: bool) -> list[Cause]:
         out = []
-        depths = self._depths.get(key.model)
-        from_context = None if depths is None else depths.cliff()
-        if rollup:
-            place = {label: i for i, label in enumerate(self._buckets.labels)}
-            keys = self._since_start.keys()
-            found = sorted(
-                (place.get(k.ctx_bucket, len(place)), k.ctx_bucket, cliff)
-                for k in keys
-                if k.model == key.model and k.ctx_bucket != C.ALL
-                for cliff in (self._cliff(k),)
-                if cliff is not None
-            )
-            if from_context is not None:  # where it starts, from the steps' own positions
-                position, context = from_context
-                bucket = self._buckets.label(context)
-                detail = {"position": position, "ctx_bucket": bucket, "context": context}
-                out.append(Cause(Kind.POSITION_CLIFF, detail))
-            elif found:
-                _, bucket, position = found[0]
-                out.append(Cause(Kind.POSITION_CLIFF, {"position": position, "ctx_bucket": bucket}))
-        else:
-            cliff = self._cliff(key)
-            if cliff is not None:
-                detail = {"position": cliff, "ctx_bucket": key.ctx_bucket}
-                out.append(Cause(Kind.POSITION_CLIFF, detail))
-            elif from_context is not None and self._buckets.reaches(
-                key.ctx_bucket, from_context[1]
-            ):
-                position, context = from_context
-                detail = {"position": position, "ctx_bucket": key.ctx_bucket, "context": context}
-                out.append(Cause(Kind.POSITION_CLIFF, detail))
+        cliff = self._position_cliff(key, rollup)
+        if cliff is not None:
+            out.append(Cause(Kind.POSITION_CLIFF, cliff))
         deficit = self._firsts.deficit(key.model)
         positions = self._positions.get(key.model)
         if deficit is not None and (positions is None or positions.cliff() is None):
@@ -339,6 +311,34 @@ class CauseTracker:
         if paused is not None:
             out.append(Cause(Kind.COLLAPSE_AFTER_PAUSE, paused))
         return out
+
+    def _position_cliff(self, key: SliceKey, rollup: bool) -> dict[str, Any] | None:
+        """Where a draft position stops accepting: a slice's own counts, else from a context on
+        (the steps' own positions), else on the rollup the shortest bucket with one."""
+        own = None if rollup else self._cliff(key)
+        if own is not None:
+            return {"position": own, "ctx_bucket": key.ctx_bucket}
+        depths = self._depths.get(key.model)
+        if depths is not None and (from_context := depths.cliff()) is not None:
+            position, context = from_context
+            bucket = self._buckets.label(context) if rollup else key.ctx_bucket
+            detail = {"position": position, "ctx_bucket": bucket, "context": context}
+            return detail if rollup or self._buckets.reaches(bucket, context) else None
+        if not rollup:
+            return None
+        place = {label: i for i, label in enumerate(self._buckets.labels)}
+        keys = self._since_start.keys()
+        found = min(
+            (
+                (place.get(k.ctx_bucket, len(place)), k.ctx_bucket, cliff)
+                for k in keys
+                if k.model == key.model and k.ctx_bucket != C.ALL
+                for cliff in (self._cliff(k),)
+                if cliff is not None
+            ),
+            default=None,
+        )
+        return None if found is None else {"position": found[2], "ctx_bucket": found[1]}
 
     def _repetition(
         self, key: SliceKey, window: Counts, now: float, gates: tuple[int, int]
