@@ -5,20 +5,17 @@ gives the canary's attainment against stable's with an interval."""
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-import yaml
 from specwatch.cli.main import main
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 
 from tests.support.http import serve, sidecar_settings
-from tests.support.latency import counted_from_the_log, traffic
+from tests.support.latency import counted_from_the_log, objectives_at_medians, traffic
 
 pytest.importorskip("duckdb")
 
@@ -62,18 +59,7 @@ async def test_analyze_counts_what_replay_counts_and_compare_sets_canary_against
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stable, canary = await logged(tmp_path)
-    rows = [
-        orjson.loads(line) for path in (stable, canary) for line in path.read_bytes().splitlines()
-    ]
-    timed = [row for row in rows if row.get("ttft_ms") is not None]
-    ttft = statistics.median(row["ttft_ms"] for row in timed)
-    tpot = statistics.median(row["tpot_ms"] for row in timed if row["tpot_ms"] is not None)
-    objectives = [
-        {"name": "all", "ttft_ms": ttft, "tpot_ms": tpot, "objective": 0.99},
-        {"name": "code", "task": "code", "ttft_ms": ttft * 2, "tpot_ms": tpot, "objective": 0.95},
-    ]
-    config = tmp_path / "slo.yml"
-    config.write_text(yaml.safe_dump({"latency_slos": objectives}))
+    objectives, config = objectives_at_medians(tmp_path, stable, canary)
 
     replayed = document(capsys, "replay", "--json", "--config", str(config), str(stable))
     analyzed = document(

@@ -15,24 +15,18 @@ from typing import Any
 import pytest
 from specwatch import conventions as C
 from specwatch.cli.main import main
-from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.core.records import Latency, RequestRecord
 from specwatch.store.cyclelog import to_line
 
 from tests.support import assert_status_valid
+from tests.support.analysis import cliff_steps
 
 CLIFF = 4500
 
 
 def request(rng: random.Random, i: int) -> RequestRecord:
     prompt = rng.randint(3000, 6000)
-    accepted, position = [], prompt + 1
-    for _ in range(30):
-        reach = 2 if position >= CLIFF else 4
-        a = 0
-        while a < reach and rng.random() < 0.7:
-            a += 1
-        accepted.append(a)
-        position += a + 1
+    spec = cliff_steps(rng, prompt, CLIFF)
     return RequestRecord(
         ts=1.8e9 + i,
         request_id=f"r{i}",
@@ -40,8 +34,8 @@ def request(rng: random.Random, i: int) -> RequestRecord:
         task="chat",
         outcome=C.Outcome.OBSERVED,
         prompt_tokens=prompt,
-        completion_tokens=sum(accepted) + len(accepted),
-        spec=SpecDecodeBlock(4, (4,) * 30, tuple(accepted)),
+        completion_tokens=sum(spec.accepted) + spec.steps,
+        spec=spec,
         latency=Latency(ttft=0.05, tpot=0.01, e2e=0.5),
     )
 

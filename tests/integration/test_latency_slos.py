@@ -5,13 +5,10 @@ gives attainment equal to a count made from the log's own lines (docs/latency-sl
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
 import aiohttp
-import orjson
 import pytest
-import yaml
 from specwatch import conventions as C
 from specwatch.cli.main import main
 from specwatch.sidecar.sidecar import Sidecar
@@ -20,7 +17,7 @@ from specwatch.sim.server import SimConfig, SimServer
 
 from tests.support import assert_status_valid
 from tests.support.http import by_label, eventually, get_json, scrape, serve, sidecar_settings
-from tests.support.latency import counted_from_the_log, traffic
+from tests.support.latency import counted_from_the_log, objectives_at_medians, traffic
 
 
 async def test_attainment_from_status_and_replay_is_the_count_from_the_cycle_log(
@@ -37,16 +34,7 @@ async def test_attainment_from_status_and_replay_is_the_count_from_the_cycle_log
     finally:
         await first.stop()
     # thresholds at the medians the simulator gave: some requests meet them, some do not
-    rows = [orjson.loads(line) for line in log.read_text().splitlines()]
-    timed = [row for row in rows if row.get("ttft_ms") is not None]
-    ttft = statistics.median(row["ttft_ms"] for row in timed)
-    tpot = statistics.median(row["tpot_ms"] for row in timed if row["tpot_ms"] is not None)
-    objectives = [
-        {"name": "all", "ttft_ms": ttft, "tpot_ms": tpot, "objective": 0.99},
-        {"name": "code", "task": "code", "ttft_ms": ttft * 2, "tpot_ms": tpot, "objective": 0.95},
-    ]
-    config = tmp_path / "slo.yml"
-    config.write_text(yaml.safe_dump({"latency_slos": objectives}))
+    objectives, config = objectives_at_medians(tmp_path, log)
     expected = counted_from_the_log(log, objectives)
     assert all(0 < good < events for good, events in expected.values()), expected
     capsys.readouterr()

@@ -131,3 +131,17 @@ def replay_zone_changes(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]
             if event.get("event") == "zone_changed":
                 events.append(event)
     return json.loads(done.stdout), events
+
+
+def cliff_steps(rng: random.Random, prompt: int, cliff: int | None) -> SpecDecodeBlock:
+    """30 steps drafting 4, each position accepted with 0.7 given the one before; from
+    context `cliff` on, positions 3 and 4 accept nothing."""
+    accepted, position = [], prompt + 1
+    for _ in range(30):
+        reach = 2 if cliff is not None and position >= cliff else 4
+        a = 0
+        while a < reach and rng.random() < 0.7:
+            a += 1
+        accepted.append(a)
+        position += a + 1
+    return SpecDecodeBlock(4, (4,) * 30, tuple(accepted))

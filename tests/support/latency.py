@@ -3,11 +3,13 @@ objectives, the rules of docs/latency-slos.md written out again apart from the c
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
+import yaml
 
 TASKS = ("code", "chat")
 
@@ -45,3 +47,19 @@ def counted_from_the_log(log: Path, objectives: list[dict[str, Any]]) -> dict[st
             out[o["name"]][0] += good
             out[o["name"]][1] += 1
     return out
+
+
+def objectives_at_medians(tmp_path: Path, *logs: Path) -> tuple[list[dict[str, Any]], Path]:
+    """Two objectives with thresholds at the medians the logs' requests gave (some meet them,
+    some do not), `code` for that task only, and a settings file naming them."""
+    rows = [orjson.loads(line) for log in logs for line in log.read_bytes().splitlines()]
+    timed = [row for row in rows if row.get("ttft_ms") is not None]
+    ttft = statistics.median(row["ttft_ms"] for row in timed)
+    tpot = statistics.median(row["tpot_ms"] for row in timed if row["tpot_ms"] is not None)
+    objectives = [
+        {"name": "all", "ttft_ms": ttft, "tpot_ms": tpot, "objective": 0.99},
+        {"name": "code", "task": "code", "ttft_ms": ttft * 2, "tpot_ms": tpot, "objective": 0.95},
+    ]
+    config = tmp_path / "slo.yml"
+    config.write_text(yaml.safe_dump({"latency_slos": objectives}))
+    return objectives, config

@@ -24,7 +24,7 @@ from specwatch.analysis.counting.counts import Counts
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 
-from tests.support.analysis import analyzer
+from tests.support.analysis import analyzer, cliff_steps
 from tests.support.analysis import record as plain_record
 
 
@@ -309,20 +309,6 @@ def test_a_model_that_drafts_nothing_at_all_keeps_its_rollup_and_carries_the_cau
     (cause,) = [c for c in view.causes if c.kind == C.CauseKind.NOT_DRAFTING]
     assert cause.detail["share"] == 1.0
     assert [] == [c for c in rollups["busy"].causes if c.kind == C.CauseKind.NOT_DRAFTING]
-
-
-def cliff_steps(rng: random.Random, prompt: int, cliff: int | None) -> SpecDecodeBlock:
-    """30 steps drafting 4, each position accepted with 0.7 given the one before; from
-    context `cliff` on, positions 3 and 4 accept nothing."""
-    accepted, position = [], prompt + 1
-    for _ in range(30):
-        reach = 2 if cliff is not None and position >= cliff else 4
-        a = 0
-        while a < reach and rng.random() < 0.7:
-            a += 1
-        accepted.append(a)
-        position += a + 1
-    return SpecDecodeBlock(4, (4,) * 30, tuple(accepted))
 
 
 def test_a_cliff_inside_a_bucket_is_named_with_the_context_where_it_starts() -> None:
