@@ -61,6 +61,7 @@ PAIR_MIN_TRIED = 8  # a request's own steps at position 1, and reaching later on
 DEPTH_BIN = 256
 DEPTH_BINS = 256  # 64k tokens; later positions count in the last bin
 DEPTH_POSITIONS = 8  # draft positions 1..8 kept by context
+_SIDE = DEPTH_POSITIONS + 1  # drafted and accepted 0..DEPTH_POSITIONS in one key
 
 
 class ContextPositions:
@@ -129,31 +130,31 @@ class ContextPositions:
 
 
 class CliffContexts:
-    """One model's steps that reached and that accepted each draft position, by the absolute
-    position of the step (position_cliff from a context on)."""
+    """One model's steps by the absolute position of the step, the tokens they drafted and
+    accepted (position_cliff from a context on): one count per step as it comes, the steps that
+    reached and that accepted each draft position derived when the rule is read."""
 
-    __slots__ = ("_found", "accepted", "tried", "version")
+    __slots__ = ("_found", "accepted", "steps", "tried", "version")
 
     def __init__(self) -> None:
-        # [position j - 1][bin]
-        self.tried = [[0] * DEPTH_BINS for _ in range(DEPTH_POSITIONS)]
-        self.accepted = [[0] * DEPTH_BINS for _ in range(DEPTH_POSITIONS)]
+        # steps by bin x drafted x accepted (each capped at DEPTH_POSITIONS), flat
+        self.steps = [0] * (DEPTH_BINS * _SIDE * _SIDE)
+        # [position j - 1][bin], derived from `steps` when the rule is read
+        self.tried: list[list[int]] = []
+        self.accepted: list[list[int]] = []
         self.version = 0
         self._found: tuple[int, tuple[int, int] | None] = (-1, None)
 
     def add(self, prompt: int, spec: SpecDecodeBlock) -> None:
         drafted, accepted = spec.drafted, spec.accepted
-        tried_at, accepted_at = self.tried, self.accepted
+        steps = self.steps
         position = prompt + 1
         last = DEPTH_BINS - 1
         for i in range(len(accepted)):
-            b = min(position // DEPTH_BIN, last)
             a = accepted[i]
-            reach = min(drafted[i], a + 1, DEPTH_POSITIONS)  # positions 1..reach were tried
-            for j in range(reach):
-                tried_at[j][b] += 1
-                if j < a:
-                    accepted_at[j][b] += 1
+            b = min(position // DEPTH_BIN, last)
+            key = (b * _SIDE + min(drafted[i], DEPTH_POSITIONS)) * _SIDE + min(a, DEPTH_POSITIONS)
+            steps[key] += 1
             position += a + 1
         self.version += 1
 
@@ -161,6 +162,7 @@ class CliffContexts:
         """(draft position, context) of the cliff (module docstring), or None."""
         if self._found[0] == self.version:
             return self._found[1]
+        self._derive()
         found = None
         for j in range(1, DEPTH_POSITIONS):
             found = self._from(j)
@@ -168,6 +170,21 @@ class CliffContexts:
                 break
         self._found = (self.version, found)
         return found
+
+    def _derive(self) -> None:
+        """Per bin and draft position, the steps that reached it (drafted it, accepted the one
+        before) and those that accepted it."""
+        tried = self.tried = [[0] * DEPTH_BINS for _ in range(DEPTH_POSITIONS)]
+        accepted = self.accepted = [[0] * DEPTH_BINS for _ in range(DEPTH_POSITIONS)]
+        for key, n in enumerate(self.steps):
+            if not n:
+                continue
+            b, rest = divmod(key, _SIDE * _SIDE)
+            d, a = divmod(rest, _SIDE)
+            for j in range(min(d, a + 1)):  # positions 1..reach were tried
+                tried[j][b] += n
+                if j < a:
+                    accepted[j][b] += n
 
     def _from(self, j: int) -> tuple[int, int] | None:
         tried, accepted = self.tried[j], self.accepted[j]
