@@ -23,6 +23,8 @@ COMPILED = [
     # the analysis, every module (docs/architecture.md, "Writing for the compiled build")
     "agent/specwatch/analysis/analyzer.py",
     "agent/specwatch/analysis/causes/drafting.py",
+    "agent/specwatch/analysis/causes/k0_cost.py",
+    "agent/specwatch/analysis/causes/lifetime.py",
     "agent/specwatch/analysis/causes/positions.py",
     "agent/specwatch/analysis/causes/rules.py",
     "agent/specwatch/analysis/compare/alpha.py",

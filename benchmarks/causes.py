@@ -36,6 +36,8 @@ TRUTHS = (0.45, 0.69, 0.85)
 SDS = (0.0, 0.08, 0.15, 0.2)
 SCHEDULE = ((1, 4, 4), (5, 1024, 2))
 HOUR = 3600.0
+ADAPTIVE_SHARE = 0.3  # requests drafting one token less than planned
+STEP_SECONDS, BATCH_COST, DRAFT_COST, STEP_SD = 0.02, 0.05, 0.1, 0.1
 GATED = "(past the zone gates)"
 # detected only past the zone gates, as a verdict is: their detection counts such slices
 GATED_KINDS = (
@@ -77,13 +79,26 @@ def requests(
     pause_share: float = 0.0,
     after_pause: float = 1.0,
     idle_share: float = 0.0,
+    switch_off_at: float | None = None,
+    later: float | None = None,
+    scale: float = 1.0,
+    half_life: float | None = None,
+    k0_costs: bool = False,
 ) -> Iterator[RequestRecord]:
     """An hour of one model's traffic over every (prompt, task) slice. `cliff` (position,
     context): draft positions from that one on accept nothing from that context on;
     `first_factor`: position 1 alone accepts that much less; `idle_from`: prompts from that
     long on draft nothing; `pause_share` of requests pause (8 listed steps drafting nothing)
     halfway, acceptance multiplied by `after_pause` after it; `idle_share` of requests draft
-    nothing at all (an ngram drafter without a match, a gate on sampling parameters)."""
+    nothing at all (an ngram drafter without a match, a gate on sampling parameters);
+    `switch_off_at`: from that second on no request drafts; `later`: positions 2.. accept
+    that given the one before; `scale`: acceptance times that from the start; `half_life`:
+    acceptance halves every that many seconds; `k0_costs`: K = 0 steps cost as drafting K.
+
+    Step times: a plain step of 20 ms growing 5% per request in flight, drafting costs 10% of
+    it per token (K = 0 steps nothing, but with `k0_costs`), each request's own steps x a
+    log-normal factor of sd 0.1; 30% of requests draft one token less than planned (adaptive
+    K), so K varies between requests at every load."""
     for prompt in PROMPTS:
         for task in TASKS:
             t, i = 0.0, 0
@@ -94,6 +109,7 @@ def requests(
                 i += 1
                 in_flight = rng.randint(1, 8)
                 planned = 4 if in_flight <= 4 or ignore_schedule else 2
+                planned -= rng.random() < ADAPTIVE_SHARE
                 looping = loop_share and rng.random() < loop_share
                 steps = rng.randint(25, 50) * (3 if looping else 1)
                 k = planned
@@ -101,14 +117,17 @@ def requests(
                     accepted = [k] * steps
                 elif nothing:
                     accepted = [0] * steps
-                elif cliff is not None or first_factor != 1.0:
+                elif cliff is not None or first_factor != 1.0 or later is not None:
                     alpha = beta_draw(rng, mean_for(truth, sd, k), sd)
                     last = k if cliff is None or prompt < cliff[1] else cliff[0] - 1
                     accepted = [
-                        _accepted(rng, alpha, min(k, last), first_factor) for _ in range(steps)
+                        _accepted(rng, alpha, min(k, last), first_factor, later)
+                        for _ in range(steps)
                     ]
                 else:
-                    alpha = beta_draw(rng, mean_for(truth, sd, k), sd)
+                    alpha = beta_draw(rng, mean_for(truth, sd, k), sd) * scale
+                    if half_life is not None:
+                        alpha *= 0.5 ** (t / half_life)
                     accepted = accepted_steps(rng, alpha, steps, k)
                     if limit is not None:  # zero-padded drafts past the drafter's context
                         position = prompt + 1
@@ -124,8 +143,10 @@ def requests(
                     drafted = [*drafted[:half], *[0] * 8, *drafted[half:]]
                 output = sum(accepted) + len(accepted)
                 idle = idle_share and rng.random() < idle_share
-                if idle or (idle_from is not None and prompt >= idle_from):
+                off = switch_off_at is not None and t >= switch_off_at
+                if idle or off or (idle_from is not None and prompt >= idle_from):
                     accepted, drafted = [], []
+                tpot = _tpot(rng, in_flight, drafted, output, k if k0_costs else 0)
                 tau = 1.0 + sum(accepted) / max(1, len(accepted))
                 if overcount_share and rng.random() < overcount_share:
                     tau += 0.5
@@ -138,18 +159,33 @@ def requests(
                     prompt_tokens=prompt,
                     completion_tokens=output,
                     spec=SpecDecodeBlock(k, tuple(drafted), tuple(accepted), reported_tau=tau),
-                    latency=Latency(tpot=0.02),
+                    latency=Latency(tpot=tpot),
                     in_flight=in_flight,
                 )
 
 
-def _accepted(rng: random.Random, alpha: float, reach: int, first_factor: float) -> int:
+def _accepted(
+    rng: random.Random, alpha: float, reach: int, first_factor: float, later: float | None
+) -> int:
     """One step's accepted tokens, position by position with `alpha` (position 1 with
-    `alpha * first_factor`), none past `reach`."""
+    `alpha * first_factor`, later ones with `later` where given), none past `reach`."""
     accepted, p = 0, alpha * first_factor
     while accepted < reach and rng.random() < p:
-        accepted, p = accepted + 1, alpha
+        accepted, p = accepted + 1, alpha if later is None else later
     return accepted
+
+
+def _tpot(
+    rng: random.Random, in_flight: int, drafted: list[int], output: int, k0_cost: int
+) -> float:
+    """Seconds per output token after the first: each step's time (the docstring of
+    `requests`), a K = 0 step charged `k0_cost` drafted tokens."""
+    plain = STEP_SECONDS * (1.0 + BATCH_COST * in_flight)
+    if not drafted:  # plain decode steps, one token each
+        return plain * rng.lognormvariate(0.0, STEP_SD)
+    tokens = sum(d if d else k0_cost for d in drafted)
+    seconds = plain * (len(drafted) + DRAFT_COST * tokens) * rng.lognormvariate(0.0, STEP_SD)
+    return seconds / max(1, output - 1)
 
 
 def flagged(
@@ -245,6 +281,25 @@ def main() -> int:
             C.CauseKind.NOT_DRAFTING: ({"idle_from": 4096}, config(), lambda key: key[1] == C.ALL),
             C.CauseKind.COLLAPSE_AFTER_PAUSE: (
                 {"pause_share": 0.25, "after_pause": 0.25},
+                config(),
+                lambda key: True,
+            ),
+            # the third set: switched off half an hour in, positions 2.. at 25% (vLLM#51009),
+            # 3% of the acceptance from the start, halving every half hour, K = 0 steps paid
+            C.CauseKind.SPECULATION_SWITCHED_OFF: (
+                {"switch_off_at": HOUR / 2},
+                config(),
+                lambda key: True,
+            ),
+            C.CauseKind.LATER_POSITIONS_COLLAPSE: (
+                {"later": 0.25},
+                config(schedule=False),
+                lambda key: True,
+            ),
+            C.CauseKind.DRAFT_MISMATCH: ({"scale": 0.03}, config(), lambda key: True),
+            C.CauseKind.DECAY_OVER_UPTIME: ({"half_life": HOUR / 2}, config(), lambda key: True),
+            C.CauseKind.K0_STILL_COSTS: (
+                {"pause_share": 0.25, "k0_costs": True},
                 config(),
                 lambda key: True,
             ),

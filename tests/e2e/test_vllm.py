@@ -187,6 +187,28 @@ async def test_noisy_draft_is_red_and_a_killed_vllm_fails_cleanly(
             return None if found is None else found["zone"]
 
         assert C.Zone.RED == await until_equal(zone, C.Zone.RED, seconds=15), json.dumps(seen)
+        # the same prompts sampled (rejection sampling against the draft's distribution, not
+        # argmax against argmax): counted apart, each with its own alpha-hat and the gap
+        sampled = [
+            ("/v1/completions",
+             {"model": "tiny", "prompt": copyable(tiny_models.cycles, i, 30), "max_tokens": 20,
+              "temperature": 1.0, "seed": i},
+             {"X-Task-Type": "copyable"})
+            for i in range(60)
+        ]  # fmt: skip
+        await send_all(served, sampled, concurrency=8)
+
+        async def modes() -> dict[str, int]:
+            document = await get_json(served.admin + "/status")
+            found = document["sampling"].get("tiny", {}).get("modes", {})
+            return {mode: counts["requests"] for mode, counts in found.items()}
+
+        assert {"greedy": 120, "sampled": 60} == await until_equal(
+            modes, {"greedy": 120, "sampled": 60}
+        )
+        split = (await get_json(served.admin + "/status"))["sampling"]["tiny"]
+        print(f"\nthe noisy draft, greedy against sampled: {json.dumps(split)}")
+        assert split["greedy_minus_sampled"]["lower"] > 0  # greedy accepts surely more here
 
         api = served.vllm()
         body = {"model": "tiny", "prompt": copyable(tiny_models.cycles, 1, 30), "max_tokens": 450,

@@ -84,6 +84,7 @@ async def test_the_config_and_track_are_on_status_and_on_every_series_of_the_ana
             "verifier": "lossless",
             "engine": "vllm",  # GET /version answered
             "engine_version": "0.32.0",
+            "gate": None,
         } == config
         samples = await scrape(f"http://127.0.0.1:{car.ports.admin}/metrics")
         (info,) = samples["specwatch_spec_config_info"]

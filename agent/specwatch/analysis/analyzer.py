@@ -73,11 +73,9 @@ class Analyzer:
         self._kept = ViewCache(self._window, settings.zones.confidence)
         self._ordered = SliceOrder(self._buckets)
         self._series = RequestSeries(self._buckets, settings)
+        window = settings.window
         self._engine = EngineCounters(
-            settings.window.length_seconds,
-            settings.window.bucket_seconds,
-            self._max_position,
-            fresh_start=fresh_engine,
+            window.length_seconds, window.bucket_seconds, self._max_position, fresh_engine
         )
         self._log = LogTotals()
         # per model, by the proxy: what coverage reads (draft tokens; steps, for SGLang's)
@@ -127,7 +125,7 @@ class Analyzer:
             self._causes.served(model, spec is not None or record.totals is not None)
         self._goodput.add(record, model)
         if spec is not None and not baseline:
-            self._causes.drafting(model, prompt, record.task, spec, record.completion_tokens or 0)
+            self._causes.drafting(model, record, spec)
         if spec is None and record.totals is not None and not baseline:
             totals, buckets, cap = record.totals, self._buckets, self._max_position
             keyed = totals_parts(model, record.task, prompt, totals, buckets, cap)
@@ -390,6 +388,7 @@ class Analyzer:
             load_cells=load_cells(self._load.since_start),
             extremes={model: self._causes.extremes(model) for model in self._causes.models},
             per_request_data=self._causes.per_request_data(),
+            sampling=self._causes.sampling(),
             goodput=self._goodput.views(now),
             goodput_cells=self._goodput.cells(now),
             tpot_sources={model: dict(by) for model, by in self._goodput.sources.items()},

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from specwatch import conventions as C
+from specwatch.analysis.causes.drafting import SamplingView
 from specwatch.analysis.causes.rules import Cause, CauseTracker
 from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.engine import EngineView, LogTotals
@@ -71,6 +72,8 @@ class Snapshot:
     extremes: dict[str, dict[str, int]] | None = None  # model -> extreme kind -> requests
     # model -> requests served with vLLM's per-request speculative block, and without it
     per_request_data: dict[str, tuple[int, int]] | None = None
+    # model -> sampling mode (greedy, sampled, default) -> accepted over trials since the start
+    sampling: dict[str, dict[str, SamplingView]] = field(default_factory=dict)
     # decode time per output token: per slice, model rollup and (model, "load", bucket); per
     # cell the window's and since-start sums (the counters); per model the TPOT sources
     goodput: dict[tuple[str, ...], GoodputView] = field(default_factory=dict)

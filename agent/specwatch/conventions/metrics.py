@@ -278,6 +278,32 @@ CAUSE: Final = _metric(
     "1 for each cause of poor or suspicious acceptance found in the slice (docs/causes.md).",
     (*_SLICE, Label.KIND),
 )
+CAUSE_DETAIL: Final = _metric(
+    "specwatch_cause_detail",
+    _G,
+    "Each numeric field of a cause found in the slice (field: its name in /status; "
+    "docs/causes.md).",
+    (*_SLICE, Label.KIND, Label.FIELD),
+)
+SAMPLING_REQUESTS: Final = _metric(
+    "specwatch_sampling_requests",
+    _C,
+    "Speculative requests by how they asked to decode (sampling: greedy, sampled, default).",
+    (*_MODEL, Label.SAMPLING),
+)
+SAMPLING_ACCEPTED: Final = _metric(
+    "specwatch_sampling_accepted_tokens",
+    _C,
+    "Draft tokens accepted, by how the request asked to decode.",
+    (*_MODEL, Label.SAMPLING),
+)
+SAMPLING_TRIALS: Final = _metric(
+    "specwatch_sampling_trials",
+    _C,
+    "Trials (accepted + a rejection where a step stopped short of its draft), by how the "
+    "request asked to decode: accepted over trials is alpha-hat per sampling mode.",
+    (*_MODEL, Label.SAMPLING),
+)
 EXTREME_REQUESTS: Final = _metric(
     "specwatch_extreme_requests",
     _C,

@@ -44,6 +44,8 @@ class Label(StrEnum):
     KIND = "kind"  # of a cause (CauseKind), of an extreme request (Extreme)
     SLO = "slo"  # a latency objective's name (settings: latency_slos)
     RESULT = "result"  # of a request against a latency objective (SloResult)
+    FIELD = "field"  # of a cause's detail: the name of one of its numeric fields
+    SAMPLING = "sampling"  # of a request: greedy, sampled or default (Sampling)
 
 
 SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)
@@ -163,6 +165,21 @@ class CauseKind(StrEnum):
     NOT_DRAFTING = "not_drafting"
     COLLAPSE_AFTER_PAUSE = "collapse_after_pause"
     NO_PER_REQUEST_DATA = "no_per_request_data"
+    SPECULATION_SWITCHED_OFF = "speculation_switched_off"
+    LATER_POSITIONS_COLLAPSE = "later_positions_collapse"
+    DRAFT_MISMATCH = "draft_mismatch"
+    DECAY_OVER_UPTIME = "decay_over_uptime"
+    K0_STILL_COSTS = "k0_still_costs"
+
+
+class Sampling(StrEnum):
+    """How a request asked to decode, from its body: `greedy` (temperature 0 or top_k 1),
+    `sampled` (a temperature above 0 and no top_k of 1), `default` (neither stated: the
+    server's default applies, which the request does not show)."""
+
+    GREEDY = "greedy"
+    SAMPLED = "sampled"
+    DEFAULT = "default"
 
 
 class Extreme(StrEnum):

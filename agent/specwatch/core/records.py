@@ -105,6 +105,8 @@ class RequestRecord(msgspec.Struct, frozen=True):
     config: str | None = None  # the id of the speculative config it ran under (cycle logs)
     # the upstream's HTTP status where it answered (not in cycle logs: they hold no errors)
     status: int | None = None
+    # how it asked to decode (conventions.Sampling), from its body; None in older logs
+    sampling: str | None = None
     # user data: only with `cycle_log.capture_text`, capped and redacted (store/capture.py)
     prompt_text: str | None = None
     completion_text: str | None = None
@@ -171,6 +173,10 @@ class SpecConfig:
     # drafts are trees of this many branches per node (SGLang's --speculative-eagle-topk > 1):
     # a step's draft is no line of positions, so neither alpha-hat nor per-position is read
     tree_topk: int | None = None
+    # the engine's own switch that turns speculation off on low acceptance, as the config sets
+    # it ("acceptance_rate_threshold=0.3", TensorRT-LLM#12905): the speculation_switched_off
+    # cause names it
+    gate: str | None = None
 
     @property
     def speculation(self) -> str:
@@ -204,6 +210,7 @@ class SpecConfig:
             "verifier": self.verifier,
             "engine": self.engine,
             "engine_version": self.vllm_version,
+            "gate": self.gate,
         }
 
 

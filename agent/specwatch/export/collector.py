@@ -116,15 +116,27 @@ def _judgement_groups(view: SliceView, run: Run) -> tuple[Group | None, ...]:
 
 
 def _causes(snapshot: Snapshot, run: Run) -> list[Family]:
-    """A series per cause found (few: most slices have none), and the extremes per model."""
-    causes, extremes = Family(C.CAUSE), Family(C.EXTREME_REQUESTS)
+    """A series per cause found (few: most slices have none) and per numeric field of it, the
+    extremes per model, and acceptance per sampling mode."""
+    causes, details = Family(C.CAUSE), Family(C.CAUSE_DETAIL)
+    extremes = Family(C.EXTREME_REQUESTS)
     for view in snapshot.slices + snapshot.rollups:
         for cause in view.causes:
-            causes.add((*view.key, *run, cause.kind), 1.0)
+            labels = (*view.key, *run, cause.kind)
+            causes.add(labels, 1.0)
+            for name, value in sorted(cause.detail.items()):
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    details.add((*labels, name), float(value))
     for model, kinds in sorted((snapshot.extremes or {}).items()):
         for kind in C.Extreme:
             extremes.add((model, *run, kind), kinds.get(kind, 0))
-    return [causes, extremes]
+    sampling = [Family(f) for f in (C.SAMPLING_REQUESTS, C.SAMPLING_ACCEPTED, C.SAMPLING_TRIALS)]
+    for model, modes in sorted(snapshot.sampling.items()):
+        for mode, seen in modes.items():
+            values = (seen.requests, seen.accepted, seen.trials)
+            for family, value in zip(sampling, values, strict=True):
+                family.add((model, *run, mode), value)
+    return [causes, details, extremes, *sampling]
 
 
 def _config_info(config: SpecConfig) -> Family:

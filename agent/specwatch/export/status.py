@@ -110,6 +110,30 @@ TREE_REASON = (
 )
 
 
+def _sampling(snapshot: Snapshot) -> dict[str, Any]:
+    """Per model, alpha-hat by how requests asked to decode (greedy, sampled, default), and
+    greedy's minus sampled's where both have one: mixing them in a slice hides both."""
+    out: dict[str, Any] = {}
+    for model, modes in sorted(snapshot.sampling.items()):
+        greedy, sampled = modes.get(C.Sampling.GREEDY), modes.get(C.Sampling.SAMPLED)
+        a = None if greedy is None else greedy.alpha
+        b = None if sampled is None else sampled.alpha
+        gap = None if a is None or b is None else difference_interval(a, b)
+        out[model] = {
+            "modes": {
+                mode: {
+                    "requests": view.requests,
+                    "accepted": view.accepted,
+                    "trials": view.trials,
+                    "alpha": interval_fields(view.alpha),
+                }
+                for mode, view in modes.items()
+            },
+            "greedy_minus_sampled": interval_fields(gap),
+        }
+    return out
+
+
 def _supported(counts: Counts | None) -> dict[str, Any]:
     """What the model's per-request data since the start can support (docs/engines.md): per
     step (vLLM: alpha-hat, rate, tau, per position), totals (llama.cpp: the rate; tau where the
@@ -248,6 +272,7 @@ def status_document(reading: Reading) -> dict[str, Any]:
         "requests_by_variant": dict(sorted(variants.items())),
         "per_request_data": _per_request_data(snapshot, reading.config),
         "latency_slos": latency_slo_status(snapshot),
+        "sampling": _sampling(snapshot),
         "extreme_requests": {
             model: dict(sorted(kinds.items())) for model, kinds in (snapshot.extremes or {}).items()
         },

@@ -170,4 +170,73 @@ CAUSES: tuple[CauseText, ...] = (
             "On a vLLM older than 0.32, upgrade first: older builds have no per-request data.",
         ),
     ),
+    CauseText(
+        Kind.SPECULATION_SWITCHED_OFF,
+        "The engine stopped drafting for good (`stopped_at`; `requests` since, none drafting, "
+        "while `drafting_share_before` of those before did): TensorRT-LLM turns speculation "
+        "off permanently when its rolling acceptance falls below `acceptance_rate_threshold` "
+        "(#12905), with nothing at alert level; the requests are served at baseline speed "
+        "while the verify pools stay allocated. `gate` names the config's threshold.",
+        (
+            "Find what lowered acceptance before `stopped_at` (the slices' history in "
+            "`specwatch replay`, a traffic change), then restart the pod: the switch holds "
+            "for the process' life.",
+            "Lower or remove the gate (`acceptance_rate_threshold`), or lengthen its window "
+            "(`acceptance_rate_window_size`) so that one hard stretch does not end speculation.",
+        ),
+    ),
+    CauseText(
+        Kind.LATER_POSITIONS_COLLAPSE,
+        "Position 1 accepts about as usual (`first`) while every later draft position "
+        "accepts far less given the one before (`later`): healthy drafts accept more, not "
+        "less, the deeper they reach. vLLM#51009: ~25% a position, accept length 1.46 at "
+        "K = 5. The draft's later positions run on a broken state (a multi-token head's "
+        "later layers, a cache the drafter does not update).",
+        (
+            "Set K to 1 or 2 (`specwatch advise`) until it is fixed: the later positions cost "
+            "drafting and verify time and bring almost nothing.",
+            "Check the draft's multi-token config (its layers per position, the hidden "
+            "states it is fed) against the checkpoint's card; upgrade past vLLM#51009's fix.",
+        ),
+    ),
+    CauseText(
+        Kind.DRAFT_MISMATCH,
+        "Near-zero acceptance from the model's first requests on (`alpha_first`, `alpha` "
+        "since): the draft never matched this target. A converted or quantized checkpoint "
+        "whose draft head no longer fits (vLLM#43455: 1.82% on NVFP4 against 80.56% "
+        "native), or a checkpoint without draft tensors. `config`, `method`, `draft` and "
+        "`vllm_version` say which config to compare with one that worked.",
+        (
+            "Serve the draft head from the same precision and conversion as the target "
+            "(or the native checkpoint), or one converted with it.",
+            "Turn speculation off for this config until then: every step pays for drafting "
+            "and verifying tokens that are never kept.",
+        ),
+    ),
+    CauseText(
+        Kind.DECAY_OVER_UPTIME,
+        "Acceptance slides down over the pod's life in every slice alike (`ratio`: the last "
+        "third of its life over the first, slice by slice, so no traffic-mix change; "
+        "`alpha_early`, `alpha_late`, `uptime_seconds`): a state that degrades with uptime, "
+        "seen on decode nodes of prefill/decode-split serving and after rounds of long "
+        "inputs (vllm-ascend#13523, #10495).",
+        (
+            "Restart the pod (a rolling restart): if acceptance comes back, the state is the "
+            "cause; report it with `uptime_seconds` and the engine's version.",
+            "On prefill/decode-split serving, check that the draft's KV cache (or hidden "
+            "states) travels with the target's to the decode node.",
+        ),
+    ),
+    CauseText(
+        Kind.K0_STILL_COSTS,
+        "Steps scheduled at K = 0 cost what drafting costs (`step_k0` against `step_plain` "
+        "and `step_k`; `paid`: the share of drafting K's cost a K = 0 step still pays): the "
+        "engine runs the drafter at K = 0 (vLLM#51510, the V2 model runner): users pay the "
+        "full speculative cost with no benefit where the schedule meant to save it.",
+        (
+            "Upgrade past the fix (vLLM#51575, #57053), or run the V1 model runner.",
+            "Until then, avoid K = 0 rows in `num_speculative_tokens_per_batch_size` (keep "
+            "K >= 1, or turn speculation off for the whole pod at those loads).",
+        ),
+    ),
 )

@@ -178,4 +178,5 @@ def to_record(
         in_flight=obs.in_flight,
         config=config,
         status=obs.status,
+        sampling=obs.features.sampling,
     )

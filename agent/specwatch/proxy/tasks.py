@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from specwatch.conventions import OTHER
+from specwatch.conventions import OTHER, Sampling
 from specwatch.settings import TaskSettings
 
 # Only the first few kilobytes of a prompt are looked at: enough to classify, bounded in cost.
@@ -62,6 +62,7 @@ class RequestFeatures(msgspec.Struct, frozen=True):
     prompt_tokens: int | None = None
     # the prompts a completions body (`prompt`) or SGLang's native one (`text`) holds
     prompts: int = 1
+    sampling: str = Sampling.DEFAULT  # greedy, sampled or default (sampling_of)
 
 
 def _text_of(content: Any) -> str:
@@ -101,6 +102,27 @@ def prompts_in(body: dict[str, Any]) -> int:
     return 1
 
 
+def sampling_of(body: dict[str, Any]) -> str:
+    """`greedy` where the body asks for temperature 0 or top_k 1 (OpenAI's fields, or SGLang's
+    native `sampling_params`), `sampled` where it gives another temperature, `default` where it
+    states neither (the server's default decides, which the request does not show)."""
+    params = body.get("sampling_params")
+    source = params if isinstance(params, dict) else body
+    temperature, top_k = _number(source.get("temperature")), _number(source.get("top_k"))
+    if temperature == 0 or top_k == 1:
+        return Sampling.GREEDY
+    if temperature is not None and temperature > 0:
+        return Sampling.SAMPLED
+    return Sampling.DEFAULT
+
+
+def _number(value: Any) -> float | None:
+    """A JSON number (not a boolean), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
 def features_of(
     path: str, header_value: str | None, body: dict[str, Any] | None
 ) -> RequestFeatures:
@@ -121,6 +143,7 @@ def features_of(
         is_chat=isinstance(body.get("messages"), list),
         prompt_tokens=len(tokens) if isinstance(tokens := body.get("token_ids"), list) else None,
         prompts=prompts_in(body),
+        sampling=sampling_of(body),
     )
 
 

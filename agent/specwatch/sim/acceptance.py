@@ -66,7 +66,16 @@ class AcceptanceModel:
     # schedule, listed), after which acceptance is multiplied by `after_pause_factor`
     pause_at: int | None = None
     pause_steps: int = 8
+    pause_share: float = 1.0  # of the requests that reach pause_at, the share that pauses
     after_pause_factor: float = 1.0
+    # the engine switches speculation off for good this many seconds into the load (TensorRT-
+    # LLM#12905's acceptance gate): speculation_switched_off
+    switch_off_after: float | None = None
+    # positions 2.. accept this (given the one before) whatever position 1 does (vLLM#51009)
+    later_alpha: float | None = None
+    # a draft head that no longer matches: every position accepts this (draft_mismatch)
+    mismatch_alpha: float | None = None
+    half_life: float | None = None  # acceptance halves every this many seconds of load
 
     def request_offset(self, rng: random.Random, mean: float) -> float:
         """This request's acceptance minus its slice's mean: a Beta draw around it."""
@@ -81,6 +90,8 @@ class AcceptanceModel:
         for drop in self.drops:
             if elapsed >= drop.after and (drop.task is None or drop.task == task):
                 value *= drop.factor
+        if self.half_life is not None:
+            value *= 0.5 ** (elapsed / self.half_life)
         return min(0.99, max(0.01, value))
 
 
@@ -97,6 +108,9 @@ class CostModel:
     draft_cost_ratio: float = 0.05
     prefill_ms_per_token: float = 0.005
     batch_compute: float = 0.0
+    # a step listed with K = 0 (a schedule's K = 0 row, a pause) still runs the drafter at the
+    # configured K (vLLM#51510): k0_still_costs
+    k0_costs: bool = False
 
     def prefill_seconds(self, prompt_tokens: int) -> float:
         return (self.target_step_ms + self.prefill_ms_per_token * prompt_tokens) / 1000.0
@@ -104,6 +118,11 @@ class CostModel:
     def step_seconds(self, k: int, batch: int = 1) -> float:
         load = self.batch_compute * max(0, batch - 1) * (k + 1)
         return self.target_step_ms * (1.0 + k * self.draft_cost_ratio + load) / 1000.0
+
+    def of_step(self, step: Step, configured: int, batch: int) -> float:
+        """A step's seconds: one listed at K = 0 drafts `configured` where `k0_costs`."""
+        k0 = configured if step.listed and self.k0_costs else 0
+        return self.step_seconds(step.drafted or k0, batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +152,10 @@ def plan_steps(
     looping = bool(model.loop_share) and rng.random() < model.loop_share
     limit = model.context_limit
     idle = model.idle_from is not None and prompt_tokens >= model.idle_from
-    paused, factor = False, 1.0
+    if model.switch_off_after is not None and elapsed >= model.switch_off_after:
+        idle = True
+    # a request that is not to pause counts as paused already
+    paused, factor = model.pause_share < 1.0 and rng.random() >= model.pause_share, 1.0
     while emitted < max_tokens:
         if idle or (model.no_draft_prob and rng.random() < model.no_draft_prob):
             steps.append(Step(drafted=0, accepted=0, emitted=1))
@@ -148,6 +170,8 @@ def plan_steps(
         alpha = min(0.99, max(0.01, model.alpha(task, prompt_tokens + emitted, elapsed) + offset))
         accepted = 0
         p = alpha * factor * model.first_position_factor
+        if model.mismatch_alpha is not None:
+            p = model.mismatch_alpha
         if looping:
             accepted = k
         elif model.accept_nothing or (limit is not None and prompt_tokens + emitted > limit):
@@ -158,6 +182,8 @@ def plan_steps(
         while accepted < k and rng.random() < p:
             accepted += 1
             p = alpha * factor * model.position_decay**accepted
+            if model.later_alpha is not None or model.mismatch_alpha is not None:
+                p = model.later_alpha or model.mismatch_alpha or 0.0
             if cliff is not None and accepted + 1 >= cliff:
                 p = 0.0
         # The last step may run past max_tokens: vLLM truncates the output, not the count.

@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any
 
 from specwatch import conventions as C
+from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig
 
 Kind = C.CauseKind
@@ -17,11 +18,13 @@ CONTEXT_LIMIT = 1024
 # draft positions from 3 on accept nothing from 2k of context (position_cliff)
 CLIFF_POSITION, CLIFF_CONTEXT = 3, 2048
 IDLE_FROM = 4096  # prompts from this long on draft nothing (not_drafting)
+SWITCH_OFF_AFTER = 20.0  # seconds of load after which nothing drafts
+HALF_LIFE = 30.0  # seconds of load in which acceptance halves
 
 SIMULATED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # (acceptance model fields, simulator fields)
     Kind.DRAFT_CONTEXT_LIMIT: ({"context_limit": CONTEXT_LIMIT}, {}),
-    Kind.NO_ACCEPTANCE: ({"accept_nothing": True}, {}),
+    Kind.NO_ACCEPTANCE: ({"accept_nothing": True}, {}),  # from the start: draft_mismatch too
     Kind.REPETITION_SUSPECTED: ({"loop_share": 0.2}, {}),
     Kind.ENGINE_DISAGREEMENT: ({}, {"tau_overcount": 0.5}),
     Kind.POSITION_CLIFF: ({"cliff_position": CLIFF_POSITION, "cliff_context": CLIFF_CONTEXT}, {}),
@@ -30,6 +33,19 @@ SIMULATED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     Kind.COLLAPSE_AFTER_PAUSE: ({"pause_at": 24, "after_pause_factor": 0.25}, {}),
     # a vLLM started without --per-request-spec-decode-metrics: answers without the block
     Kind.NO_PER_REQUEST_DATA: ({}, {"spec_metrics": "none"}),
+    # the third set (docs/causes.md): the time-based ones show past their minimum evidence,
+    # a window of the sidecar's and two (the demo's window is 60 s: speculation_switched_off
+    # shows with --duration 100, decay_over_uptime with --duration 150)
+    Kind.SPECULATION_SWITCHED_OFF: ({"switch_off_after": SWITCH_OFF_AFTER}, {}),
+    Kind.LATER_POSITIONS_COLLAPSE: ({"later_alpha": 0.25}, {}),
+    Kind.DRAFT_MISMATCH: ({"mismatch_alpha": 0.03}, {}),
+    Kind.DECAY_OVER_UPTIME: ({"half_life": HALF_LIFE}, {}),
+    # K = 0 steps listed (half the requests pause at the 8th token), K varying between
+    # requests (ngram-like steps without a draft), and each K = 0 step charged as drafting K
+    Kind.K0_STILL_COSTS: (
+        {"pause_at": 8, "pause_share": 0.5, "no_draft_prob": 0.3},
+        {"cost": CostModel(k0_costs=True)},
+    ),
 }
 
 CONFIGURED: dict[str, dict[str, Any]] = {

@@ -262,7 +262,7 @@ class SimServer:
         for i, step in enumerate(gen.steps):
             if i == cut_at:
                 raise ConnectionAbortedError("X-Sim-Fail: cut")
-            await self._sleep(cost.step_seconds(step.drafted, self.in_flight))
+            await self._sleep(cost.of_step(step, self.config.num_spec_tokens, self.in_flight))
             metrics.step(step)
             yield gen.text(step.emitted), i == len(gen.steps) - 1
         metrics.e2e.labels(**labels).observe(time.perf_counter() - started)

@@ -50,4 +50,5 @@ def read_config_line(line: bytes) -> SpecConfig | None:
         model=text("model"),
         verifier=text("verifier") or "lossless",
         engine=text("engine") or "vllm",
+        gate=text("gate"),
     )

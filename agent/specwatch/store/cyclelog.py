@@ -9,7 +9,8 @@ More optional fields may follow (`variant`; `in_flight`: the observed requests i
 upstream when it started, itself included; `config`: the id of the speculative config it ran
 under, and `track`, the pod's; `mean_acceptance_length`: vLLM's own figure, as reported;
 `tpot_source`: "stream" when the time per output token is the stream's own timing, vLLM
-having given none; `prompt_text` / `completion_text`: only with `cycle_log.capture_text`;
+having given none; `sampling`: greedy, sampled or default, how the request asked to decode;
+`prompt_text` / `completion_text`: only with `cycle_log.capture_text`;
 `engine`, `draft_tokens`, `accepted_tokens`, `spec_steps`: a request from an engine that sends
 totals only (llama.cpp), whose per-step arrays are empty: core/records.SpecTotals);
 readers ignore what they do not know.
@@ -35,7 +36,7 @@ from typing import Annotated, Any, BinaryIO, Literal, cast
 import msgspec
 import orjson
 
-from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC, Outcome
+from specwatch.conventions import VARIANT_BASELINE, VARIANT_SPEC, Outcome, Sampling
 from specwatch.core.records import (
     Latency,
     RequestRecord,
@@ -65,6 +66,8 @@ def to_line(record: RequestRecord, track: str | None = None) -> bytes:
         extra["completion_text"] = record.completion_text
     if record.latency.tpot_source is not None:
         extra["tpot_source"] = record.latency.tpot_source
+    if record.sampling is not None:
+        extra["sampling"] = record.sampling
     if record.outcome != Outcome.OBSERVED:  # a client that left after vLLM's final metrics
         extra["outcome"] = record.outcome
     totals = record.totals
@@ -103,6 +106,8 @@ class BadLine(ValueError):
 
 
 _ONLY_INT = frozenset({int})
+SAMPLING_MODES: frozenset[str] = frozenset(Sampling)
+TPOT_SOURCES = frozenset({"vllm", "stream"})
 # A record's time, unix seconds from 1970 up to 10000-01-01: what `time.time()` writes. Past it
 # a timestamp is not seconds (milliseconds are 1000x, past year 50,000), and near a double's
 # range (1e308) a replay's evaluation clock, ts + 10 s, would never move.
@@ -175,6 +180,7 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     completion_text: str | None = None
     outcome: Literal["client_aborted"] | None = None
     tpot_source: Literal["vllm", "stream"] | None = None
+    sampling: Literal["greedy", "sampled", "default"] | None = None
     engine: str | None = None
     draft_tokens: _Count | None = None
     accepted_tokens: _Count | None = None
@@ -224,6 +230,7 @@ def from_line(line: bytes) -> RequestRecord:
         config=fields.config,
         prompt_text=fields.prompt_text,
         completion_text=fields.completion_text,
+        sampling=fields.sampling,
     )
 
 
@@ -305,13 +312,14 @@ def _checked(line: bytes) -> RequestRecord:
             ttft=_seconds(obj, "ttft_ms"),
             tpot=_seconds(obj, "tpot_ms"),
             e2e=_seconds(obj, "e2e_ms"),
-            tpot_source=_tpot_source(obj),
+            tpot_source=_choice(obj, "tpot_source", TPOT_SOURCES),
         ),
         variant=variant,
         in_flight=_optional_count(obj, "in_flight"),
         config=_optional_text(obj, "config"),
         prompt_text=_optional_text(obj, "prompt_text"),
         completion_text=_optional_text(obj, "completion_text"),
+        sampling=_choice(obj, "sampling", SAMPLING_MODES),
     )
 
 
@@ -328,11 +336,11 @@ def _totals(obj: dict[str, Any]) -> SpecTotals:
     return SpecTotals(drafted, accepted, _optional_count(obj, "spec_steps"), engine)
 
 
-def _tpot_source(obj: dict[str, Any]) -> str | None:
-    value = obj.get("tpot_source")
-    if value is None or value in ("vllm", "stream"):
+def _choice(obj: dict[str, Any], key: str, choices: frozenset[str]) -> str | None:
+    value = obj.get(key)
+    if value is None or (isinstance(value, str) and value in choices):
         return value
-    raise BadLine(f"tpot_source must be 'vllm' or 'stream', not {value!r}")
+    raise BadLine(f"{key} must be one of {', '.join(sorted(choices))}, not {value!r}")
 
 
 def _optional_text(obj: dict[str, Any], key: str) -> str | None:

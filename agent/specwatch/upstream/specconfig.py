@@ -224,7 +224,26 @@ def spec_config(
         tree_topk=topk
         if isinstance(topk, int) and not isinstance(topk, bool) and topk > 1
         else None,
+        gate=gate_of(spec),
     )
+
+
+# an engine's switch that turns speculation off for good below an acceptance (TensorRT-LLM's
+# DecodingBaseConfig, #12905; the older names of #7283), with the window it is measured over
+GATES = (
+    ("acceptance_rate_threshold", "acceptance_rate_window_size"),
+    ("acceptance_length_threshold", "acceptance_window"),
+)
+
+
+def gate_of(spec: dict[str, Any]) -> str | None:
+    """The config's acceptance gate as `name=value` (`, window=n` where set); None without."""
+    for threshold, window in GATES:
+        value = spec.get(threshold)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            size = spec.get(window)
+            return f"{threshold}={value}" + (f", {window}={size}" if size is not None else "")
+    return None
 
 
 def read_build_info(body: bytes) -> str | None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from specwatch.proxy.tasks import classify, features_of
+from specwatch import conventions as C
+from specwatch.proxy.tasks import classify, features_of, sampling_of
 from specwatch.settings import TaskSettings
 
 CFG = TaskSettings(by_model={"coder-7b": "code"}, by_path={"/v1/completions": "extraction"})
@@ -68,3 +69,25 @@ def test_the_classifier_reads_only_the_start_of_a_huge_prompt() -> None:
 def test_a_mapping_to_an_unlisted_task_is_a_config_error() -> None:
     with pytest.raises(ValueError, match="not in the task allowlist"):
         TaskSettings(by_model={"m": "poetry"})
+
+
+@pytest.mark.parametrize(
+    ("body", "sampling"),
+    [
+        ({"temperature": 0}, C.Sampling.GREEDY),
+        ({"temperature": 0.0, "top_k": 40}, C.Sampling.GREEDY),
+        ({"temperature": 0.7, "top_k": 1}, C.Sampling.GREEDY),  # top_k 1 is greedy at any T
+        ({"temperature": 0.7, "top_k": 40}, C.Sampling.SAMPLED),
+        ({"temperature": 1e-6}, C.Sampling.SAMPLED),
+        ({"top_k": 40}, C.Sampling.DEFAULT),  # no temperature: the server's default decides
+        ({}, C.Sampling.DEFAULT),
+        ({"temperature": False}, C.Sampling.DEFAULT),  # a boolean is no number
+        ({"temperature": "0"}, C.Sampling.DEFAULT),
+        ({"temperature": -1}, C.Sampling.DEFAULT),
+        ({"sampling_params": {"temperature": 0}}, C.Sampling.GREEDY),  # SGLang's /generate
+        ({"sampling_params": {"temperature": 0.5}, "temperature": 0}, C.Sampling.SAMPLED),
+    ],
+)
+def test_how_a_request_asks_to_decode(body: dict[str, Any], sampling: str) -> None:
+    assert sampling == sampling_of(body)
+    assert sampling == features_of("/v1/completions", None, body).sampling

@@ -16,9 +16,11 @@ the cause.
   requests, the rest drafting normally (a gate on sampling parameters, a reasoning phase),
   which the pooled share misses (the drafting few lift it past 1%). An ngram drafter without a
   match for 40% of requests is named with a chance of 5e-5 at 30 requests. On the model
-  rollup, naming the buckets, the share of requests and the tasks of those that drafted
-  nothing, and on its slices in them. A model none of whose requests drafted anything has no
-  slice, but keeps its rollup (the analyzer adds one with no step) for the cause to stand on.
+  rollup, naming the buckets, the share of requests and the tasks and sampling modes
+  (greedy, sampled, default: a gate on sampling shows as the idle ones all `sampled`) of those
+  that drafted nothing, and on its slices in them. A model none of whose requests drafted
+  anything has no slice, but keeps its rollup (the analyzer adds one with no step) for the
+  cause to stand on.
 - `no_per_request_data`: vLLM counts speculative steps of a model (it is judged on vLLM's own
   counters) while at least `NO_DATA_MIN_REQUESTS` requests the proxy served it came back
   without the per-request speculative block and none with it: vLLM runs without the flags
@@ -36,7 +38,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from specwatch.analysis.counting.stats import wilson
+from specwatch.analysis.counting.stats import Interval, proportion_interval, wilson
+from specwatch.analysis.counting.sums import Sums
+from specwatch.conventions import Sampling
+from specwatch.core.records import SpecDecodeBlock
 
 # not_drafting
 IDLE_MIN_REQUESTS = 30
@@ -54,6 +59,16 @@ PAUSE_RATIO = 0.5
 PAUSE_GAP = 0.2
 
 
+@dataclass(frozen=True, slots=True)
+class SamplingView:
+    """A model's requests of one sampling mode: alpha-hat since the start and its interval."""
+
+    requests: int
+    accepted: int
+    trials: int
+    alpha: Interval | None
+
+
 @dataclass(slots=True)
 class _Idle:
     requests: int = 0
@@ -62,6 +77,7 @@ class _Idle:
     measured: int = 0  # requests with IDLE_MIN_OUTPUT output tokens or more
     idle: int = 0  # of those, the ones that drafted at most IDLE_MAX_SHARE of their tokens
     tasks: dict[str, int] = field(default_factory=dict)  # the idle ones' tasks
+    sampling: dict[str, int] = field(default_factory=dict)  # and how they asked to decode
 
     def not_drafting(self) -> bool:
         pooled = (
@@ -87,9 +103,17 @@ class DraftingTally:
         self.data: dict[str, list[int]] = {}
         # per model: requests with a pause, accepted and trials before it and after it
         self._pauses: dict[str, list[int]] = {}
+        # per model and sampling mode: accepted over trials, requests the unit
+        self._sampling: dict[str, dict[str, Sums]] = {}
 
     def drafting(
-        self, model: str, ctx_bucket: str, task: str, drafted: int, output_tokens: int
+        self,
+        model: str,
+        ctx_bucket: str,
+        task: str,
+        drafted: int,
+        output_tokens: int,
+        sampling: str = Sampling.DEFAULT,
     ) -> None:
         """One request with speculation configured: what it drafted and put out."""
         buckets = self._idle.get(model)
@@ -106,6 +130,36 @@ class DraftingTally:
             if drafted <= IDLE_MAX_SHARE * output_tokens:
                 idle.idle += 1
                 idle.tasks[task] = idle.tasks.get(task, 0) + 1
+                idle.sampling[sampling] = idle.sampling.get(sampling, 0) + 1
+
+    def sampled(self, model: str, sampling: str, spec: SpecDecodeBlock) -> None:
+        """One request's accepted tokens over its trials, by how it asked to decode."""
+        modes = self._sampling.get(model)
+        if modes is None:
+            modes = self._sampling[model] = {}
+        sums = modes.get(sampling)
+        if sums is None:
+            sums = modes[sampling] = Sums()
+        if spec.steps:
+            sums.add(*_alpha_sums(spec.drafted, spec.accepted))
+
+    def by_sampling(self, confidence: float) -> dict[str, dict[str, SamplingView]]:
+        """Per model and sampling mode, accepted over trials since the start, its interval over
+        requests (Wilson's on trials over the design effect)."""
+        return {
+            model: {
+                mode: SamplingView(
+                    int(sums.requests),
+                    int(sums.x),
+                    int(sums.y),
+                    proportion_interval(
+                        sums.requests, sums.x, sums.y, sums.xx, sums.xy, sums.yy, confidence
+                    ),
+                )
+                for mode, sums in sorted(modes.items())
+            }
+            for model, modes in self._sampling.items()
+        }
 
     def served(self, model: str, with_data: bool) -> None:
         """A request served to `model`, with the per-request block or without it."""
@@ -153,9 +207,12 @@ class DraftingTally:
             return None
         measured = sum(idle.measured for idle in found.values())
         tasks: dict[str, int] = {}
+        sampling: dict[str, int] = {}
         for idle in found.values():
             for task, n in idle.tasks.items():
                 tasks[task] = tasks.get(task, 0) + n
+            for mode, n in idle.sampling.items():
+                sampling[mode] = sampling.get(mode, 0) + n
         return {
             "ctx_buckets": sorted(found),
             "requests": sum(idle.requests for idle in found.values()),
@@ -164,7 +221,8 @@ class DraftingTally:
             # of the requests long enough to have drafted, the share that drafted ~nothing,
             # and their tasks (what they share, where the task tells them apart)
             "share": sum(idle.idle for idle in found.values()) / measured if measured else 0.0,
-            "tasks": dict(sorted(tasks.items(), key=lambda item: (-item[1], item[0]))),
+            "tasks": _most_first(tasks),
+            "sampling": _most_first(sampling),
         }
 
     def collapse_after_pause(self, model: str) -> dict[str, Any] | None:
@@ -175,6 +233,10 @@ class DraftingTally:
         if after <= PAUSE_RATIO * before and before - after >= PAUSE_GAP:
             return {"requests": sums[0], "alpha_before": before, "alpha_after": after}
         return None
+
+
+def _most_first(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _alpha_sums(drafted: tuple[int, ...], accepted: tuple[int, ...]) -> tuple[int, int]:

@@ -24,6 +24,15 @@ the cause.
   a cliff that starts inside a bucket (a slice straddling it keeps two thirds of its
   acceptance at j and is not named by its own counts). On the rollup with that context, and
   on each slice whose bucket holds positions past it.
+- `later_positions_collapse`: position 1 accepts about as usual while every later position
+  accepts far less given the one before (vLLM#51009: ~25% each, accept length 1.46 at K = 5).
+  Pooled over requests, healthy data has the opposite shape: a later position is reached by the
+  easier stretches, so its conditional acceptance rises with depth (spec-decode-advisor's
+  p1 .668 ... p6 .880), which makes the pooled test a cautious one. Per slice, since the start
+  (the rollup on its own counts): position 1 tried by at least `MIN_TRIED` steps, and every
+  later position that at least `MIN_TRIED` steps reached (one at least) accepting at most
+  `COLLAPSE_RATIO` of position 1's rate and at least `COLLAPSE_GAP` below it; not where a
+  `position_cliff` is found (positions at ~0 from one on are that).
 - `first_position_deficit`: position 1 accepts far less than positions 2..K do given their
   predecessors (a hidden-state tap off by one lowers acceptance without zeroing it:
   onnxruntime-genai#2538, sglang#38589). Per model, since the start, request by request: a
@@ -39,8 +48,13 @@ the cause.
 
 from __future__ import annotations
 
+from typing import Any
+
+from specwatch import conventions as C
 from specwatch.analysis.counting.counts import Counts
-from specwatch.core.records import SpecDecodeBlock
+from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.windows import SlidingWindow
+from specwatch.core.records import SliceKey, SpecDecodeBlock
 
 # draft_context_limit
 POSITION_BIN = 64
@@ -57,6 +71,9 @@ DEFICIT_RATIO = 0.5
 DEFICIT_GAP = 0.25
 DEFICIT_MIN_REQUESTS = 10
 PAIR_MIN_TRIED = 8  # a request's own steps at position 1, and reaching later ones
+# later_positions_collapse
+COLLAPSE_RATIO = 0.5
+COLLAPSE_GAP = 0.25
 # position_cliff from a context on
 DEPTH_BIN = 256
 DEPTH_BINS = 256  # 64k tokens; later positions count in the last bin
@@ -240,6 +257,82 @@ def position_cliff(counts: Counts) -> int | None:
         ):
             return j + 1
     return None
+
+
+def later_collapse(counts: Counts) -> dict[str, Any] | None:
+    """Position 1's acceptance and the later positions' (each given its predecessor, pooled
+    over those measured) when every later one is far below it (module docstring)."""
+    positions = _tried_and_accepted(counts)
+    if len(positions) < 2 or positions[0][0] < MIN_TRIED:
+        return None
+    first = positions[0][1] / positions[0][0]
+    later = [(tried, accepted) for tried, accepted in positions[1:] if tried >= MIN_TRIED]
+    if not later:
+        return None
+    for tried, accepted in later:
+        rate = accepted / tried
+        if rate > COLLAPSE_RATIO * first or first - rate < COLLAPSE_GAP:
+            return None
+    if position_cliff(counts) is not None:
+        return None
+    tried_later = sum(tried for tried, _ in later)
+    return {
+        "first": first,
+        "later": sum(accepted for _, accepted in later) / tried_later,
+        "positions": len(later) + 1,
+    }
+
+
+class SliceCliffs:
+    """Per slice, since the start: its position cliff and its later positions' collapse,
+    computed again only when its counts changed (none for a key the proxy never counted)."""
+
+    def __init__(self, since_start: SlidingWindow[SliceKey], buckets: CtxBuckets) -> None:
+        self._since_start = since_start
+        self._buckets = buckets
+        self._found: dict[SliceKey, tuple[int, int | None, dict[str, Any] | None]] = {}
+
+    def _read(self, key: SliceKey) -> tuple[int | None, dict[str, Any] | None]:
+        version = self._since_start.version(key)
+        if version < 0:
+            return None, None
+        cached = self._found.get(key)
+        if cached is None or cached[0] != version:
+            counts = self._since_start.since_start(key)
+            found = (version, position_cliff(counts), later_collapse(counts))
+            cached = self._found[key] = found
+        return cached[1], cached[2]
+
+    def collapse(self, key: SliceKey) -> dict[str, Any] | None:
+        return self._read(key)[1]
+
+    def position_cliff(self, key: SliceKey, depths: CliffContexts | None) -> dict[str, Any] | None:
+        """Where a draft position stops accepting: a slice's own counts, else from a context on
+        (`depths`: the steps' own positions), else on the rollup the shortest bucket with one."""
+        rollup = key.ctx_bucket == C.ALL
+        own = None if rollup else self._read(key)[0]
+        if own is not None:
+            return {"position": own, "ctx_bucket": key.ctx_bucket}
+        if depths is not None and (from_context := depths.cliff()) is not None:
+            position, context = from_context
+            bucket = self._buckets.label(context) if rollup else key.ctx_bucket
+            detail = {"position": position, "ctx_bucket": bucket, "context": context}
+            return detail if rollup or self._buckets.reaches(bucket, context) else None
+        if not rollup:
+            return None
+        place = {label: i for i, label in enumerate(self._buckets.labels)}
+        keys = self._since_start.keys()
+        found = min(
+            (
+                (place.get(k.ctx_bucket, len(place)), k.ctx_bucket, cliff)
+                for k in keys
+                if k.model == key.model and k.ctx_bucket != C.ALL
+                for cliff in (self._read(k)[0],)
+                if cliff is not None
+            ),
+            default=None,
+        )
+        return None if found is None else {"position": found[2], "ctx_bucket": found[1]}
 
 
 class FirstPositions:

@@ -29,9 +29,12 @@ benchmarks/causes.py (docs/causes.md has the figures and the runbook has each ca
 - `engine_disagreement`: vLLM's per-request `mean_acceptance_length` differs from 1 + accepted
   / steps of its own arrays by more than 0.01 (rounding) in at least 5 requests and 5% of
   those that report it, since the start (vLLM#56101 over-counts at EOS in some versions).
-- `position_cliff`, `first_position_deficit`: by draft position, each rule in
-  analysis/causes/positions.py (with draft_context_limit's positions); `not_drafting`,
-  `collapse_after_pause`: from what a request drafts step by step, in analysis/causes/drafting.py.
+- `position_cliff`, `later_positions_collapse`, `first_position_deficit`: by draft position,
+  each rule in analysis/causes/positions.py (with draft_context_limit's positions);
+  `not_drafting`, `collapse_after_pause`: from what a request drafts step by step, in
+  analysis/causes/drafting.py; `speculation_switched_off`, `draft_mismatch`,
+  `decay_over_uptime`: against the model's time, in analysis/causes/lifetime.py;
+  `k0_still_costs`: step times, in analysis/causes/k0_cost.py.
 """
 
 from __future__ import annotations
@@ -41,18 +44,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specwatch import conventions as C
-from specwatch.analysis.causes.drafting import DraftingTally
+from specwatch.analysis.causes.drafting import DraftingTally, SamplingView
+from specwatch.analysis.causes.k0_cost import K0Cost
+from specwatch.analysis.causes.lifetime import Lifetime
 from specwatch.analysis.causes.positions import (
     CliffContexts,
     ContextPositions,
     FirstPositions,
-    position_cliff,
+    SliceCliffs,
 )
 from specwatch.analysis.counting.counts import Counts
-from specwatch.analysis.counting.slicing import CtxBuckets, slice_key
+from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets, slice_key
 from specwatch.analysis.counting.stats import SliceStats
 from specwatch.analysis.counting.windows import SlidingWindow
-from specwatch.core.records import SliceKey, SpecConfig, SpecDecodeBlock
+from specwatch.analysis.speed.goodput import decode_of, decode_steps
+from specwatch.core.records import RequestRecord, SliceKey, SpecConfig, SpecDecodeBlock
 from specwatch.settings import Settings
 
 Kind = C.CauseKind
@@ -137,11 +143,13 @@ class CauseTracker:
         self, buckets: CtxBuckets, settings: Settings, since_start: SlidingWindow[SliceKey]
     ) -> None:
         zones = settings.zones
-        self._since_start = since_start  # each slice's counts since the start: their positions
         self._drafting = DraftingTally()
-        # per slice: the version of its counts, its position cliff and first-position deficit
-        self._cliffs: dict[SliceKey, tuple[int, int | None]] = {}  # version, position
+        self._cliffs = SliceCliffs(since_start, buckets)  # from each slice's counts since start
         self._firsts = FirstPositions()
+        self._lifetime = Lifetime(settings.window.length_seconds)
+        self._k0 = K0Cost()
+        self._loads = LoadBuckets(settings.load.batch_edges)
+        self._confidence = zones.confidence
         self._thresholds = (zones.green, zones.red)  # a lift over one is a changed verdict
         self._buckets = buckets
         self._window = settings.window.length_seconds
@@ -167,12 +175,20 @@ class CauseTracker:
     def models(self) -> list[str]:
         return sorted(self._models)
 
-    def drafting(
-        self, model: str, prompt: int | None, task: str, spec: SpecDecodeBlock, tokens: int
-    ) -> None:
-        """A request with speculation configured, whether or not it drafted (not_drafting)."""
+    def drafting(self, model: str, record: RequestRecord, spec: SpecDecodeBlock) -> None:
+        """A request with speculation configured, whether or not it drafted: not_drafting,
+        speculation_switched_off, the acceptance by sampling, k0_still_costs."""
+        prompt, tokens = record.prompt_tokens, record.completion_tokens or 0
         label = C.UNKNOWN_CTX if prompt is None else self._buckets.label(prompt)
-        self._drafting.drafting(model, label, task, sum(spec.drafted), tokens)
+        drafted = sum(spec.drafted)
+        sampling = record.sampling or C.Sampling.DEFAULT
+        self._drafting.drafting(model, label, record.task, drafted, tokens, sampling)
+        self._drafting.sampled(model, sampling, spec)
+        self._lifetime.drafting(model, record.ts, drafted, tokens)
+        decode, flight = decode_of(record), record.in_flight
+        if decode is not None and flight is not None and spec.steps:
+            steps = decode_steps(spec, decode[1])
+            self._k0.add(model, self._loads.index(flight), decode[0], steps, spec.drafted)
 
     def served(self, model: str, with_data: bool) -> None:
         """A request served to `model` (an answer of vLLM's, not an error)."""
@@ -195,6 +211,10 @@ class CauseTracker:
     def extremes(self, model: str) -> dict[str, int]:
         tally = self._models.get(model)
         return {} if tally is None else dict(tally.extremes)
+
+    def sampling(self) -> dict[str, dict[str, SamplingView]]:
+        """Per model and sampling mode, since the start: alpha-hat and its interval."""
+        return self._drafting.by_sampling(self._confidence)
 
     def add(
         self,
@@ -238,6 +258,9 @@ class CauseTracker:
         self._schedule(tally, spec, in_flight)
         self._drafting.steps(model, spec.drafted, spec.accepted)
         self._firsts.add(model, whole)
+        sliced = {(k.ctx_bucket, k.task): (c.accepted, c.trials) for k, c in parts.items()}
+        sliced.pop((C.ALL, C.ALL), None)
+        self._lifetime.add(model, ts, sliced)
 
     def _schedule(self, tally: _ModelTally, spec: SpecDecodeBlock, in_flight: int | None) -> None:
         config = self._config
@@ -283,62 +306,36 @@ class CauseTracker:
             out.extend(self._model_causes(tally, rollup))
         return tuple(out)
 
-    def _cliff(self, key: SliceKey) -> int | None:
-        """The slice's position cliff since the start, computed again only when its counts
-        changed (none for a key the proxy never counted)."""
-        version = self._since_start.version(key)
-        if version < 0:
-            return None
-        cached = self._cliffs.get(key)
-        if cached is None or cached[0] != version:
-            counts = self._since_start.since_start(key)
-            cached = self._cliffs[key] = (version, position_cliff(counts))
-        return cached[1]
-
     def _step_causes(self, key: SliceKey, rollup: bool) -> list[Cause]:
         out = []
-        cliff = self._position_cliff(key, rollup)
+        cliff = self._cliffs.position_cliff(key, self._depths.get(key.model))
         if cliff is not None:
             out.append(Cause(Kind.POSITION_CLIFF, cliff))
+        collapse = self._cliffs.collapse(key)
+        if collapse is not None:
+            out.append(Cause(Kind.LATER_POSITIONS_COLLAPSE, collapse))
         deficit = self._firsts.deficit(key.model)
         positions = self._positions.get(key.model)
         if deficit is not None and (positions is None or positions.cliff() is None):
             out.append(Cause(Kind.FIRST_POSITION_DEFICIT, deficit))
-        idle = self._drafting.not_drafting(key.model)
+        model, config = key.model, self._config
+        switched = self._lifetime.switched_off(model, config)
+        if switched is not None:
+            out.append(Cause(Kind.SPECULATION_SWITCHED_OFF, switched))
+        idle = None if switched is not None else self._drafting.not_drafting(model)
         if idle is not None and (rollup or key.ctx_bucket in idle["ctx_buckets"]):
             out.append(Cause(Kind.NOT_DRAFTING, idle))
-        paused = self._drafting.collapse_after_pause(key.model)
+        paused = self._drafting.collapse_after_pause(model)
         if paused is not None:
             out.append(Cause(Kind.COLLAPSE_AFTER_PAUSE, paused))
+        for kind, found in (
+            (Kind.DRAFT_MISMATCH, self._lifetime.mismatch(model, config)),
+            (Kind.DECAY_OVER_UPTIME, self._lifetime.decay(model)),
+            (Kind.K0_STILL_COSTS, self._k0.still_costs(model)),
+        ):
+            if found is not None:
+                out.append(Cause(kind, found))
         return out
-
-    def _position_cliff(self, key: SliceKey, rollup: bool) -> dict[str, Any] | None:
-        """Where a draft position stops accepting: a slice's own counts, else from a context on
-        (the steps' own positions), else on the rollup the shortest bucket with one."""
-        own = None if rollup else self._cliff(key)
-        if own is not None:
-            return {"position": own, "ctx_bucket": key.ctx_bucket}
-        depths = self._depths.get(key.model)
-        if depths is not None and (from_context := depths.cliff()) is not None:
-            position, context = from_context
-            bucket = self._buckets.label(context) if rollup else key.ctx_bucket
-            detail = {"position": position, "ctx_bucket": bucket, "context": context}
-            return detail if rollup or self._buckets.reaches(bucket, context) else None
-        if not rollup:
-            return None
-        place = {label: i for i, label in enumerate(self._buckets.labels)}
-        keys = self._since_start.keys()
-        found = min(
-            (
-                (place.get(k.ctx_bucket, len(place)), k.ctx_bucket, cliff)
-                for k in keys
-                if k.model == key.model and k.ctx_bucket != C.ALL
-                for cliff in (self._cliff(k),)
-                if cliff is not None
-            ),
-            default=None,
-        )
-        return None if found is None else {"position": found[2], "ctx_bucket": found[1]}
 
     def _repetition(
         self, key: SliceKey, window: Counts, now: float, gates: tuple[int, int]
