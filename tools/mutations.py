@@ -1237,7 +1237,7 @@ MUTATIONS = (
         "analysis/causes/rules.py",
         "        idle = None if switched is not None else self._drafting.not_drafting(model)\n",
         "        idle = self._drafting.not_drafting(model)\n",
-        ("tests/integration/test_lifetime_causes.py",),
+        ("tests/unit/analysis/test_causes_third.py",),
     ),
     Mutation(
         "sampling: top_k 1 at a temperature above 0 read as sampled",

@@ -8,12 +8,17 @@ import random
 from typing import Any
 
 import pytest
+from specwatch import conventions as C
+from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.causes.k0_cost import K0Cost
 from specwatch.analysis.causes.lifetime import Lifetime
 from specwatch.analysis.causes.positions import later_collapse, position_cliff
 from specwatch.analysis.counting.counts import Counts
-from specwatch.core.records import SpecConfig
+from specwatch.core.records import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
+from specwatch.settings import load_settings
 from specwatch.upstream.specconfig import spec_config
+
+START = 1.8e9
 
 
 def ladder(k: int, reached: list[int], accepted: list[int]) -> Counts:
@@ -278,3 +283,28 @@ def test_one_k_for_every_request_leaves_the_plane_unidentified() -> None:
         drafted = (4,) * (40 - zeros) + (0,) * zeros
         cost.add("m", 1, 0.02 * (40 + 0.1 * 160) * rng.lognormvariate(0.0, 0.1), 40, drafted)
     assert cost.still_costs("m") is None
+
+
+def test_switched_off_for_most_of_the_life_is_named_as_that_not_as_not_drafting() -> None:
+    """40 requests draft, then 200 over 1,000 s draft nothing: most requests drafted nothing
+    (not_drafting's share), but the run says the engine stopped: one cause, the specific one."""
+    analyzer = Analyzer(load_settings(), started=START)
+    for i in range(240):
+        drafted = i < 40
+        steps = tuple(j % 4 for j in range(20))  # 0..3 accepted, every position reached
+        spec = SpecDecodeBlock(3, (3,) * 20, steps) if drafted else SpecDecodeBlock(3, (), ())
+        analyzer.ingest(
+            RequestRecord(
+                ts=START + 5 * i,
+                request_id=f"r{i}",
+                model="m",
+                task="chat",
+                outcome=C.Outcome.OBSERVED,
+                prompt_tokens=100,
+                completion_tokens=60,
+                spec=spec,
+                latency=Latency(tpot=0.02),
+            )
+        )
+    (rollup,) = analyzer.snapshot(START + 1200).rollups
+    assert [C.CauseKind.SPECULATION_SWITCHED_OFF] == [c.kind for c in rollup.causes]
