@@ -1246,6 +1246,14 @@ MUTATIONS = (
         "    if temperature == 0:\n",
         ("tests/unit/proxy/test_tasks.py",),
     ),
+    # #64: what the sidecar adds, said by the sidecar
+    Mutation(
+        "added latency: the upstream's span not taken out",
+        "proxy/proxy.py",
+        "                added = exchange.ended - started - (exchange.done - exchange.sent)\n",
+        "                added = exchange.ended - started\n",
+        ("tests/integration/test_added_latency.py",),
+    ),
     Mutation(
         "sampling: the mode not kept in the cycle log",
         "store/cyclelog.py",

@@ -254,6 +254,14 @@ PROXY_OVERHEAD_SECONDS: Final = _metric(
     _H,
     "Time the proxy spends on a request before forwarding it upstream.",
 )
+PROXY_ADDED_SECONDS: Final = _metric(
+    "specwatch_proxy_added_seconds",
+    _H,
+    "Time specwatch added to each request answered whole, per observed path: from its request "
+    "read to its answer's last byte handed to the client, less the upstream's span (request "
+    "sent to answer read to its end).",
+    (Label.PATH,),
+)
 PROXY_OVERHEAD_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 BUILD_INFO: Final = _metric("specwatch_build_info", Kind.INFO, "specwatch build.", (Label.VERSION,))
 SPEC_CONFIG_INFO: Final = _metric(

@@ -46,6 +46,7 @@ class Label(StrEnum):
     RESULT = "result"  # of a request against a latency objective (SloResult)
     FIELD = "field"  # of a cause's detail: the name of one of its numeric fields
     SAMPLING = "sampling"  # of a request: greedy, sampled or default (Sampling)
+    PATH = "path"  # an observed endpoint's path (/v1/chat/completions ...)
 
 
 SLICE_LABELS: Final = (Label.MODEL, Label.CTX_BUCKET, Label.TASK)
@@ -273,3 +274,4 @@ class AlertName(StrEnum):
     LATENCY_BURN_FAST = "SpecDecodeLatencyBudgetBurnFast"
     LATENCY_BURN_SLOW = "SpecDecodeLatencyBudgetBurnSlow"
     CANARY_LATENCY_BURN = "SpecDecodeCanaryLatencyBurn"
+    SIDECAR_ADDED_LATENCY = "SpecDecodeSidecarAddedLatency"

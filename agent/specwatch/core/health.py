@@ -22,6 +22,9 @@ class HealthSnapshot:
     cycle_log_errors: int
     passthrough: dict[str, int]
     proxy_overhead: Histogram
+    # per observed path: the time specwatch added to each request answered whole (its span
+    # less the upstream's, proxy/proxy.py)
+    added: dict[str, Histogram]
     upstream_up: bool | None
     shadow_comparisons: dict[str, int]
     shadow_divergences: dict[str, int]
@@ -41,6 +44,7 @@ class Health:
         self.cycle_log_errors = 0
         self.passthrough: dict[str, int] = defaultdict(int)
         self.proxy_overhead = Histogram(PROXY_OVERHEAD_BUCKETS)
+        self.added: dict[str, Histogram] = {}
         self.upstream_up: bool | None = None  # None: not probed yet
         self.in_flight: dict[str, int] = defaultdict(int)  # per A/B variant
         self.shadow_comparisons: dict[str, int] = defaultdict(int)  # per model
@@ -50,6 +54,13 @@ class Health:
     def drop(self, variant: str) -> None:
         self.dropped += 1
         self.dropped_by_variant[variant] += 1
+
+    def added_time(self, path: str, seconds: float) -> None:
+        """The time the proxy added to one request to `path` (an observed path: few)."""
+        histogram = self.added.get(path)
+        if histogram is None:
+            histogram = self.added[path] = Histogram(PROXY_OVERHEAD_BUCKETS)
+        histogram.observe(max(0.0, seconds))
 
     def parse_error(self, source: str, reason: str) -> None:
         self.parse_errors[source, reason] += 1
@@ -74,6 +85,7 @@ class Health:
             cycle_log_errors=self.cycle_log_errors,
             passthrough=dict(self.passthrough),
             proxy_overhead=self.proxy_overhead.copy(),
+            added={path: histogram.copy() for path, histogram in sorted(self.added.items())},
             upstream_up=self.upstream_up,
             shadow_comparisons=dict(self.shadow_comparisons),
             shadow_divergences=dict(self.shadow_divergences),

@@ -65,6 +65,10 @@ def health(snapshot: Snapshot, health: HealthSnapshot, run: Run) -> Iterator[Fam
     overhead = Family(C.PROXY_OVERHEAD_SECONDS)
     overhead.add_histogram((), health.proxy_overhead)
     yield overhead
+    added = Family(C.PROXY_ADDED_SECONDS)
+    for path, histogram in health.added.items():
+        added.add_histogram((path,), histogram)
+    yield added
     if health.upstream_up is not None:
         up = Family(C.UPSTREAM_UP)
         up.add((), 1.0 if health.upstream_up else 0.0)

@@ -162,6 +162,39 @@ def _traffic_panels(settings: Settings, slice_by: str) -> list[Any]:
                 ),
             ],
         ),
+        *_cost_panels(settings),
+    ]
+
+
+def _cost_panels(settings: Settings) -> list[Any]:
+    """What the sidecar adds to each request, and the CPU it spends on one."""
+    added = f"sum by (path, le) (rate({C.PROXY_ADDED_SECONDS}_bucket[5m]))"
+    job = f'job="{settings.alerts.job}"'
+    return [
+        series(
+            "Latency specwatch adds to a request (its span less the upstream's)",
+            [
+                (f"histogram_quantile(0.5, {added})", "p50 {{path}}"),
+                (f"histogram_quantile(0.99, {added})", "p99 {{path}}"),
+            ],
+            unit="s",
+            description="From the request read to the answer's last byte handed to the client, "
+            "less the upstream's span (request sent to answer read to its end), per observed "
+            "path; SpecDecodeSidecarAddedLatency warns past alerts.added_latency_p99_seconds.",
+        ),
+        series(
+            "CPU specwatch spends per request",
+            [
+                (
+                    f"sum(rate(process_cpu_seconds_total{{{job}}}[5m])) "
+                    f"/ sum(rate({C.REQUESTS}_total[5m]))",
+                    "CPU seconds / request (all pods)",
+                )
+            ],
+            unit="s",
+            description="The sidecar process's CPU (all its work: the proxy, the analysis, "
+            "the scrapes) over the observed requests it relayed, every pod's together.",
+        ),
     ]
 
 

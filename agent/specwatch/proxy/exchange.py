@@ -63,6 +63,8 @@ class Exchange:
         "_unread",
         "capture",
         "choice_stats",
+        "done",
+        "ended",
         "finished",
         "first_byte",
         "flush",
@@ -71,6 +73,7 @@ class Exchange:
         "outcome",
         "parse_failure",
         "payload",
+        "sent",
         "status",
         "strip",
         "upstream",
@@ -104,6 +107,10 @@ class Exchange:
         self.payload: bytes | None = None
         self.choice_stats: bytes | None = None  # a stream's finishing chunk with per-choice stats
         self.first_byte: float | None = None
+        # perf_counter when the request went to the upstream, when the upstream's answer was
+        # read to its end, and when its last bytes were handed to the client (0: not yet):
+        # what specwatch adds to a request is its span less the upstream's (proxy/proxy.py)
+        self.sent = self.done = self.ended = 0.0
         self.parse_failure: str | None = None
         self.capture: list[bytes] | None = None  # a shadowed stream's bytes (a body is the payload)
         self.inject = False  # specwatch asked for the usage chunk: the client must not see it
@@ -225,6 +232,7 @@ class Exchange:
         return None
 
     def on_complete(self) -> None:
+        self.done = time.perf_counter()
         if self._rewriter is not None:
             rest = self._stream_ended()
             if rest:
@@ -241,6 +249,7 @@ class Exchange:
                     self._send_head(len(answer))
                     self._client.write(answer)
         self._client.end()
+        self.ended = time.perf_counter()
         self._finish()
 
     def _stream_ended(self) -> bytes:

@@ -294,6 +294,7 @@ class Proxy:
                     wire.forwardable(request.headers),
                     len(body),
                 )
+                exchange.sent = time.perf_counter()
                 upstream.send(head + body, exchange, head_only=request.method == b"HEAD")
         await exchange.finished
         return exchange
@@ -353,6 +354,9 @@ class Proxy:
         finally:
             self._load[base] -= 1
             self._health.in_flight[variant] -= 1
+            if exchange.ended and exchange.done >= exchange.sent > 0.0:  # answered whole
+                added = exchange.ended - started - (exchange.done - exchange.sent)
+                self._health.added_time(request.path, added)
             held = exchange.settle()
             self._submit(
                 Observation(

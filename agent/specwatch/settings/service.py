@@ -180,6 +180,9 @@ class AlertSettings(Part):
     coverage_min: float = Field(default=0.95, gt=0, le=1)
     drift_min_delta: float = Field(default=0.03, gt=0, lt=1)
     drift_z: float = Field(default=4.0, gt=0)
+    # SpecDecodeSidecarAddedLatency: the p99 of the time specwatch adds to a request (its span
+    # less the upstream's) above this over 10 minutes, for 15; measured on 2 cores: ~0.2 ms
+    added_latency_p99_seconds: float = Field(default=0.005, gt=0)
     # paths where prometheus-operator mounts an Alertmanager's `secrets: [specwatch-alerting]`
     slack_api_url_file: str = "/etc/alertmanager/secrets/specwatch-alerting/slack-webhook-url"
     slack_channel_critical: str = "#specwatch-page"
