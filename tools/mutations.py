@@ -1156,6 +1156,13 @@ MUTATIONS = (
         ("tests/unit/analysis/test_causes_third.py",),
     ),
     Mutation(
+        "later_positions_collapse: steps that drafted less counted as trying the next position",
+        "analysis/causes/positions.py",
+        "        full = min(steps_at[j], accepted_at[j] // j) if j < len(steps_at) else 0\n",
+        "        full = 0\n",
+        ("tests/unit/analysis/test_causes_third.py",),
+    ),
+    Mutation(
         "speculation_switched_off: a run shorter than a window is enough",
         "analysis/causes/lifetime.py",
         "            or m.run_last - m.run_start < self._window\n",

@@ -308,3 +308,13 @@ def test_switched_off_for_most_of_the_life_is_named_as_that_not_as_not_drafting(
         )
     (rollup,) = analyzer.snapshot(START + 1200).rollups
     assert [C.CauseKind.SPECULATION_SWITCHED_OFF] == [c.kind for c in rollup.causes]
+
+
+def test_steps_that_drafted_less_and_accepted_it_all_do_not_fake_a_collapse() -> None:
+    """1,000 steps draft 1 and accept it; 300 draft 2, 200 of them accept the first and 100
+    of those the second. Position 2 is tried by 200 steps and accepts half of them: no
+    collapse. Taken as the steps that accepted position 1 (1,200, capped at the 300 that
+    drafted 2), it would accept a third, below half of position 1's 0.92."""
+    counts = Counts(8)
+    counts.add_steps([1] * 1000 + [2] * 300, [1] * 1000 + [2] * 100 + [1] * 100 + [0] * 100)
+    assert later_collapse(counts) is None

@@ -30,7 +30,9 @@ the cause.
   easier stretches, so its conditional acceptance rises with depth (spec-decode-advisor's
   p1 .668 ... p6 .880), which makes the pooled test a cautious one. Per slice, since the start
   (the rollup on its own counts): position 1 tried by at least `MIN_TRIED` steps, and every
-  later position that at least `MIN_TRIED` steps reached (one at least) accepting at most
+  later position that at least `MIN_TRIED` steps surely reached (under variable K, the steps
+  that drafted exactly j and accepted all of it are taken out at their most, so the rate is
+  an upper bound) accepting at most
   `COLLAPSE_RATIO` of position 1's rate and at least `COLLAPSE_GAP` below it; not where a
   `position_cliff` is found (positions at ~0 from one on are that).
 - `first_position_deficit`: position 1 accepts far less than positions 2..K do given their
@@ -266,7 +268,16 @@ def later_collapse(counts: Counts) -> dict[str, Any] | None:
     if len(positions) < 2 or positions[0][0] < MIN_TRIED:
         return None
     first = positions[0][1] / positions[0][0]
-    later = [(tried, accepted) for tried, accepted in positions[1:] if tried >= MIN_TRIED]
+    # Position j + 1 is tried by the steps that accepted j, less those that drafted exactly j
+    # and accepted all of it: under variable K, at most accepted_by_drafted[j] // j of them.
+    # Taken out at that most, the tried are a lower bound and the rate an upper one.
+    steps_at, accepted_at = counts.steps_by_drafted, counts.accepted_by_drafted
+    later = []
+    for j in range(1, len(positions)):
+        full = min(steps_at[j], accepted_at[j] // j) if j < len(steps_at) else 0
+        tried = min(positions[j][0], counts.by_position[j - 1] - full)
+        if tried >= MIN_TRIED:
+            later.append((tried, positions[j][1]))
     if not later:
         return None
     for tried, accepted in later:
