@@ -1253,6 +1253,28 @@ MUTATIONS = (
         "    if temperature == 0:\n",
         ("tests/unit/proxy/test_tasks.py",),
     ),
+    # #63: survivors of the outside sample, each with a case beside its rule
+    Mutation(
+        "llama.cpp: timings with one draft field read as nothing drafted",
+        "engines/llamacpp.py",
+        '    if "draft_n" not in timings and "draft_n_accepted" not in timings:\n',
+        '    if "draft_n" not in timings or "draft_n_accepted" not in timings:\n',
+        ("tests/unit/engines/test_llamacpp.py",),
+    ),
+    Mutation(
+        "engine fields: histogram keys of two digits refused (K >= 10)",
+        "engines/fields.py",
+        "value.isdigit() and len(value) <= 6:",
+        "value.isdigit() and len(value) <= 1:",
+        ("tests/unit/engines/test_shapes.py",),
+    ),
+    Mutation(
+        "position_cliff: a cliff at draft position 2 never named",
+        "analysis/causes/positions.py",
+        "    positions = _tried_and_accepted(counts)\n    for j in range(1, len(positions)):\n",
+        "    positions = _tried_and_accepted(counts)\n    for j in range(2, len(positions)):\n",
+        ("tests/unit/analysis/test_causes_third.py",),
+    ),
     # #64: what the sidecar adds, said by the sidecar
     Mutation(
         "added latency: the upstream's span not taken out",

@@ -88,3 +88,14 @@ def test_totals_are_read_exactly_when_they_hold_together(
     else:
         with pytest.raises(ParseFailure):
             parse_response_object(obj)
+
+
+@pytest.mark.parametrize("kept", ["draft_n", "draft_n_accepted"])
+def test_timings_with_one_draft_field_are_a_bad_block_not_nothing_drafted(kept: str) -> None:
+    """Absent both, nothing was drafted; absent one, the block is broken (#63: read as nothing
+    drafted when either absence was enough)."""
+    obj = body("completion.json")
+    del obj["timings"]["draft_n" if kept == "draft_n_accepted" else "draft_n_accepted"]
+    with pytest.raises(ParseFailure) as failure:
+        parse_response_object(obj)
+    assert failure.value.reason == ParseReason.BAD_SPEC_BLOCK

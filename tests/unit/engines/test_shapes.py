@@ -11,6 +11,7 @@ import orjson
 import pytest
 from specwatch.conventions import ParseReason
 from specwatch.core.records import SpecDecodeBlock, SpecTotals
+from specwatch.engines.fields import histogram, key
 from specwatch.engines.vllm.response import ParseFailure, parse_response_object
 
 from tests.support import ROOT
@@ -101,3 +102,10 @@ def test_a_record_that_contradicts_itself_is_malformed(
     with pytest.raises(ParseFailure) as failure:
         parse_response_object(obj)
     assert failure.value.reason == reason
+
+
+def test_a_histogram_past_nine_accepted_keeps_its_two_digit_keys() -> None:
+    """A map's keys spell the index: with K >= 10, "10" is a step that accepted ten (#63: keys
+    of two digits refused made every such request a bad block)."""
+    assert 10 == key("10")
+    assert (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0) == histogram({"0": 1, "10": 2}, "h", k=11)
