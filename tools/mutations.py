@@ -1275,6 +1275,20 @@ MUTATIONS = (
         "    positions = _tried_and_accepted(counts)\n    for j in range(2, len(positions)):\n",
         ("tests/unit/analysis/test_causes_third.py",),
     ),
+    Mutation(
+        "first_position_deficit: the absolute bar dropped",
+        "analysis/causes/positions.py",
+        "        if first <= DEFICIT_RATIO * later and later - first >= DEFICIT_GAP:\n",
+        "        if first <= DEFICIT_RATIO * later:\n",
+        ("tests/unit/analysis/test_causes_third.py",),
+    ),
+    Mutation(
+        "collapse_after_pause: the absolute bar dropped",
+        "analysis/causes/drafting.py",
+        "        if after <= PAUSE_RATIO * before and before - after >= PAUSE_GAP:\n",
+        "        if after <= PAUSE_RATIO * before:\n",
+        ("tests/unit/analysis/test_causes_third.py",),
+    ),
     # #64: what the sidecar adds, said by the sidecar
     Mutation(
         "added latency: the upstream's span not taken out",

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
+from specwatch.analysis.causes.drafting import DraftingTally
 from specwatch.analysis.causes.k0_cost import K0Cost
 from specwatch.analysis.causes.lifetime import Lifetime
-from specwatch.analysis.causes.positions import later_collapse, position_cliff
+from specwatch.analysis.causes.positions import FirstPositions, later_collapse, position_cliff
 from specwatch.analysis.counting.counts import Counts
 from specwatch.core.records import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
 from specwatch.settings import load_settings
@@ -318,3 +319,26 @@ def test_steps_that_drafted_less_and_accepted_it_all_do_not_fake_a_collapse() ->
     counts = Counts(8)
     counts.add_steps([1] * 1000 + [2] * 300, [1] * 1000 + [2] * 100 + [1] * 100 + [0] * 100)
     assert later_collapse(counts) is None
+
+
+def test_a_first_position_below_half_but_close_in_absolute_terms_is_no_deficit() -> None:
+    """Position 1 at 0.20 against 0.44 after it: below half, but 0.24 apart (the bar is 0.25,
+    #63: the absolute bar dropped named small differences); at 0.15 against 0.50 it is one."""
+    near, far = FirstPositions(), FirstPositions()
+    for _ in range(10):
+        near.add("m", ladder(4, [100, 20, 8, 4], [20, 8, 4, 2]))
+        far.add("m", ladder(4, [100, 15, 7, 4], [15, 7, 4, 2]))
+    assert near.deficit("m") is None
+    assert far.deficit("m") is not None
+
+
+def test_a_pause_that_halves_a_low_acceptance_by_little_is_no_collapse() -> None:
+    """0.31 before the pause, 0.13 after: below half, but 0.18 lower (the bar is 0.2, #63)."""
+    tally = DraftingTally()
+    pause = (0,) * 8
+    for _ in range(10):
+        drafted = (4,) * 20 + pause + (4,) * 20
+        before = (1,) * 9 + (0,) * 11
+        after = (1,) * 3 + (0,) * 17
+        tally.steps("m", drafted, before + pause + after)
+    assert tally.collapse_after_pause("m") is None
