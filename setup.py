@@ -23,7 +23,6 @@ COMPILED = [
     # the analysis, every module (docs/architecture.md, "Writing for the compiled build")
     "agent/specwatch/analysis/analyzer.py",
     "agent/specwatch/analysis/causes/drafting.py",
-    "agent/specwatch/analysis/causes/k0_cost.py",
     "agent/specwatch/analysis/causes/lifetime.py",
     "agent/specwatch/analysis/causes/positions.py",
     "agent/specwatch/analysis/causes/rules.py",
@@ -48,6 +47,7 @@ COMPILED = [
     "agent/specwatch/analysis/speed/advisor.py",
     "agent/specwatch/analysis/speed/draft_cost.py",
     "agent/specwatch/analysis/speed/goodput.py",
+    "agent/specwatch/analysis/speed/k0_cost.py",
     "agent/specwatch/analysis/speed/load.py",
     "agent/specwatch/analysis/speed/speedup.py",
     "agent/specwatch/analysis/verdicts/evidence.py",

@@ -86,8 +86,8 @@ class Analyzer:
         self._speedup = SpeedupTracker(settings)
         self._default_cost = Cost(settings.speedup.default_cost_ratio, ASSUMED)
         self._load = LoadTracker(settings)
-        self._causes = CauseTracker(self._buckets, settings, self._window)
         self._goodput = GoodputTracker(settings, self._buckets)
+        self._causes = CauseTracker(self._buckets, settings, self._window, self._goodput.k0)
         self._said_missing: set[str] = set()
 
     def set_config(self, config: SpecConfig | None) -> None:
@@ -138,7 +138,7 @@ class Analyzer:
         keyed = request_parts(model, record.task, prompt, spec, self._buckets, self._max_position)
         self._spec_added(request_key, record.ts, keyed, sum(spec.drafted), sum(spec.accepted))
         self._load.add(record, model, False, next(reversed(keyed.values())))  # the rollup's
-        self._causes.add(model, record.ts, prompt, spec, keyed, record.in_flight)
+        self._causes.add(model, record, spec, keyed)
 
     def _spec_added(
         self, request_key: RequestKey, ts: float, keyed: dict[SliceKey, Counts], *tokens: int

@@ -11,10 +11,10 @@ import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.causes.drafting import DraftingTally
-from specwatch.analysis.causes.k0_cost import K0Cost
 from specwatch.analysis.causes.lifetime import Lifetime
 from specwatch.analysis.causes.positions import FirstPositions, later_collapse, position_cliff
 from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.speed.k0_cost import K0Cost
 from specwatch.core.records import Latency, RequestRecord, SpecConfig, SpecDecodeBlock
 from specwatch.settings import load_settings
 from specwatch.upstream.specconfig import spec_config
@@ -129,12 +129,20 @@ def test_a_request_that_drafts_ends_the_run_and_short_ones_tell_nothing() -> Non
     )
 
 
+def add_to(
+    life: Lifetime, model: str, ts: float, parts: dict[tuple[str, str], tuple[int, int]]
+) -> None:
+    """One request's counts per slice into `life`, with their sums over the request."""
+    accepted = sum(a for a, _ in parts.values())
+    life.add(model, ts, parts, accepted, sum(t for _, t in parts.values()))
+
+
 def mismatch(first: float, later: float, requests: int = 40) -> dict[str, object] | None:
     """Requests of 100 trials: the first 30 accepting `first` of them, the rest `later`."""
     life = Lifetime(300.0)
     for i in range(requests):
         accepted = round(100 * (first if i < 30 else later))
-        life.add("m", float(i), {("0-512", "chat"): (accepted, 100)})
+        add_to(life, "m", float(i), {("0-512", "chat"): (accepted, 100)})
     return life.mismatch("m", config())
 
 
@@ -161,7 +169,7 @@ def decayed(shares: list[float], factors: list[float]) -> dict[str, Any] | None:
             alpha = (0.8 if first else 0.3) * factors[b]
             accepted = sum(rng.random() < alpha for _ in range(40))
             key = ("0-512", "code") if first else ("0-512", "chat")
-            life.add("m", 10.0 * b + i * 0.4, {key: (accepted, 40)})
+            add_to(life, "m", 10.0 * b + i * 0.4, {key: (accepted, 40)})
     return life.decay("m")
 
 
@@ -186,20 +194,20 @@ def test_a_blip_in_the_middle_or_a_small_slide_is_no_decay() -> None:
     assert decayed([0.5] * 18, [1.0 - 0.015 * b for b in range(18)]) is None  # ratio ~0.78
     life = Lifetime(60.0)  # eleven bins: too short a life
     for b in range(11):
-        life.add("m", 10.0 * b, {("0-512", "chat"): (40 - 3 * b, 40)})
+        add_to(life, "m", 10.0 * b, {("0-512", "chat"): (40 - 3 * b, 40)})
     assert life.decay("m") is None
 
 
 def test_the_bins_merge_past_their_cap_and_keep_their_sums() -> None:
     life = Lifetime(60.0)
     for b in range(200):  # 2,000 s of 10-s bins: 96 at most, merged to 20-s bins
-        life.add("m", 10.0 * b, {("0-512", "chat"): (20, 40)})
+        add_to(life, "m", 10.0 * b, {("0-512", "chat"): (20, 40)})
     flat = life.decay("m")
     assert flat is None
     sliding = Lifetime(60.0)
     for b in range(200):
         for i in range(5):
-            sliding.add("m", 10.0 * b + i, {("0-512", "chat"): (max(1, 30 - b // 8), 40)})
+            add_to(sliding, "m", 10.0 * b + i, {("0-512", "chat"): (max(1, 30 - b // 8), 40)})
     found = sliding.decay("m")
     assert found is not None
     assert found["uptime_seconds"] == pytest.approx(2000.0, abs=40.0)
@@ -214,7 +222,7 @@ def test_bins_merged_keep_both_halves() -> None:
     for t in range(0, 2000, 2):
         alpha = 0.5 if t >= 960 else (0.8 if t // 10 % 2 == 0 else 0.2)
         accepted = sum(rng.random() < alpha for _ in range(40))
-        life.add("m", float(t), {("0-512", "chat"): (accepted, 40)})
+        add_to(life, "m", float(t), {("0-512", "chat"): (accepted, 40)})
     assert life.decay("m") is None
 
 

@@ -41,7 +41,6 @@ from typing import Any
 from specwatch.analysis.counting.stats import Interval, proportion_interval, wilson
 from specwatch.analysis.counting.sums import Sums
 from specwatch.conventions import Sampling
-from specwatch.core.records import SpecDecodeBlock
 
 # not_drafting
 IDLE_MIN_REQUESTS = 30
@@ -132,16 +131,16 @@ class DraftingTally:
                 idle.tasks[task] = idle.tasks.get(task, 0) + 1
                 idle.sampling[sampling] = idle.sampling.get(sampling, 0) + 1
 
-    def sampled(self, model: str, sampling: str, spec: SpecDecodeBlock) -> None:
-        """One request's accepted tokens over its trials, by how it asked to decode."""
+    def sampled(self, model: str, sampling: str, accepted: int, trials: int) -> None:
+        """One request that drafted: its accepted tokens over its trials, by how it asked to
+        decode."""
         modes = self._sampling.get(model)
         if modes is None:
             modes = self._sampling[model] = {}
         sums = modes.get(sampling)
         if sums is None:
             sums = modes[sampling] = Sums()
-        if spec.steps:
-            sums.add(*_alpha_sums(spec.drafted, spec.accepted))
+        sums.add(accepted, trials)
 
     def by_sampling(self, confidence: float) -> dict[str, dict[str, SamplingView]]:
         """Per model and sampling mode, accepted over trials since the start, its interval over

@@ -107,13 +107,17 @@ class Lifetime:
         m.before_drafting += 1
         m.run = 0
 
-    def add(self, model: str, ts: float, parts: dict[tuple[str, str], tuple[int, int]]) -> None:
-        """One request that drafted: its (accepted, trials) per slice (ctx bucket, task) and
+    def add(
+        self,
+        model: str,
+        ts: float,
+        parts: dict[tuple[str, str], tuple[int, int]],
+        accepted: int,
+        trials: int,
+    ) -> None:
+        """One request that drafted: its (accepted, trials) per slice (ctx bucket, task), and
         over the request."""
         m = self._model(model)
-        accepted = trials = 0
-        for a, t in parts.values():
-            accepted, trials = accepted + a, trials + t
         if trials:
             if m.first[0] < MISMATCH_FIRST:
                 m.first[0] += 1

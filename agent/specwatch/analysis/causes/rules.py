@@ -34,7 +34,7 @@ benchmarks/causes.py (docs/causes.md has the figures and the runbook has each ca
   `not_drafting`, `collapse_after_pause`: from what a request drafts step by step, in
   analysis/causes/drafting.py; `speculation_switched_off`, `draft_mismatch`,
   `decay_over_uptime`: against the model's time, in analysis/causes/lifetime.py;
-  `k0_still_costs`: step times, in analysis/causes/k0_cost.py.
+  `k0_still_costs`: step times, in analysis/speed/k0_cost.py (fed by the goodput tracker).
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ from typing import Any
 
 from specwatch import conventions as C
 from specwatch.analysis.causes.drafting import DraftingTally, SamplingView
-from specwatch.analysis.causes.k0_cost import K0Cost
 from specwatch.analysis.causes.lifetime import Lifetime
 from specwatch.analysis.causes.positions import (
     CliffContexts,
@@ -54,10 +53,10 @@ from specwatch.analysis.causes.positions import (
     SliceCliffs,
 )
 from specwatch.analysis.counting.counts import Counts
-from specwatch.analysis.counting.slicing import CtxBuckets, LoadBuckets, slice_key
+from specwatch.analysis.counting.slicing import CtxBuckets, slice_key
 from specwatch.analysis.counting.stats import SliceStats
 from specwatch.analysis.counting.windows import SlidingWindow
-from specwatch.analysis.speed.goodput import decode_of, decode_steps
+from specwatch.analysis.speed.k0_cost import K0Cost
 from specwatch.core.records import RequestRecord, SliceKey, SpecConfig, SpecDecodeBlock
 from specwatch.settings import Settings
 
@@ -140,15 +139,18 @@ class CauseTracker:
     """What the detectors need, kept as requests arrive; `causes` reads a slice's at a moment."""
 
     def __init__(
-        self, buckets: CtxBuckets, settings: Settings, since_start: SlidingWindow[SliceKey]
+        self,
+        buckets: CtxBuckets,
+        settings: Settings,
+        since_start: SlidingWindow[SliceKey],
+        k0: K0Cost,
     ) -> None:
         zones = settings.zones
         self._drafting = DraftingTally()
         self._cliffs = SliceCliffs(since_start, buckets)  # from each slice's counts since start
         self._firsts = FirstPositions()
         self._lifetime = Lifetime(settings.window.length_seconds)
-        self._k0 = K0Cost()
-        self._loads = LoadBuckets(settings.load.batch_edges)
+        self._k0 = k0  # the goodput tracker's: it has each request's decode time and steps
         self._confidence = zones.confidence
         self._thresholds = (zones.green, zones.red)  # a lift over one is a changed verdict
         self._buckets = buckets
@@ -177,18 +179,13 @@ class CauseTracker:
 
     def drafting(self, model: str, record: RequestRecord, spec: SpecDecodeBlock) -> None:
         """A request with speculation configured, whether or not it drafted: not_drafting,
-        speculation_switched_off, the acceptance by sampling, k0_still_costs."""
+        speculation_switched_off."""
         prompt, tokens = record.prompt_tokens, record.completion_tokens or 0
         label = C.UNKNOWN_CTX if prompt is None else self._buckets.label(prompt)
         drafted = sum(spec.drafted)
         sampling = record.sampling or C.Sampling.DEFAULT
         self._drafting.drafting(model, label, record.task, drafted, tokens, sampling)
-        self._drafting.sampled(model, sampling, spec)
         self._lifetime.drafting(model, record.ts, drafted, tokens)
-        decode, flight = decode_of(record), record.in_flight
-        if decode is not None and flight is not None and spec.steps:
-            steps = decode_steps(spec, decode[1])
-            self._k0.add(model, self._loads.index(flight), decode[0], steps, spec.drafted)
 
     def served(self, model: str, with_data: bool) -> None:
         """A request served to `model` (an answer of vLLM's, not an error)."""
@@ -219,14 +216,13 @@ class CauseTracker:
     def add(
         self,
         model: str,
-        ts: float,
-        prompt: int | None,
+        record: RequestRecord,
         spec: SpecDecodeBlock,
         parts: dict[SliceKey, Counts],
-        in_flight: int | None,
     ) -> None:
-        """One speculative request: `parts` its counts per slice, the model's rollup (its
-        whole counts) included."""
+        """One speculative request that drafted: `parts` its counts per slice, the model's
+        rollup (its whole counts) included."""
+        ts, prompt, in_flight = record.ts, record.prompt_tokens, record.in_flight
         whole = parts[slice_key(model, C.ALL, C.ALL)]
         tally = self._models.get(model)
         if tally is None:
@@ -260,7 +256,9 @@ class CauseTracker:
         self._firsts.add(model, whole)
         sliced = {(k.ctx_bucket, k.task): (c.accepted, c.trials) for k, c in parts.items()}
         sliced.pop((C.ALL, C.ALL), None)
-        self._lifetime.add(model, ts, sliced)
+        self._lifetime.add(model, ts, sliced, whole.accepted, whole.trials)
+        sampling = record.sampling or C.Sampling.DEFAULT
+        self._drafting.sampled(model, sampling, whole.accepted, whole.trials)
 
     def _schedule(self, tally: _ModelTally, spec: SpecDecodeBlock, in_flight: int | None) -> None:
         config = self._config

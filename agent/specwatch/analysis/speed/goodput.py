@@ -30,6 +30,7 @@ from specwatch.analysis.counting.stats import Interval, robust_variance, t_quant
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.analysis.counting.windows import WindowedRatio
 from specwatch.analysis.speed.draft_cost import DraftCost
+from specwatch.analysis.speed.k0_cost import K0Cost
 from specwatch.analysis.speed.speedup import ASSUMED, ESTIMATED, Cost
 from specwatch.core.records import RequestRecord, SpecDecodeBlock
 from specwatch.settings import Settings
@@ -110,6 +111,7 @@ class GoodputTracker:
         self._confidence = settings.zones.confidence
         self._cells: dict[Cell, _Cell] = {}
         self._cost = DraftCost(settings.zones.confidence)
+        self.k0 = K0Cost()  # K = 0 steps against drafting ones (the k0_still_costs cause)
         self.sources: dict[str, dict[str, int]] = {}  # model -> tpot source -> requests
 
     def add(self, record: RequestRecord, model: str) -> None:
@@ -135,10 +137,9 @@ class GoodputTracker:
         if record.spec.steps:
             cell.steps.add(seconds, record.spec.steps)
             if flight is not None:
-                drafted = sum(record.spec.drafted)
-                self._cost.add(
-                    model, self._loads.index(flight), record.spec.steps, drafted, seconds
-                )
+                drafted, at = sum(record.spec.drafted), self._loads.index(flight)
+                self._cost.add(model, at, record.spec.steps, drafted, seconds)
+                self.k0.add(model, at, seconds, int(steps), record.spec.drafted)
         source = record.latency.tpot_source or C.TpotSource.VLLM
         by_source = self.sources.setdefault(model, {})
         by_source[source] = by_source.get(source, 0) + 1

@@ -1,6 +1,7 @@
 """[compiled] `k0_still_costs`: steps scheduled at K = 0 that still pay for drafting (vLLM#51510:
 the V2 model runner runs the drafter at scheduled K = 0, "users pay full spec decode cost with
-zero benefit"). analysis/causes/rules.py assembles it with the others.
+zero benefit"). analysis/speed/goodput.py feeds it the decode times it reads; the cause is
+named by analysis/causes/rules.py with the others.
 
 A request's decode seconds over its engine steps s (analysis/speed/goodput.py: the steps vLLM
 lists and the plain ones its tokens leave) against x, the tokens its steps drafted a step, and
