@@ -333,3 +333,26 @@ def test_a_cliff_at_every_context_is_not_one_from_a_context_on() -> None:
         prompt = rng.randint(100, 6000)
         depths.add(prompt, cliff_steps(rng, prompt, 0))  # dead from the start: no context
     assert depths.cliff() is None
+
+
+def test_not_drafting_is_named_on_the_slices_that_do_not_draft_and_the_rollup_only() -> None:
+    """Long prompts draft almost nothing (one token in 200), short ones draft 4 a step: the
+    long prompts' slice and the model's rollup name not_drafting, the short ones' slice not."""
+    analyzer = Analyzer(load_settings(), started=1.8e9)
+    for i in range(40):
+        analyzer.ingest(request(i, 2))
+        idle = msgspec.structs.replace(
+            request(i, 2),
+            request_id=f"l{i}",
+            prompt_tokens=40_000,
+            completion_tokens=200,
+            spec=SpecDecodeBlock(1, (1,), (0,)),
+        )
+        analyzer.ingest(idle)
+    analyzer.evaluate(1.8e9 + 41)
+    snapshot = analyzer.snapshot(1.8e9 + 41)
+    named = {
+        view.key.ctx_bucket: C.CauseKind.NOT_DRAFTING in [cause.kind for cause in view.causes]
+        for view in (*snapshot.slices, *snapshot.rollups)
+    }
+    assert {"0-512": False, "32k+": True, C.ALL: True} == named

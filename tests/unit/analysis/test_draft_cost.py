@@ -6,12 +6,16 @@ from __future__ import annotations
 import math
 import random
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from specwatch import conventions as C
+from specwatch.analysis.counting.slicing import CtxBuckets
 from specwatch.analysis.replay import replay
 from specwatch.analysis.speed.draft_cost import DraftCost, _Moments
+from specwatch.analysis.speed.goodput import GoodputTracker
+from specwatch.analysis.speed.speedup import ASSUMED, ESTIMATED, Cost
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
 
@@ -54,7 +58,9 @@ def test_a_cost_too_uncertain_to_use_is_not_given() -> None:
     assert cost.estimate("m") is None
 
 
-def _record(i: int, k: int, seconds_per_step: float, steps: int) -> RequestRecord:
+def _record(
+    i: int, k: int, seconds_per_step: float, steps: int, in_flight: int = 2
+) -> RequestRecord:
     return RequestRecord(
         ts=1000.0 + i,
         request_id=f"r{i}",
@@ -65,7 +71,7 @@ def _record(i: int, k: int, seconds_per_step: float, steps: int) -> RequestRecor
         completion_tokens=steps * (k + 1) + 1,
         spec=SpecDecodeBlock(k, (k,) * steps, (k - 1,) * steps),
         latency=Latency(tpot=seconds_per_step * steps / (steps * (k + 1))),
-        in_flight=2,
+        in_flight=in_flight,
     )
 
 
@@ -119,3 +125,61 @@ def test_the_unrolled_moments_are_the_plain_sums(requests: list[tuple[float, ...
     assert moments.sums == pytest.approx(sums, rel=1e-9, abs=1e-12)
     for row, plain in zip(moments.squares, squares, strict=True):
         assert row == pytest.approx(plain, rel=1e-9, abs=1e-12)
+
+
+def test_a_spread_of_drafted_tokens_past_the_bar_in_sd_identifies_the_cost() -> None:
+    """The bar is on the standard deviation (MIN_SPREAD, 0.5 tokens), read as the variance
+    against its square: adaptive K moving 0.6 tokens either way (variance 0.36) identifies c;
+    0.4 (0.16) does not."""
+    for moved, identified in ((0.6, True), (0.4, False)):
+        cost, rng = DraftCost(0.95), random.Random(5)
+        for i in range(600):
+            x = 4.0 + (moved if i % 2 else -moved)
+            steps = 40
+            seconds = sum(0.004 * (1 + 0.1 * x) * rng.uniform(0.98, 1.02) for _ in range(steps))
+            cost.add("m", 0, steps, round(x * steps), seconds)
+        assert (cost.estimate("m") is not None) == identified
+
+
+def test_the_cost_is_the_line_over_steps_each_request_weighted_by_its_steps() -> None:
+    """c = b / a of the least-squares line of seconds a step on drafted tokens a step, every
+    request weighted by its steps (a step is the unit): computed here by hand."""
+    rng = random.Random(6)
+    cost = DraftCost(0.95)
+    rows = []
+    for _ in range(200):
+        steps, x = rng.randrange(2, 80), float(rng.choice((1, 3, 5, 7)))
+        s = 0.004 * (1 + 0.05 * x) * (1.3 if steps < 10 else 1.0) * rng.uniform(0.9, 1.1)
+        cost.add("m", 0, steps, round(x * steps), s * steps)
+        rows.append((x, s, float(steps)))
+    w = sum(r[2] for r in rows)
+    mx, ms = (sum(r[2] * r[k] for r in rows) / w for k in (0, 1))
+    b = sum(r[2] * (r[0] - mx) * (r[1] - ms) for r in rows) / sum(
+        r[2] * (r[0] - mx) ** 2 for r in rows
+    )
+    estimate = cost.estimate("m")
+    assert estimate is not None
+    assert estimate.ratio == pytest.approx(b / (ms - b * mx), rel=1e-9)
+
+
+def test_the_cost_is_read_within_a_load_bucket_not_across_loads() -> None:
+    """A batch-size schedule: 2 in flight drafting 2, 16 in flight drafting 6, the target's
+    step slower at 16 and drafting free (c = 0). Within a load K never moves, so nothing
+    identifies c; across loads the slower steps would read as a cost of drafting."""
+    rng = random.Random(7)
+    records = []
+    for i in range(400):
+        k, flight = (2, 2) if i % 2 else (6, 16)
+        per_step = (0.004 if flight == 2 else 0.006) * math.exp(rng.gauss(0, 0.05))
+        records.append(_record(i, k, per_step, rng.randrange(10, 40), flight))
+    settings = load_settings(ctx_buckets="512")
+    tracker = GoodputTracker(settings, CtxBuckets(settings.ctx_buckets))
+    for record in records:
+        tracker.add(record, "m")
+    assumed = Cost(0.1, ASSUMED)
+    assert assumed == tracker.cost("m", assumed)
+    # the same schedule at one load: K moves within it and c (0.25 here) is found
+    steady = GoodputTracker(settings, CtxBuckets(settings.ctx_buckets))
+    for record in records:
+        steady.add(msgspec.structs.replace(record, in_flight=2), "m")
+    assert ESTIMATED == steady.cost("m", assumed).source

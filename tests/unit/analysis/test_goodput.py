@@ -17,7 +17,7 @@ from specwatch.analysis.compare.goodput import (
     compare_tpot,
     verdict,
 )
-from specwatch.analysis.compare.same_load import Pair
+from specwatch.analysis.compare.same_load import Pair, log_variance, own_spread
 from specwatch.analysis.counting.slicing import CtxBuckets
 from specwatch.analysis.counting.stats import Interval, robust_variance, t_quantile
 from specwatch.analysis.counting.sums import Sums
@@ -116,6 +116,8 @@ def test_verdicts_read_the_whole_interval_of_the_ratio() -> None:
     assert verdict(Interval(0.9, 0.8, 0.99), 0.03) == FASTER
     assert verdict(Interval(1.0, 0.98, 1.02), 0.03) == SAME
     assert verdict(Interval(1.0, 0.96, 1.02), 0.03) == INSUFFICIENT
+    assert verdict(Interval(1.02, 0.99, 1.05), 0.03) == INSUFFICIENT  # above 1, not surely
+    assert verdict(Interval(0.98, 0.95, 1.01), 0.03) == INSUFFICIENT  # below 1, not surely
     assert verdict(None, 0.03) == INSUFFICIENT
 
 
@@ -217,3 +219,55 @@ def test_each_model_keeps_its_own_family() -> None:
     with_other, _ = compare_tpot({**stable, **other}, {**canary, **other}, 0.95, 0.03, 5, 30)
     mine = [row for row in with_other if row.key[0] == "m"]
     assert [row.ratio for row in mine] == [row.ratio for row in alone]
+
+
+def test_a_side_below_the_request_gate_is_insufficient_whichever_side_it_is() -> None:
+    """Both sides held to the minimum timed requests: 29 stable requests against 100 canary
+    ones (50% slower) compare nothing, as 29 canary ones against 100 stable do."""
+    rng = random.Random(23)
+    slow = {k: v * 1.5 for k, v in TPOT_BY_LOAD.items()}
+    for before, after in (({"1-4": 29}, {"1-4": 100}), ({"1-4": 100}, {"1-4": 29})):
+        stable, canary = cells(rng, TPOT_BY_LOAD, before), cells(rng, slow, after)
+        slices, models = compare_tpot(stable, canary, 0.95, 0.03, 5, 30)
+        assert [INSUFFICIENT, INSUFFICIENT] == [row.verdict for row in (*slices, *models)]
+        assert slices[0].reason is not None
+        assert "at least 30 a side" in slices[0].reason
+
+
+def test_where_the_slices_are_the_models_each_cell_is_counted_once() -> None:
+    """Cells keyed (model, load) (`--by model`): a slice is its model, and its rollup holds
+    each request once, not twice."""
+    rng = random.Random(29)
+    stable = {(k[0], k[-1]): v for k, v in cells(rng, TPOT_BY_LOAD, {"1-4": 20}).items()}
+    canary = {(k[0], k[-1]): v for k, v in cells(rng, TPOT_BY_LOAD, {"1-4": 20}).items()}
+    slices, models = compare_tpot(stable, canary, 0.95, 0.03, 5, 30)
+    assert [20] == [row.before.requests for row in models]
+    assert [] == slices  # the models are the slices: their rows only
+    assert [20] == [row.after.requests for row in models]
+    assert [INSUFFICIENT] == [row.verdict for row in models]  # 20 a side: below the gate
+
+
+def test_the_family_is_the_slices_compared_not_every_slice_seen() -> None:
+    """A slice too thin to compare takes no share of its model's error budget: the compared
+    slice's bounds are those it has without the thin one beside it."""
+    rng = random.Random(31)
+    stable = cells(rng, TPOT_BY_LOAD, {"1-4": 80})
+    canary = cells(rng, TPOT_BY_LOAD, {"1-4": 80})
+    alone, _ = compare_tpot(stable, canary, 0.95, 0.03, 5, 30)
+    (few,) = cells(rng, TPOT_BY_LOAD, {"1-4": 8}).values()
+    thin = {("m", "0-512", "code", "1-4"): few}
+    beside, _ = compare_tpot({**stable, **thin}, {**canary, **thin}, 0.95, 0.03, 5, 30)
+    assert [INSUFFICIENT] == [row.verdict for row in beside if row.key[2] == "code"]
+    (compared,) = [row for row in beside if row.key[2] == "chat"]
+    assert compared.ratio == alone[0].ratio
+
+
+def test_a_sides_log_variance_is_the_cluster_robust_one_with_n_over_n_minus_1() -> None:
+    """Var(log TPOT) from the sums equals the per-request form: n / (n - 1) x sum of each
+    request's (x_i - T y_i)^2 over (T sum y)^2. Three requests: the n - 1 matters."""
+    requests = [(1.0, 50.0), (3.0, 100.0), (1.2, 40.0)]
+    s = sums(requests)
+    t = s.x / s.y
+    by_hand = sum((x - t * y) ** 2 for x, y in requests) / (t * s.y) ** 2 * 3 / 2
+    assert log_variance(s, own_spread(s)) == pytest.approx(by_hand, rel=1e-12)
+    assert own_spread(s).df == 2

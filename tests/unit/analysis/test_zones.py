@@ -399,3 +399,39 @@ def test_a_settled_state_is_a_fixed_point_of_the_rules_on_the_same_evidence(dwel
     zones = (Zone.INSUFFICIENT, Zone.GREEN, Zone.YELLOW, Zone.RED)
     assert all(met[zone, True] and met[zone, False] for zone in zones[1:]), met
     assert met[Zone.INSUFFICIENT, True]
+
+
+def test_after_an_old_change_the_window_of_only_the_new_data_decides_not_the_shortest() -> None:
+    """Tried from the longest down: the 30 minutes differ from the hour's rest, the last 5
+    minutes differ from the hour's rest too but not from those 30. The 30-minute window holds
+    six times the new data and decides; read shortest-first, the 5 minutes would."""
+    bar = CFG.change_evidence
+    short = WindowEvidence(300.0, True, 0.5 * H, 3 * H, SOME, ((1800.0, 0.0), (3600.0, bar)))
+    mid = WindowEvidence(1800.0, True, 2 * H, 4 * H, SOME, ((3600.0, bar),))
+    hour = WindowEvidence(3600.0, True, -H, H, SOME)
+    deciding = Evidence((short, mid, hour), bar).deciding(full=True)
+    assert deciding is not None
+    assert 1800.0 == deciding.seconds
+
+
+def test_a_collapse_is_read_on_a_window_past_the_whole_gates_not_half_of_them() -> None:
+    """Red at once within the dwell needs the deciding window past the whole sample gates:
+    20 requests far below red keep yellow until then; 40 make it red at once."""
+    cfg = rules(min_dwell_seconds=600.0)
+    for requests, expected in ((20, Zone.YELLOW), (40, Zone.RED)):
+        low = sums(requests, 10 * requests, 30 * requests, spread=1.0)  # 0.33, below 0.45
+        seen = gathered([(300.0, low)], cfg, entering=False)
+        assert seen is not None
+        assert (requests == 40) == seen.windows[0].full
+        state = ZoneState(zone=Zone.YELLOW, last_verdict_change=0.0, decided_by=300.0)
+        next_zone(state, seen, 60.0, cfg)
+        assert expected == state.zone
+
+
+def test_a_window_short_of_half_the_trials_is_no_evidence_whatever_its_requests() -> None:
+    """The trials gate on its own: 40 requests (past the requests gate) of 499 trials (short
+    of half of 1,000) give nothing to keep a verdict on; 500 do."""
+    cfg = rules(min_trials=1000, min_requests=30)
+    assert gathered([(300.0, sums(40, 200, 499))], cfg, False) is None
+    assert gathered([(300.0, sums(40, 200, 520))], cfg, False) is not None
+    assert gathered([(300.0, sums(40, 600, 999))], cfg, True) is None  # entering: the whole
