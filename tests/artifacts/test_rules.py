@@ -29,6 +29,7 @@ from specwatch.gen.writer import RECORDING_RULES
 from specwatch.settings import load_settings
 
 from tests.support import ROOT
+from tests.support.promtool import generated
 from tests.support.tools import binary, prometheus_major
 
 SETTINGS = load_settings()
@@ -38,8 +39,10 @@ MINUTES = 12  # the 5-minute window is read at minute 10: every series older tha
 def run_promtool(
     tmp_path: Path, series: list[dict[str, str]], checks: list[dict[str, Any]]
 ) -> None:
+    rules = tmp_path / "recording.rules.yml"  # as the generator writes them now
+    rules.write_bytes(generated()[RECORDING_RULES])
     test = {
-        "rule_files": [str(ROOT / RECORDING_RULES)],
+        "rule_files": [str(rules)],
         "evaluation_interval": "1m",
         "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": checks}],
     }

@@ -6,6 +6,11 @@ whose inputs the case never writes. An alert depends only on the rules its expre
 annotations' queries read, and theirs in turn; the rest cannot change what it says. So each test
 runs on a copy of the generated files holding that closure, rules verbatim, in their groups
 (interval kept) and in their order.
+
+The hand-written tests run on the rule files the generator writes now (`generated`, from
+gen/writer.render), not on the copies committed beside them: a changed generator is judged on what
+it writes (and `specwatch generate --check` holds the committed copies equal to it). Never cached:
+a mutation run (tools/mutate.py) forks each mutant from a process that has rendered them once.
 """
 
 from __future__ import annotations
@@ -52,11 +57,24 @@ def closure(files: list[dict[str, Any]], roots: set[str]) -> set[str]:
     return reached
 
 
-def pruned(test_file: Path, into: Path) -> Path:
-    """A copy of `test_file` under `into`, beside copies of its rule files cut to its closure."""
+def generated() -> dict[str, bytes]:
+    """Every file the generator writes, by its path in the repository, rendered now."""
+    from specwatch.gen.writer import render
+    from specwatch.settings import load_settings
+
+    return render(load_settings())
+
+
+def pruned(test_file: Path, into: Path, files_now: dict[str, bytes] | None = None) -> Path:
+    """A copy of `test_file` under `into`, beside copies of its rule files cut to its closure:
+    those `files_now` holds by their path in the repository (`generated`), else those on disk
+    beside the test."""
     test = yaml.safe_load(test_file.read_text())
     sources = [(name, test_file.parent / name) for name in test["rule_files"]]
-    files = [yaml.safe_load(path.read_text()) for _, path in sources]
+    files = [
+        yaml.safe_load(path.read_text() if files_now is None else files_now[_in_repository(path)])
+        for _, path in sources
+    ]
     reached = closure(files, _roots(test))
     (into / "tests").mkdir(parents=True, exist_ok=True)
     for (name, _), data in zip(sources, files, strict=True):
@@ -70,3 +88,8 @@ def pruned(test_file: Path, into: Path) -> Path:
     copy = into / "tests" / test_file.name
     copy.write_text(test_file.read_text())
     return copy
+
+
+def _in_repository(path: Path) -> str:
+    root = Path(__file__).resolve().parents[2]
+    return path.resolve().relative_to(root).as_posix()
