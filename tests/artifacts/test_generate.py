@@ -29,8 +29,19 @@ from tests.support.tools import binary
 ALERTS = ROOT / "alerts"
 
 
-def run(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
+def run(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False)
+
+
+@pytest.fixture
+def written(tmp_path: Path) -> Path:
+    """The files the generator writes now, under tmp_path as in the repository (the tools
+    check what the generator writes; test_the_committed_files_are_what_generate_writes holds
+    the committed copies equal to it)."""
+    for name, data in generated().items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    return tmp_path
 
 
 def test_the_committed_files_are_what_generate_writes() -> None:
@@ -97,10 +108,10 @@ def test_an_objective_whose_burn_rate_cannot_be_reached_is_refused(
     assert "can never be reached" in capsys.readouterr().err
 
 
-def test_promtool_accepts_every_rule_file() -> None:
+def test_promtool_accepts_every_rule_file(written: Path) -> None:
     promtool = binary("promtool")
     for name in (RECORDING_RULES, ALERTING_RULES):
-        result = run(promtool, "check", "rules", name)
+        result = run(promtool, "check", "rules", name, cwd=written)
         assert 0 == result.returncode, result.stdout + result.stderr
 
 
@@ -157,10 +168,10 @@ def test_every_alert_has_a_positive_and_a_negative_promtool_case() -> None:
     assert set(alerts) <= negative, set(alerts) - negative
 
 
-def test_every_alert_has_severity_summary_description_and_its_runbook() -> None:
+def test_every_alert_has_severity_summary_description_and_its_runbook(written: Path) -> None:
     """As shipped, no link is made up: each alert carries the steps of its runbook section."""
-    runbooks = (ALERTS / "runbooks.md").read_text()
-    for group in yaml.safe_load((ROOT / ALERTING_RULES).read_text())["groups"]:
+    runbooks = (written / "alerts" / "runbooks.md").read_text()
+    for group in yaml.safe_load((written / ALERTING_RULES).read_text())["groups"]:
         for rule in group["rules"]:
             assert re.fullmatch(r"SpecDecode[A-Z][A-Za-z]+", rule["alert"])
             assert rule["labels"]["severity"] in {"critical", "warning", "info"}
@@ -189,8 +200,8 @@ def test_with_a_published_runbook_every_alert_links_to_its_section() -> None:
     assert "runbook_url" not in render(load_settings())[ALERTMANAGER].decode()
 
 
-def test_amtool_accepts_the_alertmanager_config() -> None:
-    result = run(binary("amtool"), "check-config", ALERTMANAGER)
+def test_amtool_accepts_the_alertmanager_config(written: Path) -> None:
+    result = run(binary("amtool"), "check-config", ALERTMANAGER, cwd=written)
     assert 0 == result.returncode, result.stdout + result.stderr
 
 
@@ -203,15 +214,16 @@ def test_amtool_accepts_the_alertmanager_config() -> None:
         ("severity=other", "specwatch-warning"),
     ],
 )
-def test_each_severity_is_routed_to_its_receiver(labels: str, receiver: str) -> None:
+def test_each_severity_is_routed_to_its_receiver(labels: str, receiver: str, written: Path) -> None:
     result = run(
         binary("amtool"), "config", "routes", "test", "--config.file", ALERTMANAGER,
         f"--verify.receivers={receiver}", labels, "model=m", "ctx_bucket=0-512", "task=code",
+        cwd=written,
     )  # fmt: skip
     assert 0 == result.returncode, result.stdout + result.stderr
 
 
-def test_the_slack_and_pagerduty_templates_render() -> None:
+def test_the_slack_and_pagerduty_templates_render(written: Path) -> None:
     amtool = binary("amtool")
     for name in (
         "specwatch.slack.title",
@@ -220,7 +232,7 @@ def test_the_slack_and_pagerduty_templates_render() -> None:
     ):
         result = run(
             amtool, "template", "render", f"--template.glob={TEMPLATE}",
-            f'--template.text={{{{ template "{name}" . }}}}',
+            f'--template.text={{{{ template "{name}" . }}}}', cwd=written,
         )  # fmt: skip
         assert 0 == result.returncode, result.stdout + result.stderr
         assert result.stdout.strip(), name
