@@ -119,6 +119,10 @@ def test_verdicts_read_the_whole_interval_of_the_ratio() -> None:
     assert verdict(Interval(1.02, 0.99, 1.05), 0.03) == INSUFFICIENT  # above 1, not surely
     assert verdict(Interval(0.98, 0.95, 1.01), 0.03) == INSUFFICIENT  # below 1, not surely
     assert verdict(None, 0.03) == INSUFFICIENT
+    # the edges: a bound at exactly 1 is not sure of either side; the margin's edge is inside
+    assert verdict(Interval(1.05, 1.0, 1.1), 0.03) == INSUFFICIENT
+    assert verdict(Interval(0.95, 0.9, 1.0), 0.03) == INSUFFICIENT
+    assert verdict(Interval(1.0, 0.97, 1.03), 0.03) == SAME
 
 
 def test_the_combined_ratio_weighs_each_load_bucket_by_the_after_sides_tokens() -> None:
@@ -271,3 +275,29 @@ def test_a_sides_log_variance_is_the_cluster_robust_one_with_n_over_n_minus_1() 
     by_hand = sum((x - t * y) ** 2 for x, y in requests) / (t * s.y) ** 2 * 3 / 2
     assert log_variance(s, own_spread(s)) == pytest.approx(by_hand, rel=1e-12)
     assert own_spread(s).df == 2
+
+
+def test_the_combined_interval_has_welchs_degrees_of_freedom_over_the_cells() -> None:
+    """Two cells of few requests: the half-width is Student's t at Welch-Satterthwaite's df,
+    (sum of the weighted variances)^2 over the sum of each one's square over its df,
+    computed here by hand from each side's variance."""
+    rng = random.Random(37)
+
+    def side(tpot: float, n: int) -> Sums:
+        return sums([(tpot * y * rng.uniform(0.7, 1.3), y) for y in (20.0, 50.0) * n])
+
+    pairs = [Pair.alone(side(0.010, 3), side(0.011, 2)), Pair.alone(side(0.02, 2), side(0.02, 4))]
+    got = combined_ratio(pairs, {}, 0.95)
+    assert got is not None
+    interval, _ = got
+    total = sum(pair.after.y for pair in pairs)
+    variance = shares = 0.0
+    for pair in pairs:
+        w = pair.after.y / total
+        for sums_, spread in zip((pair.before, pair.after), pair.spreads, strict=True):
+            v = log_variance(sums_, spread)
+            variance += w * w * v
+            shares += (w * w * v) ** 2 / spread.df
+    half = t_quantile(0.95, variance * variance / shares) * math.sqrt(variance)
+    assert math.log(interval.upper / interval.estimate) == pytest.approx(half, rel=1e-9)
+    assert math.log(interval.estimate / interval.lower) == pytest.approx(half, rel=1e-9)
