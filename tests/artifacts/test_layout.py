@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
 import importlib.util
 import re
 import sys
@@ -105,6 +106,33 @@ def test_every_guarded_line_of_the_mutation_list_is_still_in_the_source() -> Non
             if name:
                 text = (ROOT / path).read_text()
                 assert re.search(rf"^(async )?def {name}\(", text, re.M), (mutation.name, test)
+
+
+def test_every_rule_module_is_in_one_mutation_part_and_each_part_runs_tests_that_exist() -> None:
+    """tools/mutate.py's parts cover analysis/ and gen/ module by module (a new module is
+    mutated, and once: two parts would count it twice), and name tests that exist (mutmut on
+    a selection of nothing would report every mutant `no tests`, not fail)."""
+    spec = importlib.util.spec_from_file_location("mutate", ROOT / "tools" / "mutate.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mutate"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    for room in ("analysis", "gen"):
+        for path in sorted((PACKAGE / room).rglob("*.py")):
+            name = path.relative_to(PACKAGE).as_posix()
+            owners = [
+                part
+                for part, spec_ in module.PARTS.items()
+                if any(fnmatch.fnmatch(name, glob) for glob in spec_.modules)
+            ]
+            assert path.name == "__init__.py" or len(owners) == 1, (name, owners)
+    for part in module.PARTS.values():
+        for test in (*part.tests, *part.deselect):
+            assert (ROOT / test.partition("::")[0]).exists(), test
+    # an equivalent mutant is looked up by its original and mutated line, the diff's headers
+    # not among them
+    assert ("x = 1", "x = 2") == module.changed("--- a.py\n+++ a.py\n-  x = 1\n+  x = 2")
 
 
 TESTS = sorted((ROOT / "tests").rglob("test_*.py"))
