@@ -84,7 +84,11 @@ PARTS = {
     ),
     "gen": Part(
         ("gen/*",),
-        ("tests/unit/gen", "tests/artifacts/test_generate.py"),
+        (
+            "tests/unit/gen",
+            "tests/artifacts/test_generate.py",
+            "tests/artifacts/test_dashboards.py",
+        ),
         0.90,
         (
             # the committed copies against the generator: any change of output, not a rule's
