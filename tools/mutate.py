@@ -28,7 +28,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -121,7 +120,7 @@ class Tally:
 
     @property
     def scored(self) -> int:
-        return sum(self.counts.values()) - self.counts["equivalent"]
+        return sum(self.counts.values()) - self.counts["equivalent"] - self.counts["not run"]
 
     @property
     def caught(self) -> int:
@@ -184,6 +183,9 @@ def tally(workdir: Path) -> dict[str, Tally]:
             entry = tallies.setdefault(module, Tally())
             source = Path("src/specwatch") / module
             for mutant, code in exits.items():
+                if code is None:  # a run stopped before it (--no-run on what it left)
+                    entry.counts["not run"] += 1
+                    continue
                 status = STATUS.get(code, "suspicious")
                 if status in ("killed", "timeout", "type check"):
                     entry.counts[status] += 1
@@ -227,16 +229,13 @@ def run_part(name: str, part: Part, workdir: Path, children: int) -> tuple[dict[
     return tally(workdir), seconds
 
 
-def table(results: dict[str, tuple[dict[str, Tally], float]]) -> list[str]:
-    rows = ["| part / module | mutants | killed | equivalent | survived | kill rate |"]
-    rows.append("|---|---:|---:|---:|---:|---:|")
-    for name, (tallies, seconds) in results.items():
-        whole = Tally()
-        for entry in tallies.values():
-            whole.counts.update(entry.counts)
-        rows.append(row(f"**{name}** ({seconds / 60:.0f} min)", whole))
-        rows += [row(module, entry) for module, entry in sorted(tallies.items())]
-    return rows
+def part_rows(name: str, tallies: dict[str, Tally], seconds: float | None) -> list[str]:
+    whole = Tally()
+    for entry in tallies.values():
+        whole.counts.update(entry.counts)
+    took = "" if seconds is None else f" ({seconds / 60:.0f} min)"
+    rows = [row(f"**{name}**{took}", whole)]
+    return rows + [row(module, entry) for module, entry in sorted(tallies.items())]
 
 
 def row(label: str, entry: Tally) -> str:
@@ -248,54 +247,77 @@ def row(label: str, entry: Tally) -> str:
     )
 
 
-def write_docs(rows: list[str]) -> None:
+HEADER = (
+    "| part / module | mutants | killed | equivalent | survived | kill rate |",
+    "|---|---:|---:|---:|---:|---:|",
+)
+
+
+def write_docs(name: str, rows: list[str]) -> None:
+    """The part's rows into docs/mutations.md's table, the other parts' rows kept."""
     doc = ROOT / "docs" / "mutations.md"
     text = doc.read_text()
     begin, end = "<!-- mutations:begin -->", "<!-- mutations:end -->"
     head, _, rest = text.partition(begin)
-    _, _, tail = rest.partition(end)
-    doc.write_text(f"{head}{begin}\n" + "\n".join(rows) + f"\n{end}{tail}")
+    table, _, tail = rest.partition(end)
+    parts: dict[str, list[str]] = {}
+    current = None
+    for line in table.strip().splitlines():
+        if line.startswith("| **"):
+            current = line[4:].split("**")[0]
+            parts[current] = []
+        if current is not None:
+            parts[current].append(line)
+    parts[name] = rows
+    lines = [*HEADER, *(line for part in parts.values() for line in part)]
+    doc.write_text(f"{head}{begin}\n" + "\n".join(lines) + f"\n{end}{tail}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("parts", nargs="*", help=f"of {', '.join(PARTS)} (default: all)")
-    parser.add_argument("--workdir", type=Path, help="where parts are staged (default: a temp dir)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path.home() / ".cache" / "specwatch-mutants",
+        help="where each part is staged and kept (mutmut show / browse there): %(default)s",
+    )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--docs", action="store_true", help="write the table to docs/mutations.md")
+    parser.add_argument(
+        "--no-run", action="store_true", help="tally what --workdir holds (mutmut run there)"
+    )
     args = parser.parse_args()
     unknown = set(args.parts) - set(PARTS)
     if unknown:
         parser.error(f"no part {', '.join(sorted(unknown))}: the parts are {', '.join(PARTS)}")
     args.parts = args.parts or list(PARTS)
-    scratch = tempfile.mkdtemp(prefix="specwatch-mutmut-") if args.workdir is None else None
-    base = args.workdir or Path(scratch or ".")
-    results = {}
+    base: Path = args.workdir
     short = False
-    try:
-        for name in args.parts:
-            part = PARTS[name]
+    for name in args.parts:
+        part = PARTS[name]
+        if args.no_run:
+            tallies, seconds = tally(base / name), None
+        else:
             tallies, seconds = run_part(name, part, base / name, args.max_children)
-            results[name] = (tallies, seconds)
+        survivors = base / name / "survivors.txt"
+        with survivors.open("w") as out:
             for module, entry in sorted(tallies.items()):
                 for mutant, diff in entry.survivors:
-                    print(f"# {name}/{module} {mutant}\n{diff}\n")
-            whole = Tally()
-            for entry in tallies.values():
-                whole.counts.update(entry.counts)
-            short |= whole.rate < part.target
-            print(
-                f"{name}: {whole.caught} of {whole.scored} caught ({100 * whole.rate:.1f}%, "
-                f"target {100 * part.target:.0f}%) in {seconds:.0f} s",
-                flush=True,
-            )
-    finally:
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
-    rows = table(results)
-    print("\n".join(rows))
-    if args.docs:
-        write_docs(rows)
+                    out.write(f"# {module} {mutant}\n{diff}\n\n")
+        whole = Tally()
+        for entry in tallies.values():
+            whole.counts.update(entry.counts)
+        short |= whole.rate < part.target
+        rows = part_rows(name, tallies, seconds)
+        print("\n".join((*HEADER, *rows)))
+        print(
+            f"{name}: {whole.caught} of {whole.scored} caught ({100 * whole.rate:.1f}%, "
+            f"target {100 * part.target:.0f}%); survivors with their diffs in {survivors}",
+            flush=True,
+        )
+        if args.docs:
+            write_docs(name, rows)
     return 1 if short else 0
 
 
