@@ -241,15 +241,16 @@ def part_rows(name: str, tallies: dict[str, Tally], seconds: float | None) -> li
 def row(label: str, entry: Tally) -> str:
     total = sum(entry.counts.values())
     missed = entry.scored - entry.caught
+    rate = f"{100 * entry.rate:.1f}%" if entry.scored else "-"
     return (
         f"| {label} | {total} | {entry.caught} | {entry.counts['equivalent']} | {missed} "
-        f"| {100 * entry.rate:.1f}% |"
+        f"| {entry.counts['not run']} | {rate} |"
     )
 
 
 HEADER = (
-    "| part / module | mutants | killed | equivalent | survived | kill rate |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| part / module | mutants | killed | equivalent | survived | not run | kill rate |",
+    "|---|---:|---:|---:|---:|---:|---:|",
 )
 
 

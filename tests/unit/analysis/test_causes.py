@@ -20,8 +20,12 @@ from specwatch.analysis.causes.positions import (
     _tried_and_accepted,
     position_cliff,
 )
+from specwatch.analysis.causes.rules import CauseTracker
 from specwatch.analysis.counting.counts import Counts
-from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.analysis.counting.slicing import CtxBuckets
+from specwatch.analysis.counting.windows import SlidingWindow
+from specwatch.analysis.speed.k0_cost import K0Cost
+from specwatch.core.records import Latency, RequestRecord, SliceKey, SpecConfig, SpecDecodeBlock
 from specwatch.settings import load_settings
 
 from tests.support.analysis import analyzer, cliff_steps
@@ -356,3 +360,44 @@ def test_not_drafting_is_named_on_the_slices_that_do_not_draft_and_the_rollup_on
         for view in (*snapshot.slices, *snapshot.rollups)
     }
     assert {"0-512": False, "32k+": True, C.ALL: True} == named
+
+
+def _tracker() -> CauseTracker:
+    settings = load_settings()
+    window: SlidingWindow[SliceKey] = SlidingWindow(
+        settings.window.length_seconds, settings.window.bucket_seconds, 4
+    )
+    return CauseTracker(CtxBuckets(settings.ctx_buckets), settings, window, K0Cost())
+
+
+def test_no_per_request_data_from_three_requests_without_it_while_none_came_with_it() -> None:
+    """Named from the third request served without the per-request block, counted; one
+    request that came with it means the flags are on (another reason for a gap): not named."""
+    tally = DraftingTally()
+    for _ in range(2):
+        tally.served("m", with_data=False)
+    assert 0 == tally.without_data("m")
+    tally.served("m", with_data=False)
+    assert 3 == tally.without_data("m")
+    assert 0 == tally.without_data("other")
+    tally.served("m", with_data=True)
+    assert 0 == tally.without_data("m")
+
+
+def test_no_per_request_data_names_the_flags_the_running_vllm_needs() -> None:
+    tracker = _tracker()
+    assert tracker.no_data("m") is None
+    for _ in range(4):
+        tracker.served("m", with_data=False)
+    found = tracker.no_data("m")
+    assert found is not None
+    assert C.CauseKind.NO_PER_REQUEST_DATA == found.kind
+    assert {"requests": 4, "vllm_version": None, "flags": list(C.per_request_flags(None))} == (
+        found.detail
+    )
+    config = SpecConfig("c", "ngram", None, 3, (), None, "0.31.2", "stable")
+    tracker.set_config(config)
+    found = tracker.no_data("m")
+    assert found is not None
+    assert "0.31.2" == found.detail["vllm_version"]
+    assert found.detail["flags"][0].startswith("an upgrade to vLLM 0.32 or later")
