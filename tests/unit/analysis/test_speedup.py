@@ -1,18 +1,20 @@
 from __future__ import annotations
 
+import math
 from dataclasses import fields, replace
 from typing import Any
 
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.counting.stats import Interval
+from specwatch.analysis.counting.stats import Interval, t_quantile
 from specwatch.analysis.counting.sums import Sums
 from specwatch.analysis.speed.speedup import (
     MEASURED,
     MODELLED,
     Cost,
     Gain,
+    log_variance,
     measured_gain,
     modelled_gain,
 )
@@ -194,3 +196,32 @@ def test_gains_equal_field_by_field_an_insufficient_ones_nan_equal_to_nan() -> N
     for name, value in others.items():
         assert modelled != replace(modelled, **{name: value}), name
     assert modelled == replace(modelled)
+
+
+def test_the_measured_gain_has_welchs_df_and_needs_two_timed_requests_a_side() -> None:
+    """base TPOT / spec TPOT, its bounds exp(-+t(df) sqrt(v_s + v_b)) with Welch's df by hand
+    on sides of 3 and 5 requests; with a configured baseline, spec's variance alone at n - 1;
+    one request a side, or nothing timed, gives no gain."""
+    spec = sums([(0.8, 100.0), (1.1, 120.0), (0.5, 60.0)])
+    base = sums([(1.0, 100.0), (1.5, 110.0), (0.6, 50.0), (2.0, 150.0), (1.2, 90.0)])
+    gain = measured_gain(spec, base, 0.95)
+    assert gain is not None
+    v_s, v_b = log_variance(spec), log_variance(base)
+    df = (v_s + v_b) ** 2 / (v_s**2 / 2 + v_b**2 / 4)
+    spread = math.exp(t_quantile(0.95, df) * math.sqrt(v_s + v_b))
+    ratio = (base.x / base.y) / (spec.x / spec.y)
+    assert gain.ratio == pytest.approx(ratio, rel=1e-12)
+    assert MEASURED == gain.method
+    assert gain.upper == pytest.approx(ratio * spread, rel=1e-9)
+    assert gain.lower == pytest.approx(ratio / spread, rel=1e-9)
+    configured = measured_gain(spec, None, 0.95, baseline_seconds_per_token=0.01)
+    assert configured is not None
+    spread = math.exp(t_quantile(0.95, 2) * math.sqrt(v_s))
+    assert configured.upper == pytest.approx(0.01 / (spec.x / spec.y) * spread, rel=1e-9)
+    assert measured_gain(spec, None, 0.95) is None  # no baseline at all
+    one = sums([(1.0, 100.0)])
+    assert measured_gain(one, base, 0.95) is None
+    assert measured_gain(spec, one, 0.95) is None
+    assert measured_gain(spec, sums([(1.0, 100.0), (1.1, 100.0)]), 0.95) is not None
+    assert measured_gain(sums([(0.0, 100.0), (0.0, 50.0)]), base, 0.95) is None  # untimed
+    assert measured_gain(spec, sums([(1.0, 0.0), (1.0, 0.0)]), 0.95) is None  # no tokens
