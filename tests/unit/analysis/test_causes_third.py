@@ -11,7 +11,14 @@ import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
 from specwatch.analysis.causes.drafting import DraftingTally
-from specwatch.analysis.causes.lifetime import Lifetime
+from specwatch.analysis.causes.lifetime import (
+    DECAY_MAX_BINS,
+    DECAY_MIN_REQUESTS,
+    Lifetime,
+    _halve,
+    _Model,
+    _Third,
+)
 from specwatch.analysis.causes.positions import FirstPositions, later_collapse, position_cliff
 from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.speed.k0_cost import K0Cost
@@ -350,3 +357,42 @@ def test_a_pause_that_halves_a_low_acceptance_by_little_is_no_collapse() -> None
         after = (1,) * 3 + (0,) * 17
         tally.steps("m", drafted, before + pause + after)
     assert tally.collapse_after_pause("m") is None
+
+
+def test_a_third_sums_its_slices_and_its_log_variance_is_the_per_request_one() -> None:
+    """Per slice side: requests, accepted, trials, sum a^2, sum a t, sum t^2; at each slice's
+    own alpha-hat p. Three requests in two slices: R = accepted / E, and the variance of ln R
+    is n / (n - 1) x sum (a_i - R p t_i)^2 / E^2 / R^2, computed here request by request."""
+    requests = [((3, 10), 0.5), ((6, 10), 0.5), ((2, 8), 0.25)]  # ((a, t), p of its slice)
+    third = _Third()
+    for (a, t), p in requests:
+        third.add([1, a, t, a * a, a * t, t * t], p)
+    expected = sum(p * t for (_, t), p in requests)
+    assert (third.requests, third.accepted, third.trials) == (3, 11, 28)
+    assert third.expected == pytest.approx(expected)
+    assert third.ratio() is None  # 3 requests: below the minimum
+    r = 11 / expected
+    by_hand = sum((a - r * p * t) ** 2 for (a, t), p in requests) / expected**2 * 3 / 2 / r**2
+    assert third.log_variance(r) == pytest.approx(by_hand, rel=1e-12)
+    for _ in range(DECAY_MIN_REQUESTS - 3):
+        third.add([1, 1, 4, 1, 4, 16], 0.25)
+    assert third.ratio() == pytest.approx(third.accepted / third.expected)
+
+
+def test_merged_bins_keep_every_sum_and_halve_the_count() -> None:
+    """Past 96 bins two neighbours merge: bin b holds 2b and 2b + 1, nothing is lost, the
+    upper half is empty again, the width doubles; an odd count rounds up."""
+    model = _Model(width=10.0, bins=DECAY_MAX_BINS - 1)
+    moments = [float(i) for i in range(DECAY_MAX_BINS * 6)]
+    model.slices["0-512", "chat"] = list(moments)
+    _halve(model)
+    merged = model.slices["0-512", "chat"]
+    assert (20.0, DECAY_MAX_BINS // 2) == (model.width, model.bins)
+    for b in range(DECAY_MAX_BINS // 2):
+        for i in range(6):
+            assert merged[b * 6 + i] == moments[2 * b * 6 + i] + moments[(2 * b + 1) * 6 + i]
+    assert not any(merged[DECAY_MAX_BINS // 2 * 6 :])
+    assert sum(merged) == sum(moments)
+    even = _Model(width=10.0, bins=DECAY_MAX_BINS)
+    _halve(even)
+    assert DECAY_MAX_BINS // 2 == even.bins
