@@ -17,10 +17,10 @@ from specwatch.analysis.compare.goodput import (
     compare_tpot,
     verdict,
 )
-from specwatch.analysis.compare.same_load import Pair, log_variance, own_spread
+from specwatch.analysis.compare.same_load import Pair, load_slopes, log_variance, own_spread
 from specwatch.analysis.counting.slicing import CtxBuckets
 from specwatch.analysis.counting.stats import Interval, robust_variance, t_quantile
-from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.analysis.speed.goodput import GoodputTracker, decode_of, tpot_interval
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.settings import load_settings
@@ -301,3 +301,44 @@ def test_the_combined_interval_has_welchs_degrees_of_freedom_over_the_cells() ->
     half = t_quantile(0.95, variance * variance / shares) * math.sqrt(variance)
     assert math.log(interval.upper / interval.estimate) == pytest.approx(half, rel=1e-9)
     assert math.log(interval.estimate / interval.lower) == pytest.approx(half, rel=1e-9)
+
+
+def test_the_load_slope_is_the_pooled_within_cell_regression_computed_by_hand() -> None:
+    """kappa per (model, load bucket) from two cells (one a side): sum over cells of
+    sum y_i b_i (t_i / T_g - 1) over sum y_i (b_i - B_g)^2; its variance the cells' e_g x
+    sum y_i^2 (b_i - B_g)^2 over the denominator squared; df n - 2 per cell. A cell without
+    loads, or of one request, adds nothing."""
+    rng = random.Random(53)
+    cells_: list[list[tuple[float, float, float]]] = []  # (seconds, tokens, load) a request
+    sides = []
+    for key in (("m", "0-512", "chat", "5-8"), ("m", "0-512", "code", "5-8")):
+        requests = []
+        for _ in range(12):
+            tokens, load = float(rng.randrange(20, 200)), float(rng.randrange(5, 9))
+            tpot = 0.01 * (1 + 0.04 * (load - 6)) * rng.uniform(0.9, 1.1)
+            requests.append((tpot * tokens, tokens, load))
+        cells_.append(requests)
+        s = DecodeSums()
+        for x, y, b in requests:
+            s.add_request(x, y, b, 10.0)
+        sides.append({key: s})
+    untimed = DecodeSums()
+    untimed.add_request(1.0, 100.0, None, 10.0)
+    untimed.add_request(1.0, 100.0, None, 10.0)
+    lone = DecodeSums()
+    lone.add_request(1.0, 100.0, 6.0, 10.0)
+    sides.append({("m", "0-512", "chat", "5-8"): untimed, ("m", "x", "chat", "5-8"): lone})
+    slopes = load_slopes(sides)
+    num = den = var = 0.0
+    for requests in cells_:
+        x, y = sum(r[0] for r in requests), sum(r[1] for r in requests)
+        t, b_mean = x / y, sum(r[1] * r[2] for r in requests) / y
+        e = sum((r[0] - t * r[1]) ** 2 for r in requests) / t**2 / sum(r[1] ** 2 for r in requests)
+        num += sum(r[1] * r[2] * (r[0] / r[1] / t - 1) for r in requests)
+        den += sum(r[1] * (r[2] - b_mean) ** 2 for r in requests)
+        var += e * sum(r[1] ** 2 * (r[2] - b_mean) ** 2 for r in requests)
+    (slope,) = slopes.values()
+    assert ("m", "5-8") in slopes
+    assert slope.slope == pytest.approx(num / den, rel=1e-9)
+    assert slope.variance == pytest.approx(var / den**2, rel=1e-9)
+    assert slope.df == 24 - 2 * 2
