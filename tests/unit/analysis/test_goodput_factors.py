@@ -9,9 +9,15 @@ import math
 import random
 
 import pytest
-from specwatch.analysis.compare.factors import STEP_TIME, TOKENS_PER_STEP, factors_of
+from specwatch.analysis.compare.factors import (
+    STEP_TIME,
+    TOKENS_PER_STEP,
+    factor_pairs,
+    factor_part,
+    factors_of,
+)
 from specwatch.analysis.compare.goodput import INSUFFICIENT, SAME, SLOWER, compare_tpot
-from specwatch.analysis.compare.same_load import load_slopes, mean_load
+from specwatch.analysis.compare.same_load import Pair, Spread, load_slopes, mean_load
 from specwatch.analysis.counting.stats import Interval
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 
@@ -125,3 +131,52 @@ def test_a_side_without_recorded_loads_is_compared_as_it_is() -> None:
     assert model.ratio is not None
     assert model.load_adjustment == 1.0
     assert model.factors is None  # steps unknown on one side
+
+
+def _timed(seconds: float, tokens: float, steps: float) -> DecodeSums:
+    s = DecodeSums()
+    for share in (0.4, 0.6):
+        s.add_request(seconds * share, tokens * share, 4.0, steps * share)
+    return s
+
+
+def test_factor_pairs_carry_each_factors_own_spread_and_the_shift_on_the_step_only() -> None:
+    """The step time's pairs read spreads 0 and 1 (before, after), tokens per step's 2 and 3;
+    the load's shift moves the step, not what it yields; a side without engine steps, or a
+    slice without its spreads, gives no factors."""
+    key = ("m", "0-512", "chat")
+    spreads = tuple({key: Spread(0.01 * (i + 1), 10.0 + i)} for i in range(4))
+    before, after = _timed(2.0, 200.0, 80.0), _timed(2.4, 200.0, 80.0)
+    pair = Pair(before, after, ("m", "5-8"), 1.5, (spreads[0][key], spreads[1][key]), 200.0, key)
+    got = factor_pairs([pair], spreads)
+    assert got is not None
+    (step,), (made,) = got
+    assert (step.spreads, made.spreads) == (
+        (spreads[0][key], spreads[1][key]),
+        (spreads[2][key], spreads[3][key]),
+    )
+    assert (step.shift, made.shift) == (1.5, 0.0)
+    assert (step.weight, made.weight, step.bucket) == (200.0, 200.0, ("m", "5-8"))
+    assert step.after.x / step.after.y == pytest.approx(2.4 / 80.0)
+    assert made.after.x / made.after.y == pytest.approx(200.0 / 80.0)
+    stepless = Pair(before, _timed(2.4, 200.0, 0.0), ("m", "5-8"), 0.0, pair.spreads, 200.0, key)
+    assert factor_pairs([pair, stepless], spreads) is None
+    assert factor_pairs([pair], (*spreads[:3], {})) is None
+    assert factor_part(before, STEP_TIME).x == pytest.approx(2.0)
+    assert factor_part(before, TOKENS_PER_STEP).x == pytest.approx(200.0)
+    assert factor_part(Sums(2, 1.0, 10.0), STEP_TIME).requests == 0  # no steps known
+
+
+def test_each_factor_is_said_at_its_edges() -> None:
+    """A bound at exactly 1 moved nothing; the margin's edge is `unchanged`."""
+    edge = Interval(1.05, 1.0, 1.1)
+    assert "not measurably changed" in factors_of(edge, edge, "slower", 0.03).said
+    assert factors_of(edge, edge, "slower", 0.03).deciding == ()
+    inside = Interval(1.0, 0.97, 1.03)
+    said = factors_of(inside, inside, "same", 0.03).said
+    assert "each step's cost unchanged" in said
+    assert "tokens per step unchanged" in said
+    fewer = Interval(0.9, 0.85, 0.95)
+    assert factors_of(inside, fewer, "slower", 0.03).deciding == (TOKENS_PER_STEP,)
+    assert factors_of(fewer, inside, "faster", 0.03).deciding == (STEP_TIME,)
+    assert factors_of(fewer, inside, "slower", 0.03).deciding == ()
