@@ -144,8 +144,10 @@ def test_factor_pairs_carry_each_factors_own_spread_and_the_shift_on_the_step_on
     """The step time's pairs read spreads 0 and 1 (before, after), tokens per step's 2 and 3;
     the load's shift moves the step, not what it yields; a side without engine steps, or a
     slice without its spreads, gives no factors."""
-    key = ("m", "0-512", "chat")
-    spreads = tuple({key: Spread(0.01 * (i + 1), 10.0 + i)} for i in range(4))
+    key: tuple[str, ...] = ("m", "0-512", "chat")
+    spreads: tuple[dict[tuple[str, ...], Spread], ...] = tuple(
+        {key: Spread(0.01 * (i + 1), 10.0 + i)} for i in range(4)
+    )
     before, after = _timed(2.0, 200.0, 80.0), _timed(2.4, 200.0, 80.0)
     pair = Pair(before, after, ("m", "5-8"), 1.5, (spreads[0][key], spreads[1][key]), 200.0, key)
     got = factor_pairs([pair], spreads)
@@ -161,7 +163,7 @@ def test_factor_pairs_carry_each_factors_own_spread_and_the_shift_on_the_step_on
     assert made.after.x / made.after.y == pytest.approx(200.0 / 80.0)
     stepless = Pair(before, _timed(2.4, 200.0, 0.0), ("m", "5-8"), 0.0, pair.spreads, 200.0, key)
     assert factor_pairs([pair, stepless], spreads) is None
-    assert factor_pairs([pair], (*spreads[:3], {})) is None
+    assert factor_pairs([pair], (*spreads[:3], dict[tuple[str, ...], Spread]())) is None
     assert factor_part(before, STEP_TIME).x == pytest.approx(2.0)
     assert factor_part(before, TOKENS_PER_STEP).x == pytest.approx(200.0)
     assert factor_part(Sums(2, 1.0, 10.0), STEP_TIME).requests == 0  # no steps known
