@@ -1431,6 +1431,13 @@ MUTATIONS = (
         '    and on(${labels}) ${requests}{side="${stable}"} >= 0\n',
         ("tests/artifacts/test_generate.py::test_the_hand_written_promtool_tests_pass",),
     ),
+    Mutation(
+        "K table: a load bucket measured where only one side timed the minimum",
+        "analysis/speed/load.py",
+        "    if cell.spec.requests >= min_requests and cell.baseline.requests >= min_requests:",
+        "    if cell.spec.requests >= min_requests or cell.baseline.requests >= min_requests:",
+        ("tests/unit/analysis/test_load.py",),
+    ),
 )
 
 

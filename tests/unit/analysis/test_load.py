@@ -201,3 +201,34 @@ def test_the_load_window_forgets_and_metrics_carry_every_load_bucket(tmp_path: P
     mixed = {r.label: r.gain for r in since_start.ranges}
     assert mixed["33-64"] is not None
     assert mixed["33-64"] < after["33-64"]
+
+
+def test_a_load_bucket_is_measured_only_where_both_sides_timed_the_minimum() -> None:
+    """Speculation 30% slower than its A/B baseline at load 1: measured, K off there, with the
+    gain's bounds and each side's requests. With 19 baseline requests (one short of 20) the
+    bucket is modelled from acceptance instead, however many speculative ones it has, and
+    the same with the sides the other way round."""
+    rng = random.Random(59)
+    good = Counts.of_request((4,) * 10, (4,) * 10, 4)  # acceptance alone: K 4 pays
+
+    def table(spec_n: int, base_n: int) -> LoadTable:
+        made = LoadTable(LoadBuckets((1, 4, 8, 16)), max_position=4)
+        for _ in range(spec_n):
+            made.add("m", 1, good, False, 0.013 * rng.uniform(0.95, 1.05), 50)
+        for _ in range(base_n):
+            made.add("m", 1, None, True, 0.010 * rng.uniform(0.95, 1.05), 50)
+        return made
+
+    measured = table(40, 20).k_table("m", cost_ratio=0.05, confidence=0.95, min_requests=20)
+    assert measured is not None
+    (row,) = measured.ranges
+    assert ("measured", 0, 40, 20) == (row.method, row.k, row.spec_requests, row.baseline_requests)
+    assert row.lower is not None
+    assert row.gain is not None
+    assert row.upper is not None
+    assert row.gain == pytest.approx(0.010 / 0.013, rel=0.03)
+    assert row.lower < row.gain < row.upper < 1.0
+    for spec_n, base_n in ((40, 19), (19, 40)):
+        k_table = table(spec_n, base_n).k_table("m", 0.05, 0.95, 20)
+        assert k_table is not None
+        assert ("modelled", 4) == (k_table.ranges[0].method, k_table.ranges[0].k)
