@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer
-from specwatch.analysis.causes.drafting import DraftingTally
+from specwatch.analysis.causes.drafting import DraftingTally, _alpha_sums, _most_first
 from specwatch.analysis.causes.lifetime import (
     DECAY_MAX_BINS,
     DECAY_MIN_REQUESTS,
@@ -396,3 +396,15 @@ def test_merged_bins_keep_every_sum_and_halve_the_count() -> None:
     even = _Model(width=10.0, bins=DECAY_MAX_BINS)
     _halve(even)
     assert DECAY_MAX_BINS // 2 == even.bins
+
+
+def test_steps_around_a_pause_count_trials_as_alpha_hat_does() -> None:
+    """A step that drafted d and accepted a tried a + 1 tokens, or d where it accepted all;
+    a step that drafted nothing tried none."""
+    assert (5, 7) == _alpha_sums((3, 3, 0, 2), (3, 1, 0, 1))
+    assert (0, 0) == _alpha_sums((0, 0), (0, 0))
+    assert (4, 4) == _alpha_sums((4,), (4,))
+
+
+def test_idle_requests_are_named_by_task_and_mode_the_commonest_first_ties_by_name() -> None:
+    assert ["code", "chat", "a", "b"] == list(_most_first({"a": 1, "chat": 2, "b": 1, "code": 5}))
