@@ -363,10 +363,10 @@ def test_a_third_sums_its_slices_and_its_log_variance_is_the_per_request_one() -
     """Per slice side: requests, accepted, trials, sum a^2, sum a t, sum t^2; at each slice's
     own alpha-hat p. Three requests in two slices: R = accepted / E, and the variance of ln R
     is n / (n - 1) x sum (a_i - R p t_i)^2 / E^2 / R^2, computed here request by request."""
-    requests = [((3, 10), 0.5), ((6, 10), 0.5), ((2, 8), 0.25)]  # ((a, t), p of its slice)
+    requests = [((3.0, 10.0), 0.5), ((6.0, 10.0), 0.5), ((2.0, 8.0), 0.25)]  # ((a, t), p)
     third = _Third()
     for (a, t), p in requests:
-        third.add([1, a, t, a * a, a * t, t * t], p)
+        third.add([1.0, a, t, a * a, a * t, t * t], p)
     expected = sum(p * t for (_, t), p in requests)
     assert (third.requests, third.accepted, third.trials) == (3, 11, 28)
     assert third.expected == pytest.approx(expected)
@@ -375,7 +375,7 @@ def test_a_third_sums_its_slices_and_its_log_variance_is_the_per_request_one() -
     by_hand = sum((a - r * p * t) ** 2 for (a, t), p in requests) / expected**2 * 3 / 2 / r**2
     assert third.log_variance(r) == pytest.approx(by_hand, rel=1e-12)
     for _ in range(DECAY_MIN_REQUESTS - 3):
-        third.add([1, 1, 4, 1, 4, 16], 0.25)
+        third.add([1.0, 1.0, 4.0, 1.0, 4.0, 16.0], 0.25)
     assert third.ratio() == pytest.approx(third.accepted / third.expected)
 
 
