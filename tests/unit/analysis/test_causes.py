@@ -20,7 +20,7 @@ from specwatch.analysis.causes.positions import (
     _tried_and_accepted,
     position_cliff,
 )
-from specwatch.analysis.causes.rules import CauseTracker
+from specwatch.analysis.causes.rules import MAX_EXTREMES_KEPT, CauseTracker, _Extremes
 from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.slicing import CtxBuckets
 from specwatch.analysis.counting.windows import SlidingWindow
@@ -401,3 +401,16 @@ def test_no_per_request_data_names_the_flags_the_running_vllm_needs() -> None:
     assert found is not None
     assert "0.31.2" == found.detail["vllm_version"]
     assert found.detail["flags"][0].startswith("an upgrade to vLLM 0.32 or later")
+
+
+def test_a_slices_extremes_are_those_of_its_kind_at_or_after_the_window_start() -> None:
+    """The window starts at `since`, inclusive; older entries are let go; each kind apart."""
+    extremes = _Extremes()
+    for ts, kind, a, t in ((1.0, "loop", 4, 4), (2.0, "loop", 8, 8), (2.0, "zero", 0, 3)):
+        extremes.entries.append((ts, kind, a, t))
+    extremes.entries.append((3.0, "loop", 2, 2))
+    assert (3, 14, 14) == extremes.recent(1.0, "loop")
+    assert (2, 10, 10) == extremes.recent(2.0, "loop")  # at the start: in
+    assert (1, 0, 3) == extremes.recent(2.0, "zero")
+    assert 3 == len(extremes.entries)  # the one before the window let go
+    assert MAX_EXTREMES_KEPT == extremes.entries.maxlen
