@@ -8,6 +8,7 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,15 +85,21 @@ def test_every_metric_name_is_spelled_in_the_conventions() -> None:
     assert expected == spelled
 
 
-def test_every_guarded_line_of_the_mutation_list_is_still_in_the_source() -> None:
-    """tools/mutations.py replaces exact lines: one that moved would make `make mutations`
-    stop on it, so the list follows the source (a drift refactor once left one behind)."""
-    spec = importlib.util.spec_from_file_location("mutations", ROOT / "tools" / "mutations.py")
+def _tool(name: str) -> Any:
+    """tools/NAME.py loaded as a module (tools/ is no package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["mutations"] = module  # dataclasses look their module up
+    sys.modules[name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
+    return module
+
+
+def test_every_guarded_line_of_the_mutation_list_is_still_in_the_source() -> None:
+    """tools/mutations.py replaces exact lines: one that moved would make `make mutations`
+    stop on it, so the list follows the source (a drift refactor once left one behind)."""
+    module = _tool("mutations")
     assert len(module.MUTATIONS) >= 16
     for mutation in module.MUTATIONS:
         source = (PACKAGE / mutation.path).read_text()
@@ -112,12 +119,7 @@ def test_every_rule_module_is_in_one_mutation_part_and_each_part_runs_tests_that
     """tools/mutate.py's parts cover analysis/ and gen/ module by module (a new module is
     mutated, and once: two parts would count it twice), and name tests that exist (mutmut on
     a selection of nothing would report every mutant `no tests`, not fail)."""
-    spec = importlib.util.spec_from_file_location("mutate", ROOT / "tools" / "mutate.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mutate"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    module = _tool("mutate")
     for room in ("analysis", "gen"):
         for path in sorted((PACKAGE / room).rglob("*.py")):
             name = path.relative_to(PACKAGE).as_posix()
