@@ -109,8 +109,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {}
 ALSO_COPY: tuple[str, ...] = ("alerts", "dashboards", "deploy", "docs", "benchmarks", "tools")
 ALSO_COPY += ("fuzz", "setup.py", "Makefile", "README.md", "CHANGELOG.md")
 
-STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout"}
-STATUS |= {-24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "type check"}
+CAUGHT = ("killed", "timeout", "caught by type check")  # mutmut's statuses a test (or mypy) made
+NOT_RUN = "not checked"  # a mutant a stopped run never reached
 
 
 @dataclass
@@ -120,11 +120,11 @@ class Tally:
 
     @property
     def scored(self) -> int:
-        return sum(self.counts.values()) - self.counts["equivalent"] - self.counts["not run"]
+        return sum(self.counts.values()) - self.counts["equivalent"] - self.counts[NOT_RUN]
 
     @property
     def caught(self) -> int:
-        return self.counts["killed"] + self.counts["timeout"] + self.counts["type check"]
+        return sum(self.counts[status] for status in CAUGHT)
 
     @property
     def rate(self) -> float:
@@ -169,6 +169,7 @@ def stage(part: Part, into: Path) -> None:
 def tally(workdir: Path) -> dict[str, Tally]:
     """Per module (under agent/specwatch), how its mutants fared; survivors with their diffs."""
     from mutmut.mutation.diff_apply import get_diff_for_mutant  # mutmut's own, where it ran
+    from mutmut.stats import status_by_exit_code
 
     tallies: dict[str, Tally] = {}
     package = workdir / "mutants" / "src" / "specwatch"
@@ -183,11 +184,8 @@ def tally(workdir: Path) -> dict[str, Tally]:
             entry = tallies.setdefault(module, Tally())
             source = Path("src/specwatch") / module
             for mutant, code in exits.items():
-                if code is None:  # a run stopped before it (--no-run on what it left)
-                    entry.counts["not run"] += 1
-                    continue
-                status = STATUS.get(code, "suspicious")
-                if status in ("killed", "timeout", "type check"):
+                status = status_by_exit_code[code]
+                if status in (*CAUGHT, NOT_RUN):
                     entry.counts[status] += 1
                     continue
                 diff = get_diff_for_mutant(mutant, path=source)
@@ -244,7 +242,7 @@ def row(label: str, entry: Tally) -> str:
     rate = f"{100 * entry.rate:.1f}%" if entry.scored else "-"
     return (
         f"| {label} | {total} | {entry.caught} | {entry.counts['equivalent']} | {missed} "
-        f"| {entry.counts['not run']} | {rate} |"
+        f"| {entry.counts[NOT_RUN]} | {rate} |"
     )
 
 
