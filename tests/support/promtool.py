@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from tests.support import ROOT
+
 NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 ALERT_NAME = re.compile(r'alertname="([A-Za-z0-9_]+)"')
 
@@ -91,5 +93,4 @@ def pruned(test_file: Path, into: Path, files_now: dict[str, bytes] | None = Non
 
 
 def _in_repository(path: Path) -> str:
-    root = Path(__file__).resolve().parents[2]
-    return path.resolve().relative_to(root).as_posix()
+    return path.resolve().relative_to(ROOT).as_posix()
