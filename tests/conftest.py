@@ -13,14 +13,23 @@ from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
 
-from tests.support import CAPTURES
+from tests.support import CAPTURES, MUTATION, MUTATION_EXAMPLES
 from tests.support.http import serve, sidecar_settings
 from tests.support.tools import missing
 from tests.support.vllm import VLLM_PYTHON
 
 # Wall-clock health checks and deadlines fail on a cold or busy machine, not on a bug: off.
 settings.register_profile("specwatch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("specwatch")
+# Under mutation testing (tools/mutate.py): fewer examples, the same ones each run, no example
+# database (a forked mutant's failing example must not be replayed against the next mutant).
+settings.register_profile(
+    "mutation",
+    parent=settings.get_profile("specwatch"),
+    max_examples=MUTATION_EXAMPLES,
+    derandomize=True,
+    database=None,
+)
+settings.load_profile("mutation" if MUTATION else "specwatch")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

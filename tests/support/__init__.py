@@ -10,6 +10,7 @@ This module: the repository root and the real vLLM captures, read as vLLM sent t
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,17 @@ from specwatch.proxy.sse import SseSplitter
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "tests" / "fixtures" / "vllm-0.32.0-cpu"
+
+# Under mutation testing (tools/mutate.py) every property test runs once per surviving mutant:
+# a fixed, smaller set of examples (tests/conftest.py's "mutation" profile). A property that
+# needs its own count asks for it through `examples`, which caps it there.
+MUTATION = bool(os.environ.get("SPECWATCH_MUTATION"))
+MUTATION_EXAMPLES = 25
+
+
+def examples(wanted: int) -> int:
+    """A property's example count: `wanted`, capped under mutation testing."""
+    return min(wanted, MUTATION_EXAMPLES) if MUTATION else wanted
 
 
 @dataclass(frozen=True)

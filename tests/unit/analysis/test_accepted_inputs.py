@@ -30,6 +30,8 @@ from specwatch.export.status import status_document
 from specwatch.settings import load_settings
 from specwatch.store.cyclelog import MAX_TS, BadLine, from_line
 
+from tests.support import examples
+
 SETTINGS = load_settings(
     limits={"max_position": 4, "max_models": 3},
     zones={"min_trials": 5, "min_requests": 2, "min_dwell_seconds": 0},
@@ -90,7 +92,7 @@ HUGE_TPOT = {
 }  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(line(1_764_400_000.0), max_size=25), st.booleans())
 @example([HUGE_TPOT], False)  # the goodput's second moments past a float's range
 @example([HUGE_TPOT, {**HUGE_TPOT, "tpot_ms": 1e-300, "in_flight": 9}] * 20, False)

@@ -21,6 +21,8 @@ from specwatch.analysis.drift.detector import DriftDetector, predictive
 from specwatch.core.records import SliceKey
 from specwatch.settings import DriftSettings
 
+from tests.support import examples
+
 KEY = SliceKey("m", "0-512", "code")
 
 
@@ -192,7 +194,7 @@ def test_a_baseline_shorter_than_the_wander_lags_is_plain_noise() -> None:
         assert 0.0 == found.wander
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(
         st.one_of(

@@ -8,6 +8,8 @@ from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.sums import Sums
 from specwatch.analysis.verdicts.evidence_windows import EvidenceWindows
 
+from tests.support import examples
+
 K = 4
 
 
@@ -40,7 +42,7 @@ events = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(events)
 def test_every_window_total_is_the_sum_of_the_records_it_holds(
     script: list[tuple[str, float, list[int]]],

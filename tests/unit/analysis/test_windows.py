@@ -8,6 +8,8 @@ from specwatch.analysis.counting.stats import SliceStats
 from specwatch.analysis.counting.windows import SlidingWindow
 from specwatch.core.histogram import Histogram
 
+from tests.support import examples
+
 
 def one_step(accepted: int, drafted: int = 4) -> Counts:
     counts = Counts(4)
@@ -110,7 +112,7 @@ records = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(records)
 def test_running_totals_equal_the_window_summed_afresh(rows: list) -> None:  # type: ignore[type-arg]
     """The window's total (settled buckets plus the newest, summed when read; reads come
@@ -168,7 +170,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(steps, st.booleans())
 def test_add_steps_counts_every_step_as_defined(pairs: list[tuple[int, int]], one_k: bool) -> None:
     """The C-loop counting equals the definition step by step: trials add a rejected step's
@@ -211,7 +213,7 @@ def test_per_position_acceptance_counts_only_steps_that_drafted_that_far() -> No
     assert [(2, 10, 20), (4, 10, 40)] == counts.by_drafted_length()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(steps, steps)
 def test_a_copy_is_equal_and_independent(
     first: list[tuple[int, int]], more: list[tuple[int, int]]
@@ -230,7 +232,7 @@ def test_a_copy_is_equal_and_independent(
     assert before == (repr(original), original.moments(), original.by_drafted_length())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(steps, st.booleans(), st.integers(1, 6))
 def test_one_request_built_at_once_equals_its_steps_added(
     pairs: list[tuple[int, int]], one_k: bool, cap: int

@@ -26,6 +26,8 @@ from specwatch.proxy.stream import StreamRewriter
 from specwatch.proxy.tasks import features_of
 from specwatch.settings import TaskSettings
 
+from tests.support import examples
+
 
 def usage_event(path: Path) -> bytes | None:
     events = SseSplitter(1 << 20).feed(path.read_bytes())
@@ -223,7 +225,7 @@ def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
     return [*pieces, data[position:]]
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(_sse_bytes, st.lists(st.integers(1, 12), max_size=40))
 @example(b"data: x\r\r", [7])  # the first `\r` of a held event in the last piece
 def test_the_sse_splitter_finds_the_same_events_however_the_bytes_are_cut(
@@ -270,7 +272,7 @@ def _events_by_the_spec(data: bytes) -> list[bytes]:
     return [*out, data[start:]]
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(_sse_bytes, st.lists(st.integers(1, 12), max_size=40))
 @example(b"data: x\r\rdata: y\n\n", [])  # a stream whose server ends lines with CR alone
 def test_the_sse_splitter_finds_the_events_the_spec_defines(data: bytes, cuts: list[int]) -> None:
@@ -281,7 +283,7 @@ def test_the_sse_splitter_finds_the_events_the_spec_defines(data: bytes, cuts: l
     assert _events_by_the_spec(data) == [*events, splitter.flush()]
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_sse_bytes, st.lists(st.integers(1, 12), max_size=40), st.integers(0, 40))
 def test_the_sse_splitter_holds_of_the_budget_exactly_the_bytes_it_holds_back(
     data: bytes, cuts: list[int], limit: int
@@ -325,7 +327,7 @@ def test_a_dropped_stream_holds_nothing_of_the_budget_again() -> None:
     assert 0 == budget.held
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.binary(max_size=1500), st.booleans(), st.sampled_from([None, "truncated_stream"]))
 def test_to_record_never_raises_and_counts_every_failure(
     payload: bytes, stream: bool, proxy_failure: str | None
@@ -395,7 +397,7 @@ _mixed_streams = st.lists(
 ).map(lambda parts: b"".join(event + separator for event, separator in parts))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     st.one_of(st.sampled_from(_CAPTURED), _mixed_streams),
     st.lists(st.integers(1, 400), max_size=30),

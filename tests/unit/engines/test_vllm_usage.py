@@ -19,6 +19,8 @@ from specwatch.engines.vllm.response import (
 )
 from specwatch.engines.vllm.usage import parse_usage_data, restore_fingerprint, typed_read
 
+from tests.support import examples
+
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 CAPTURES = [
     FIXTURES / "vllm-0.32.0-cpu" / "stream_usage.sse",
@@ -108,7 +110,7 @@ def typed(data: bytes) -> ParsedResponse | str:
         return failure.reason
 
 
-@settings(max_examples=600)
+@settings(max_examples=examples(600))
 @given(events())
 def test_typed_read_answers_as_the_general_reader(event: dict[str, Any]) -> None:
     data = orjson.dumps(event)
@@ -151,7 +153,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(
     st.dictionaries(
         st.text(max_size=6).filter(lambda k: k != "system_fingerprint"), json_values, max_size=5

@@ -19,6 +19,8 @@ from specwatch.proxy.stream import (
     one_event_kind,
 )
 
+from tests.support import examples
+
 try:
     from specwatch.proxy import _fastpath as fastpath
 except ImportError:  # the pure build: the reference alone
@@ -56,7 +58,7 @@ chunks = st.one_of(
 
 
 @c_part
-@settings(max_examples=2000)
+@settings(max_examples=examples(2000))
 @given(chunks)
 def test_the_c_test_answers_as_the_python_one(chunk: bytes) -> None:
     assert one_event_kind(chunk) == fastpath.event_kind(chunk)

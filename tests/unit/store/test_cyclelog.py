@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
 from specwatch.store.cyclelog import MAX_TS, BadLine, _checked, from_line, to_line
 
+from tests.support import examples
+
 GOOD: dict[str, Any] = {
     "v": 1, "ts": 1764400000.465, "request_id": "req-1", "model": "m", "task": "code",
     "prompt_tokens": 216, "completion_tokens": 75, "num_spec_tokens": 3,
@@ -66,7 +68,7 @@ def test_a_tpot_from_the_streams_own_timing_says_so_and_reads_back() -> None:
         _checked(json.dumps({**GOOD, "tpot_source": "guess"}).encode())
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(
     changes=st.dictionaries(
         st.sampled_from([*sorted(GOOD), "variant", "in_flight", "tpot_source"]),
