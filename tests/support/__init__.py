@@ -34,7 +34,7 @@ CAPTURES = ROOT / "tests" / "fixtures" / "vllm-0.32.0-cpu"
 # Under mutation testing (tools/mutate.py) every property test runs once per surviving mutant:
 # a fixed, smaller set of examples (tests/conftest.py's "mutation" profile). A property that
 # needs its own count asks for it through `examples`, which caps it there.
-MUTATION = bool(os.environ.get("SPECWATCH_MUTATION"))
+MUTATION = bool(os.environ.get("MUTATION_TESTING"))
 MUTATION_EXAMPLES = 25
 
 
