@@ -13,9 +13,12 @@ from specwatch.analysis.compare.alpha import (
     INSUFFICIENT,
     SAME,
     WORSE,
+    SliceComparison,
+    compare_models,
     compare_slices,
     difference,
     family_confidence,
+    overall_change,
     passes,
     variance,
     verdict,
@@ -100,3 +103,44 @@ def test_each_slice_is_judged_at_its_models_family_over_the_slices_compared() ->
     assert got["m", "0-512", "chat"].difference == difference(a, b, 0.975)
     assert got["m", "0-512", "code"].difference == difference(b, a, 0.975)
     assert got["n", "0-512", "chat"].difference == difference(a, b, 0.95)
+
+
+def test_the_overall_change_splits_into_rate_and_mix_by_hand() -> None:
+    """Two slices: 0.5 -> 0.6 on a share 1/2 -> 1/4, 0.8 -> 0.8 on 1/2 -> 3/4; a slice one side
+    did not see takes no part. rate = 1/4 x 0.1; mix = (1/4 - 1/2) 0.5 + (3/4 - 1/2) 0.8."""
+    rows = [
+        SliceComparison(("m", "a"), Sums(10, 50.0, 100.0), Sums(10, 60.0, 100.0), None, SAME),
+        SliceComparison(("m", "b"), Sums(10, 80.0, 100.0), Sums(10, 240.0, 300.0), None, SAME),
+        SliceComparison(("m", "c"), Sums(), Sums(10, 0.0, 500.0), None, SAME),
+        SliceComparison(("m", "d"), Sums(10, 0.0, 500.0), Sums(), None, SAME),
+    ]
+    found = overall_change(rows)
+    assert found is not None
+    assert found.rate == pytest.approx(0.25 * 0.1)
+    assert found.mix == pytest.approx(-0.25 * 0.5 + 0.25 * 0.8)
+    assert found.total == pytest.approx(found.rate + found.mix)
+    assert overall_change(rows[2:]) is None
+
+
+def test_a_model_whose_mix_moved_says_so_word_for_word() -> None:
+    """The finer slices' shares move from 1/2, 1/2 to 1/82, 81/82 (PSI 2.14): the caveat, its
+    PSI; the same shares on both sides: PSI 0, none."""
+    rng = random.Random(53)
+    a, b = side(rng, 0.7, 40), side(rng, 0.7, 40)
+    scale = b.y / a.y
+    heavy = Sums(a.requests * 9, a.x * 9 * scale, a.y * 9 * scale)
+    rollup = [(("m",), a, b)]
+    moved = [(("m", "x"), a, Sums(b.requests, b.x / 9, b.y / 9)), (("m", "y"), a, heavy)]
+    _, (model,) = compare_models(rollup, moved, 0.95, 0.02, 1000, 30)
+    assert model.mix_psi is not None
+    assert model.caveat == (
+        f"the traffic mix moved (PSI {model.mix_psi:.2f}): the overall change mixes the "
+        "config's part with the traffic's; judge by slice"
+    )
+    x, y = 1 / 82, 81 / 82  # b's trials / 9 and 9 x b's
+    want = (x - 0.5) * math.log(x / 0.5) + (y - 0.5) * math.log(y / 0.5)
+    assert model.mix_psi == pytest.approx(want, rel=1e-9)
+    _, (still,) = compare_models(
+        rollup, [(("m", "x"), a, b), (("m", "y"), a, b)], 0.95, 0.02, 1000, 30
+    )
+    assert (0.0, None) == (still.mix_psi, still.caveat)

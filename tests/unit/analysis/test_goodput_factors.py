@@ -182,3 +182,23 @@ def test_each_factor_is_said_at_its_edges() -> None:
     assert factors_of(inside, fewer, "slower", 0.03).deciding == (TOKENS_PER_STEP,)
     assert factors_of(fewer, inside, "faster", 0.03).deciding == (STEP_TIME,)
     assert factors_of(fewer, inside, "slower", 0.03).deciding == ()
+
+
+def test_each_phrase_word_for_word_a_bound_at_1_moving_nothing_and_the_json_shape() -> None:
+    cheaper, more = Interval(0.9, 0.85, 0.95), Interval(1.1, 1.05, 1.15)
+    faster = factors_of(cheaper, more, "faster", 0.03)
+    assert faster.said == (
+        "faster: each step costs 10.0% less [-15.0%, -5.0%]; "
+        "each step yields 10.0% more tokens [+5.0%, +15.0%]"
+    )
+    assert faster.as_dict() == {
+        "step_time": {"estimate": 0.9, "lower": 0.85, "upper": 0.95},
+        "tokens_per_step": {"estimate": 1.1, "lower": 1.05, "upper": 1.15},
+        "deciding": [STEP_TIME, TOKENS_PER_STEP],
+        "said": faster.said,
+    }
+    # an upper bound at exactly 1 is not below it, a lower bound at 1 not above it
+    below, above = Interval(0.95, 0.9, 1.0), Interval(1.05, 1.0, 1.1)
+    assert factors_of(below, above, "faster", 0.03).deciding == ()
+    assert factors_of(above, below, "slower", 0.03).deciding == ()
+    assert factors_of(Interval(1.5, 1.2, 2.5), below, "slower", 0.03).deciding == (STEP_TIME,)
