@@ -3,12 +3,15 @@ and after, the overall change at the after period's mix, a caveat when the mix m
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from specwatch.analysis.compare.changes import ConfigHistory
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.core.records import SliceKey
 from specwatch.settings import load_settings
 from specwatch.upstream.specconfig import spec_config
+from structlog.testing import capture_logs
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
 
@@ -173,3 +176,68 @@ def test_a_state_without_goodput_still_restores() -> None:
     assert history.carried_timed == {}
     with pytest.raises(ValueError, match="not a request count"):
         history.restore({**saved, "goodput": [["m", "c", "t", "1", -1, 0, 0, 0, 0, 0]]}, 1.0)
+
+
+GOOD_ROW = ["m", "0-512", "chat", 0, 0, 0, 0, 0, 0]  # zero counts are counts
+TIMED = ["m", "0-512", "chat", "1-4", 0, *[0.0] * 14]  # zero requests too (19 fields)
+
+
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        ({"config": {"id": "a"}, "slices": {}}, "slices must be a list"),
+        ({"config": {"id": "a"}, "slices": [{"m": 1}]}, "not a slice row: {'m': 1}"),
+        ({"config": {"id": "a"}, "slices": [[1, "c", "t", *[0] * 6]]},
+         "not a slice key: [1, 'c', 't']"),
+        ({"config": {"id": "a"}, "slices": [], "goodput": {}}, "goodput must be a list"),
+        ({"config": {"id": "a"}, "slices": [], "goodput": [TIMED[:14]]},
+         f"not a goodput row: {TIMED[:14]!r}"),
+        ({"config": {"id": "a"}, "slices": [], "goodput": [["m", "c", "t", 4, *TIMED[4:]]]},
+         "not a goodput key: ['m', 'c', 't', 4]"),
+        ({"config": {"id": "a"}, "slices": [], "goodput": [[*TIMED[:4], -1, *TIMED[5:]]]},
+         "not a request count: -1"),
+        ({"config": {"id": "a"}, "slices": [], "goodput": [[*TIMED[:4], True, *TIMED[5:]]]},
+         "not a request count: True"),
+        ({"config": {"id": "a"}, "slices": [], "goodput": [[*TIMED[:5], "x", *TIMED[6:]]]},
+         f"not sums: {['x', *TIMED[6:]]!r}"),
+    ],
+)  # fmt: skip
+def test_each_refusal_of_a_saved_state_says_what_it_found(broken: object, said: str) -> None:
+    history = ConfigHistory(spec_config(NGRAM, None, "stable"), load_settings())
+    with pytest.raises(ValueError, match=f"^{re.escape(said)}$"):
+        history.restore(broken, 1.0)
+
+
+def test_rows_of_zero_counts_and_each_saved_goodput_form_restore() -> None:
+    """Zero requests and counts are counts; a goodput row of 10 (before the load moments),
+    15 (before the steps) or 19 fields restores; the same config carries them."""
+    config = spec_config(NGRAM, None, "stable")
+    for fields in (10, 15, 19):
+        history = ConfigHistory(config, load_settings())
+        saved = {"config": config.as_dict(), "slices": [GOOD_ROW], "goodput": [TIMED[:fields]]}
+        history.restore(saved, 1.0)
+        assert {SliceKey("m", "0-512", "chat"): Sums()} == history.carried
+        assert [("m", "0-512", "chat", "1-4")] == list(history.carried_timed)
+
+
+def test_a_change_record_that_is_not_one_is_refused_and_a_new_config_is_logged() -> None:
+    config = spec_config(NGRAM, "0.32.0", "stable")
+    saved = ConfigHistory(config, load_settings()).state({SliceKey("m", "0-512", "chat"): Sums()})
+    for change in ([], {"at": "noon"}):
+        with pytest.raises(ValueError, match="^not a change record$"):
+            ConfigHistory(config, load_settings()).restore({**saved, "change": change}, 1.0)
+    other = ConfigHistory(spec_config({**NGRAM, "num_speculative_tokens": 4}, "0.32.0", "stable"),
+                          load_settings())  # fmt: skip
+    with capture_logs() as logs:
+        other.restore(saved, 3.0)
+    assert [
+        {
+            "event": "config_changed",
+            "log_level": "warning",
+            "previous": config.id,
+            "config": other.config.id,
+            "previous_config": config.as_dict(),
+            "now_config": other.config.as_dict(),
+            "slices_before": 1,
+        }
+    ] == logs
