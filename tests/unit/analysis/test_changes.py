@@ -224,7 +224,7 @@ def test_a_change_record_that_is_not_one_is_refused_and_a_new_config_is_logged()
     config = spec_config(NGRAM, "0.32.0", "stable")
     saved = ConfigHistory(config, load_settings()).state({SliceKey("m", "0-512", "chat"): Sums()})
     for change in ([], {"at": "noon"}):
-        with pytest.raises(ValueError, match="^not a change record$"):
+        with pytest.raises(ValueError, match=r"^not a change record$"):
             ConfigHistory(config, load_settings()).restore({**saved, "change": change}, 1.0)
     other = ConfigHistory(spec_config({**NGRAM, "num_speculative_tokens": 4}, "0.32.0", "stable"),
                           load_settings())  # fmt: skip
