@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import structlog
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.acceptance import CostModel
 from specwatch.sim.server import SimConfig, SimServer
@@ -21,13 +21,15 @@ from tests.support.vllm import VLLM_PYTHON
 # Wall-clock health checks and deadlines fail on a cold or busy machine, not on a bug: off.
 settings.register_profile("specwatch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Under mutation testing (tools/mutate.py): fewer examples, the same ones each run, no example
-# database (a forked mutant's failing example must not be replayed against the next mutant).
+# database (a forked mutant's failing example must not be replayed against the next mutant),
+# and no shrinking: a mutant is killed by its first failing example, not a minimal one.
 settings.register_profile(
     "mutation",
     parent=settings.get_profile("specwatch"),
     max_examples=MUTATION_EXAMPLES,
     derandomize=True,
     database=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
 settings.load_profile("mutation" if MUTATION else "specwatch")
 
