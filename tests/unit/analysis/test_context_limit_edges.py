@@ -1,0 +1,58 @@
+"""draft_context_limit's rule (analysis/causes/positions.py, ContextPositions.cliff) on bins
+set by hand, each gate exactly at its edge and one past it: at least 200 tokens drafted before
+the cut and after it, 3 requests reaching past it, acceptance at least 10% before and at most
+1% after, and the first bin after the cut (almost) accepting nothing too."""
+
+from __future__ import annotations
+
+import pytest
+from specwatch.analysis.causes.positions import POSITION_BIN, ContextPositions
+from specwatch.core.records import SpecDecodeBlock
+
+Bins = dict[int, tuple[int, int]]  # bin -> (drafted, accepted)
+
+
+def positions(bins: Bins, reach: dict[int, int]) -> ContextPositions:
+    out = ContextPositions()
+    for i, (drafted, accepted) in bins.items():
+        out.drafted[i], out.accepted[i] = drafted, accepted
+    for i, requests in reach.items():
+        out.reach[i] = requests
+    out.version = 1
+    return out
+
+
+AT_EDGES = {0: (200, 20), 1: (200, 2)}  # 10% before, 1% after, 200 drafted each side
+
+
+@pytest.mark.parametrize(
+    ("bins", "reach", "cliff"),
+    [
+        (AT_EDGES, {1: 3}, 1),  # every gate at its edge: the cliff at bin 1
+        ({0: (200, 19), 1: (200, 2)}, {1: 3}, None),  # 9.5% before
+        ({0: (199, 20), 1: (200, 2)}, {1: 3}, None),  # 199 drafted before
+        ({0: (200, 20), 1: (199, 0)}, {1: 3}, None),  # 199 drafted after
+        ({0: (200, 20), 1: (200, 3)}, {1: 3}, None),  # 1.5% after
+        (AT_EDGES, {0: 1, 1: 2}, None),  # 2 requests reach past the cut
+        # the bin right after the cut accepts 2 of 100 (2%): the fall is one bin later
+        ({0: (200, 40), 1: (100, 2), 2: (300, 0)}, {2: 3}, 2),
+    ],
+)
+def test_the_context_limit_at_each_gate(
+    bins: Bins, reach: dict[int, int], cliff: int | None
+) -> None:
+    found = positions(bins, reach).cliff()
+    assert (None if cliff is None else cliff * POSITION_BIN) == found
+
+
+def test_the_steps_go_to_the_bins_of_their_positions_and_the_request_to_its_last() -> None:
+    """A prompt of 62 tokens: steps at 63 (bin 0), then 63 + 3 = 66 (bin 1), 66 + 1 = 67;
+    the request's last position 67 + 2 = 69, in bin 1."""
+    found = ContextPositions()
+    found.add(62, SpecDecodeBlock(3, (3, 3, 3), (2, 0, 1)))
+    assert (found.drafted[:3], found.accepted[:3], found.reach[:3]) == (
+        [3, 6, 0],
+        [2, 1, 0],
+        [0, 1, 0],
+    )
+    assert 1 == found.version
