@@ -56,3 +56,13 @@ def test_the_steps_go_to_the_bins_of_their_positions_and_the_request_to_its_last
         [0, 1, 0],
     )
     assert 1 == found.version
+
+
+def test_the_rule_is_read_again_whenever_the_counts_changed() -> None:
+    """Read at one version, the cliff is kept until the next request: then read afresh (here
+    the later bin accepts again: no cliff), whatever number the version has reached."""
+    found = positions(AT_EDGES, {1: 3})
+    assert 64 == found.cliff()
+    found.accepted[1] = 100
+    found.version = 64  # as many requests as the cliff's position
+    assert found.cliff() is None
