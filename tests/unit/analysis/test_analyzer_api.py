@@ -1,0 +1,59 @@
+"""What the sidecar reads from the analyzer besides its snapshot's zones (analysis/analyzer.py):
+vLLM's log lines summed, the sums kept across a restart, the models to stop routing to, and a
+synthetic verifier's slices not judged."""
+
+from __future__ import annotations
+
+from specwatch import conventions as C
+from specwatch.analysis.counting.sums import Sums
+from specwatch.core.records import EngineLogRecord, SliceKey, SpecLogRecord
+from specwatch.upstream.specconfig import spec_config
+
+from tests.support.analysis import analyzer, record
+
+
+def test_vllms_log_lines_are_summed_and_the_engine_line_is_the_latest() -> None:
+    a = analyzer()
+    for accepted, drafted in ((30, 40), (10, 20)):
+        a.ingest_log(SpecLogRecord(accepted, drafted, None, ()))
+    a.ingest_log(EngineLogRecord(0, 4, 1, 0.5, None, None))
+    a.ingest_log(EngineLogRecord(0, 6, 0, 0.25, None, None))
+    log = a.snapshot(1.0).vllm_log
+    assert log is not None
+    assert (2, 40, 60) == (log.lines, log.accepted, log.drafted)
+    assert (6, 0, 0.25) == (log.running, log.waiting, log.kv_cache_usage)
+
+
+def test_the_sums_kept_across_a_restart_are_alpha_hats_per_slice_and_rollup() -> None:
+    """Two requests of 3 steps drafting 3: accepted 3 + 1 + 0 and 2 + 2 + 2; trials a + 1
+    where a step stopped short, 3 where it took all: (3 + 2 + 1) and (3 + 3 + 3)."""
+    a = analyzer()
+    a.ingest(record(1.0, (3, 1, 0)))
+    a.ingest(record(2.0, (2, 2, 2)))
+    found = a.since_start_sums()
+    slice_, rollup = SliceKey("m", "0-512", "code"), SliceKey("m", C.ALL, C.ALL)
+    assert {slice_, rollup} <= set(found)
+    want = Sums(2, 10, 15, 4**2 + 6**2, 4 * 6 + 6 * 9, 6**2 + 9**2)
+    assert want == found[slice_] == found[rollup]
+
+
+def test_the_models_red_overall_are_those_to_stop_routing_to() -> None:
+    """Model `bad` accepts nothing, `good` everything: only bad's `all` zone is red."""
+    a = analyzer()
+    for i in range(30):
+        a.ingest(record(float(i), (0,) * 20, model="bad"))
+        a.ingest(record(float(i), (3,) * 20, model="good"))
+    a.evaluate(31.0)
+    assert {"bad"} == a.red_models()
+
+
+def test_a_synthetic_verifiers_slices_are_not_judged_whatever_they_accept() -> None:
+    a = analyzer()
+    config = {"method": "ngram", "num_speculative_tokens": 3}
+    a.set_config(spec_config({**config, "rejection_sample_method": "synthetic"}, None, "stable"))
+    for i in range(30):
+        a.ingest(record(float(i), (0,) * 20))
+    a.evaluate(31.0)
+    zones = {view.zone for view in (*a.snapshot(31.0).slices, *a.snapshot(31.0).rollups)}
+    assert {C.Zone.NOT_APPLICABLE} == zones
+    assert set() == a.red_models()
