@@ -1,0 +1,55 @@
+"""A window's evidence compared and printed (analysis/verdicts/evidence.py), and the change
+ratio between two stretches at its gates: what a failing test shows, and no evidence from a
+stretch of one request."""
+
+from __future__ import annotations
+
+import pytest
+from specwatch.analysis.counting.sums import DecodeSums, Sums
+from specwatch.analysis.verdicts.evidence import (
+    Evidence,
+    WindowEvidence,
+    _change,
+    _design_effect,
+    change_ratio,
+)
+
+SOME = Sums(10, 70, 100, 500, 700, 1000)
+
+
+def window(seconds: float = 300.0, red: float = -2.0) -> WindowEvidence:
+    return WindowEvidence(seconds, True, 1.5, red, SOME, ((1800.0, 0.25),), 1.0, -1.0)
+
+
+def test_a_windows_evidence_is_equal_figure_by_figure_and_prints_each_by_name() -> None:
+    assert window() == window()
+    assert window() != window(red=-2.5)
+    assert window() != window(seconds=600.0)
+    assert window() != "WindowEvidence"
+    assert repr(window()) == (
+        "WindowEvidence(seconds=300.0, full=True, green=1.5, red=-2.0, "
+        f"sums={SOME!r}, changes=((1800.0, 0.25),), green_exit=1.0, red_exit=-1.0)"
+    )
+    assert Evidence((window(),), 3.0) == Evidence((window(),), 3.0)
+    assert Evidence((window(),), 3.0) != Evidence((window(),), 4.0)
+    assert Evidence((window(),), 3.0) != Evidence((window(red=-1.0),), 3.0)
+    assert Evidence((window(),), 3.0) != window()
+
+
+def test_the_change_ratio_needs_two_requests_on_the_newer_side() -> None:
+    newer, older = Sums(2, 2, 10, 2, 10, 50), Sums(10, 70, 100, 500, 700, 1000)
+    found = change_ratio(newer, older, 0.99)
+    assert found > 0.0
+    assert found == pytest.approx(_change(newer, _design_effect(newer), older, 0.99))
+    assert 0.0 == change_ratio(Sums(1, 1, 5, 1, 5, 25), older, 0.99)
+    assert 0.0 == change_ratio(Sums(2, 0, 0, 0, 0, 0), older, 0.99)
+
+
+def test_decode_sums_are_equal_on_every_field_the_load_and_steps_included() -> None:
+    one, same, other_load = DecodeSums(), DecodeSums(), DecodeSums()
+    for sums, load in ((one, 2.0), (same, 2.0), (other_load, 3.0)):
+        sums.add_request(1.0, 10.0, load, 4.0)
+    assert one == same
+    assert one != other_load  # the same seconds and tokens, another load
+    assert one != Sums(1, 1.0, 10.0, 1.0, 10.0, 100.0)  # the plain sums of the same request
+    assert repr(one).startswith("DecodeSums(1, 1.0, 10.0")
