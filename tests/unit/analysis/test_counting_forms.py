@@ -8,7 +8,7 @@ import math
 
 import pytest
 from specwatch.analysis.counting.counts import Counts
-from specwatch.analysis.counting.stats import dispersion
+from specwatch.analysis.counting.stats import Interval, difference_interval, dispersion, t_table_df
 
 DRAFTED = (3, 3, 3, 2, 2)
 ACCEPTED = (3, 0, 1, 2, 1)
@@ -67,3 +67,53 @@ def test_the_dispersion_of_requests_by_hand() -> None:
     assert dispersion([(5, 10)]) is None  # one request
     assert dispersion([(0, 10), (0, 10)]) is None  # nothing accepted
     assert dispersion([(10, 10), (10, 10)]) is None  # everything accepted
+
+
+def test_steps_of_mixed_lengths_and_nothing_drafted_by_hand() -> None:
+    """Steps drafting 0, 3, 0, 2: the two that drafted nothing put out one token each, no
+    trial; refused where the lengths differ or a step accepted what it did not draft."""
+    found = Counts(4)
+    found.add_steps((0, 3, 0, 2), (0, 1, 0, 2))
+    assert (4, 5, 3, 2 + 2) == (found.steps, found.drafted, found.accepted, found.trials)
+    assert [2, 1, 0, 0] == found.by_position
+    assert [2, 0, 1, 1, 0] == found.steps_by_drafted
+    with pytest.raises(ValueError, match="^per-step drafted and accepted differ in length$"):
+        found.add_steps((3, 3), (1,))
+    with pytest.raises(ValueError, match="^a step accepted tokens it did not draft$"):
+        found.add_steps((0, 2), (1, 0))
+
+
+def test_a_request_known_by_its_totals_is_one_request_without_trials() -> None:
+    found = Counts.of_totals(12, 9, 4, 4)
+    assert (1, 12, 9, 4, 0) == (found.requests, found.drafted, found.accepted, found.steps, 0)
+    assert 0 == found.trials
+    assert (81, 108, 144, 36, 16) == (found.aa, found.ad, found.dd, found.as_, found.ss)
+
+
+def test_counts_are_equal_only_when_every_part_is() -> None:
+    """Each of the figures, the per-position counts, the per-length steps and accepted tokens,
+    and the second moments tells two counts apart on its own."""
+    base = Counts.of_request((3, 3), (2, 1), 4)
+    assert base == Counts.of_request((3, 3), (2, 1), 4)
+    figures = Counts.of_request((3, 3), (2, 1), 4)
+    figures.requests = 2
+    positions = Counts.of_request((3, 3), (2, 1), 4)
+    positions.by_position = [2, 1, 0, 1]
+    lengths = Counts.of_request((3, 3), (2, 1), 4)
+    lengths.add_drafted_length(2, 1, 0)
+    accepted = Counts.of_request((3, 3), (2, 1), 4)
+    accepted.add_drafted_length(3, 0, 1)
+    moments = Counts.of_request((3, 3), (2, 1), 4)
+    moments.aa += 1
+    for other in (figures, positions, lengths, accepted, moments):
+        assert base != other
+
+
+def test_newcombes_difference_and_the_t_tables_depth_by_hand() -> None:
+    """a - b with a = 0.5 [0.4, 0.7], b = 0.3 [0.25, 0.4]: below sqrt(0.1^2 + 0.1^2), above
+    sqrt(0.2^2 + 0.05^2). The exact t table: 20 degrees of freedom up to 99.9%, 60 past it."""
+    found = difference_interval(Interval(0.5, 0.4, 0.7), Interval(0.3, 0.25, 0.4))
+    assert found.estimate == pytest.approx(0.2)
+    assert found.lower == pytest.approx(0.2 - math.sqrt(0.01 + 0.01))
+    assert found.upper == pytest.approx(0.2 + math.sqrt(0.04 + 0.0025))
+    assert (20, 20, 60) == (t_table_df(0.95), t_table_df(0.999), t_table_df(0.9995))
