@@ -77,9 +77,9 @@ def test_steps_of_mixed_lengths_and_nothing_drafted_by_hand() -> None:
     assert (4, 5, 3, 2 + 2) == (found.steps, found.drafted, found.accepted, found.trials)
     assert [2, 1, 0, 0] == found.by_position
     assert [2, 0, 1, 1, 0] == found.steps_by_drafted
-    with pytest.raises(ValueError, match="^per-step drafted and accepted differ in length$"):
+    with pytest.raises(ValueError, match=r"^per-step drafted and accepted differ in length$"):
         found.add_steps((3, 3), (1,))
-    with pytest.raises(ValueError, match="^a step accepted tokens it did not draft$"):
+    with pytest.raises(ValueError, match=r"^a step accepted tokens it did not draft$"):
         found.add_steps((0, 2), (1, 0))
 
 
