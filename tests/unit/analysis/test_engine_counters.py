@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,34 @@ def test_coverage_compares_the_proxys_count_between_the_same_scrapes_as_vllms(
     (view,) = counters.views(counters.window(12.0), 12.0, 0.95)
     drafted = 90 + 30 if fresh else 60 + 30
     assert (drafted - 15) / drafted == pytest.approx(view.coverage)
+
+
+def test_each_reset_is_counted_and_a_scrape_with_nothing_new_is_none() -> None:
+    counters = EngineCounters(60, 10, 8, fresh_start=True)
+    counters.observe(sample(1.0, 100, 150, 20))
+    counters.observe(sample(2.0, 100, 150, 20))  # the same counters: nothing new, no reset
+    assert 0 == counters.resets
+    counters.observe(sample(3.0, 5, 6, 1))
+    counters.observe(sample(4.0, 2, 3, 1))
+    assert (100 + 5 + 2, 2) == (counters.since_start()["m"].steps, counters.resets)
+
+
+def test_the_running_requests_are_the_latest_scrapes() -> None:
+    counters = EngineCounters(60, 10, 8, fresh_start=True)
+    assert counters.running("m") is None
+    for ts, running in ((1.0, 4.0), (2.0, 7.0)):
+        counters.observe(replace(sample(ts, 10 * ts, 10 * ts, ts), running=running))
+    assert 7.0 == counters.running("m")
+    ((view,),) = [counters.views(counters.window(2.0), 2.0, 0.95)]
+    assert 7.0 == view.running
+
+
+def test_an_engine_counting_steps_and_no_tokens_is_covered_by_the_steps_seen() -> None:
+    """SGLang counts verified steps, no draft tokens: 10 then 30 steps counted while the proxy
+    had seen 5 then 20 (5 and 15 between the scrapes): 20 of 30."""
+    counters = EngineCounters(60, 10, 8, fresh_start=True)
+    for ts, steps, seen in ((1.0, 10.0, 5), (2.0, 30.0, 20)):
+        counted = replace(sample(ts, steps, 0.0, 0.0), draft_tokens=0.0)
+        counters.observe(counted, seen=0, seen_steps=seen)
+    ((view,),) = [counters.views(counters.window(2.0), 2.0, 0.95)]
+    assert view.coverage == pytest.approx(20 / 30)
