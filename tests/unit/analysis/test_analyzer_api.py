@@ -4,12 +4,13 @@ synthetic verifier's slices not judged."""
 
 from __future__ import annotations
 
+import pytest
 from specwatch import conventions as C
 from specwatch.analysis.counting.sums import Sums
 from specwatch.core.records import EngineLogRecord, SliceKey, SpecLogRecord
 from specwatch.upstream.specconfig import spec_config
 
-from tests.support.analysis import analyzer, record
+from tests.support.analysis import analyzer, engine_sample, record
 
 
 def test_vllms_log_lines_are_summed_and_the_engine_line_is_the_latest() -> None:
@@ -57,3 +58,30 @@ def test_a_synthetic_verifiers_slices_are_not_judged_whatever_they_accept() -> N
     zones = {view.zone for view in (*a.snapshot(31.0).slices, *a.snapshot(31.0).rollups)}
     assert {C.Zone.NOT_APPLICABLE} == zones
     assert set() == a.red_models()
+
+
+@pytest.mark.parametrize("change", ["log", "engine", "drift"])
+def test_a_log_line_a_scrape_or_a_restored_drift_state_during_a_snapshot_stops_it(
+    change: str,
+) -> None:
+    """A snapshot read in turns never mixes two moments: whatever changes the analysis in
+    between (here the second change of its kind) makes it raise."""
+    a = analyzer()
+    a.ingest(record(1.0, (3, 1, 0)))
+    drift = a.drift_state()
+
+    def apply() -> None:
+        if change == "log":
+            a.ingest_log(SpecLogRecord(3, 4, None, ()))
+        elif change == "engine":
+            a.ingest_engine(engine_sample(1.0, 10, 12, 2))
+        else:
+            a.restore_drift(drift)
+
+    apply()
+    turns = a.snapshot_in_turns(2.0)
+    next(turns)
+    apply()
+    with pytest.raises(RuntimeError, match="changed while it was read"):
+        for _ in turns:
+            pass
