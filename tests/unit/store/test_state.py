@@ -86,3 +86,49 @@ def test_a_state_saved_before_buckets_kept_request_sizes_loads_without_them() ->
         broken = {**state, "slices": [{**state["slices"][0], "buckets": [bad]}]}
         with pytest.raises(ValueError, match="malformed drift state"):
             again.load_state(broken)
+
+
+def wandering_detector() -> DriftDetector:
+    """Acceptance wandering around 0.7 for 200 minutes, then down to 0.4: a level tracked, an
+    alarm raised and still on."""
+    detector = DriftDetector(DriftSettings())
+    rng, p = random.Random(5), 0.7
+    for minute in range(240):
+        p = 0.4 if minute > 200 else min(0.9, max(0.5, p + rng.gauss(0, 0.01)))
+        detector.add(KEY, minute * 60.0, sum(rng.random() < p for _ in range(600)), 600)
+        detector.evaluate((minute + 1) * 60.0)
+    return detector
+
+
+def test_every_field_of_a_slices_drift_survives_the_round_trip() -> None:
+    """No field left at its default (a level, its variance, a run, an alarm since a time, one
+    raised): each comes back as it was saved."""
+    state = wandering_detector().to_state()
+    (item,) = state["slices"]
+    assert item["level"] != 0.0
+    assert item["level_variance"] > 0.0
+    assert item["statistic"] is not None
+    assert item["processed"] is not None
+    assert (True, 1) == (item["alarm"], item["alarms_raised"])
+    assert item["alarm_since"] is not None
+    assert 0 < item["run"][0] < item["run"][1]
+    again = DriftDetector(DriftSettings())
+    again.load_state(state)
+    assert state == again.to_state()
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"version": 99}, "not a drift state of this version"),
+        ({"bucket_seconds": 1.0}, "saved with another bucket length"),
+    ],
+)
+def test_a_state_of_another_version_or_bucket_length_is_refused_saying_which(
+    change: dict[str, object], said: str
+) -> None:
+    state = {**wandering_detector().to_state(), **change}
+    with pytest.raises(ValueError, match=f"^{said}$"):
+        DriftDetector(DriftSettings()).load_state(state)
+    with pytest.raises(ValueError, match=r"^not a drift state of this version$"):
+        DriftDetector(DriftSettings()).load_state([state])
