@@ -7,8 +7,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from specwatch import conventions as C
 from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.slicing import CtxBuckets, totals_parts
 from specwatch.analysis.counting.stats import Interval, difference_interval, dispersion, t_table_df
+from specwatch.analysis.counting.sums import Sums
+from specwatch.core.records import SpecTotals
+from specwatch.settings import load_settings
 
 DRAFTED = (3, 3, 3, 2, 2)
 ACCEPTED = (3, 0, 1, 2, 1)
@@ -117,3 +122,26 @@ def test_newcombes_difference_and_the_t_tables_depth_by_hand() -> None:
     assert found.lower == pytest.approx(0.2 - math.sqrt(0.01 + 0.01))
     assert found.upper == pytest.approx(0.2 + math.sqrt(0.04 + 0.0025))
     assert (20, 20, 60) == (t_table_df(0.95), t_table_df(0.999), t_table_df(0.9995))
+
+
+def test_a_request_known_by_its_totals_is_in_the_bucket_of_its_first_step() -> None:
+    """Its first step is at the prompt's length + 1: a prompt of 510 tokens starts in 0-512,
+    one of 511 at 512, in 512-2k."""
+    buckets = CtxBuckets(load_settings().ctx_buckets)
+    totals = SpecTotals(drafted=12, accepted=9, steps=4)
+    for prompt, label in ((510, "0-512"), (511, "512-2k")):
+        parts = totals_parts("m", "chat", prompt, totals, buckets, 4)
+        assert [label, C.ALL] == [key.ctx_bucket for key in parts]
+    assert buckets.reaches("32k+", 10**9)  # the last bucket holds every position past it
+    assert buckets.reaches("0-512", 511)
+    assert not buckets.reaches("0-512", 512)
+    assert not buckets.reaches("no such bucket", 0)
+
+
+def test_sums_are_negative_where_any_part_is() -> None:
+    """A late record subtracted past what a window held: any part below 0 says so."""
+    assert not Sums(0, 0, 0, 0, 0, 0).negative()
+    for i in range(6):
+        parts = [1, 1, 1, 1, 1, 1]
+        parts[i] = -1
+        assert Sums(*parts).negative(), i
