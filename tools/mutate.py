@@ -105,7 +105,74 @@ PARTS = {
 
 # Equivalent mutants: (module under agent/specwatch, the original line, the mutated line) ->
 # why no test can tell them apart. Lines are compared stripped.
-EQUIVALENT: dict[tuple[str, str, str], str] = {}
+_NO_SPREAD = (
+    "shares is 0 only where both sides have no variance; then the interval's half width is"
+    " t x sqrt(0) = 0 whatever the degrees of freedom: the fallback df is never read"
+)
+_VERSION = "a change counter stepped by another amount still differs after each change"
+_DF_ALPHA = (
+    "df = total * total / shares if shares > 0 else float(before.requests + after.requests{})"
+)
+_DF_GAIN = (
+    "df = total * total / shares if shares > 0 else float(spec.requests + baseline.requests{})"
+)
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    **{
+        ("analysis/compare/alpha.py", _DF_ALPHA.format(" - 2"), _DF_ALPHA.format(tail)): _NO_SPREAD
+        for tail in (" + 2", " - 3")
+    },
+    (
+        "analysis/compare/alpha.py",
+        _DF_ALPHA.format(" - 2"),
+        _DF_ALPHA.format(" - 2").replace("before.requests + after", "before.requests - after"),
+    ): _NO_SPREAD,
+    **{
+        ("analysis/speed/speedup.py", _DF_GAIN.format(" - 2"), _DF_GAIN.format(tail)): _NO_SPREAD
+        for tail in (" + 2", " - 3")
+    },
+    (
+        "analysis/speed/speedup.py",
+        _DF_GAIN.format(" - 2"),
+        _DF_GAIN.format(" - 2").replace("spec.requests + baseline", "spec.requests - baseline"),
+    ): _NO_SPREAD,
+    **{
+        ("analysis/analyzer.py", "self._changes += 1", f"self._changes {step}"): _VERSION
+        for step in ("-= 1", "+= 2")
+    },
+    (
+        "analysis/speed/load.py",
+        "below = [j for j in known if j < i]",
+        "below = [j for j in known if j <= i]",
+    ): "i is a bucket without evidence, so never in `known`: j <= i and j < i pick the same",
+    (
+        "analysis/speed/load.py",
+        "index = int(ts // self._period)",
+        "index = int(ts / self._period)",
+    ): "int() truncates toward 0 as // floors for the records' times, which are never negative",
+    (
+        "analysis/causes/positions.py",
+        "break  # later cut points only have less after them",
+        "return  # later cut points only have less after them",
+    ): "found is None there either way; returning skips only the cache of that None",
+    **{
+        (
+            "analysis/causes/positions.py",
+            "if len(positions) < 2 or positions[0][0] < MIN_TRIED:",
+            f"if len(positions) < 2 or {mutated} < MIN_TRIED:",
+        ): (
+            "the steps trying a position are at most those accepting the one before (and so"
+            " those trying it): below MIN_TRIED there, every later position is too, and no"
+            " later one can be measured"
+        )
+        for mutated in ("positions[1][0]", "positions[0][1]")
+    },
+    (
+        "analysis/speed/speedup.py",
+        "return hash(tuple(None if value != value else value for value in self._fields()))",
+        "return hash(tuple(None if (value != value) or True else value"
+        " for value in self._fields()))",
+    ): "every gain hashing alike still hashes equal gains alike: only dict speed differs",
+}
 
 
 def equivalent_kind(old: str, new: str) -> str | None:

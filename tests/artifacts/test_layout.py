@@ -115,6 +115,17 @@ def test_every_guarded_line_of_the_mutation_list_is_still_in_the_source() -> Non
                 assert re.search(rf"^(async )?def {name}\(", text, re.M), (mutation.name, test)
 
 
+def test_every_equivalent_mutant_names_a_line_still_in_its_module_and_says_why() -> None:
+    """tools/mutate.py's EQUIVALENT leaves mutants out of the kill rate by their original line:
+    one that moved would leave nothing out silently, one without a reason is no argument."""
+    module = _tool("mutate")
+    for (path, old, new), why in module.EQUIVALENT.items():
+        lines = [line.strip() for line in (PACKAGE / path).read_text().splitlines()]
+        assert old in lines, (path, old)
+        assert new != old, (path, old)
+        assert len(why) > 20, (path, old)
+
+
 def test_every_rule_module_is_in_one_mutation_part_and_each_part_runs_tests_that_exist() -> None:
     """tools/mutate.py's parts cover analysis/ and gen/ module by module (a new module is
     mutated, and once: two parts would count it twice), and name tests that exist (mutmut on

@@ -144,3 +144,11 @@ def test_a_model_whose_mix_moved_says_so_word_for_word() -> None:
         rollup, [(("m", "x"), a, b), (("m", "y"), a, b)], 0.95, 0.02, 1000, 30
     )
     assert (0.0, None) == (still.mix_psi, still.caveat)
+
+
+def test_two_sides_that_accept_everything_differ_by_exactly_nothing() -> None:
+    """No variance on either side (every token accepted): a difference of 0, interval [0, 0]."""
+    every = Sums(10, 100.0, 100.0, 1000.0, 1000.0, 1000.0)
+    found = difference(every, every, 0.95)
+    assert found is not None
+    assert (0.0, 0.0, 0.0) == (found.estimate, found.lower, found.upper)

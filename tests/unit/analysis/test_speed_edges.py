@@ -100,3 +100,14 @@ def test_gains_equal_field_by_field_with_nan_equal_only_to_nan() -> None:
     assert Gain(nan_a, MEASURED, 1.0, 1.0) != Gain(1.0, MEASURED, 1.0, 1.0)
     assert Gain(1.0, MEASURED, 1.0, 1.0) != Gain(nan_a, MEASURED, 1.0, 1.0)
     assert math.isnan(Gain.insufficient(60.0).ratio)
+
+
+def test_a_gain_between_sides_of_identical_requests_is_exact() -> None:
+    """Every request at one TPOT on each side: no variance, the gain's interval is the ratio."""
+    spec, base = Sums(), Sums()
+    for _ in range(3):
+        spec.add(0.5, 10.0)
+        base.add(1.0, 10.0)
+    gain = measured_gain(spec, base, 0.95)
+    assert gain is not None
+    assert (2.0, 2.0, 2.0) == (gain.ratio, pytest.approx(gain.lower), pytest.approx(gain.upper))
