@@ -3,15 +3,21 @@ and after, the overall change at the after period's mix, a caveat when the mix m
 
 from __future__ import annotations
 
+import math
 import re
 
+import jsonschema
+import orjson
 import pytest
-from specwatch.analysis.compare.changes import ConfigHistory
+from specwatch.analysis.compare.changes import ConfigHistory, sums_of
+from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.core.records import SliceKey
 from specwatch.settings import load_settings
 from specwatch.upstream.specconfig import spec_config
 from structlog.testing import capture_logs
+
+from tests.support import ROOT
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
 
@@ -241,3 +247,60 @@ def test_a_change_record_that_is_not_one_is_refused_and_a_new_config_is_logged()
             "slices_before": 1,
         }
     ] == logs
+
+
+def test_the_tpot_change_by_hand_its_rows_in_the_schema_and_the_load_moved_word_for_word() -> None:
+    """Before: 60 and 60 requests at loads 1 and 2-4 (shares 1/2, 1/2), two slices at load 1;
+    after: 100 and 20 (5/6, 1/6), one slice only: PSI (5/6 - 1/2) ln(5/3) + (1/6 - 1/2) ln(1/3)."""
+    chat, code = ("m", "0-512", "chat"), ("m", "0-512", "code")
+    before = {
+        (*chat, "1"): _timed(0.010, 30),
+        (*code, "1"): _timed(0.010, 30),
+        (*chat, "2-4"): _timed(0.020, 60),
+    }
+    first = ConfigHistory(spec_config(NGRAM, "0.32.0", "stable"), load_settings())
+    saved = first.state({}, before)
+    assert {"config", "slices", "goodput", "change"} == set(saved)
+    history = ConfigHistory(spec_config({**NGRAM, "num_speculative_tokens": 5}, "0.32.0",
+                                        "stable"), load_settings())  # fmt: skip
+    history.restore(saved, 9.0)
+    after = {(*chat, "1"): _timed(0.012, 100), (*chat, "2-4"): _timed(0.024, 20)}
+    view = history.view({}, after)
+    assert view is not None
+    assert view.tpot is not None
+    assert load_settings().canary.tpot_margin == view.tpot["margin"]
+    model = view.tpot["models"]["m"]
+    psi = (5 / 6 - 1 / 2) * math.log(5 / 3) + (1 / 6 - 1 / 2) * math.log(1 / 3)
+    assert model["load_psi"] == pytest.approx(psi)
+    moved = (
+        f"the load moved between the periods (PSI {psi:.2f}): compared within load buckets, "
+        "at the after period's mix"
+    )
+    assert model["caveat"].endswith(moved)
+    schema = orjson.loads((ROOT / "docs" / "status.schema.json").read_bytes())
+    for row, kind in (
+        (model, "change_tpot_model"),
+        *((r, "change_tpot_row") for r in view.tpot["slices"]),
+    ):
+        jsonschema.validate(row, {"$ref": f"#/$defs/{kind}", "$defs": schema["$defs"]})
+    assert [("m", "0-512", "chat"), ("m", "0-512", "code")] == [
+        (r["model"], r["ctx_bucket"], r["task"]) for r in view.tpot["slices"]
+    ]
+
+
+def test_a_slice_seen_before_the_change_only_is_compared_as_insufficient() -> None:
+    """The live sums are alpha-hat's of each slice's counts; a slice only the before period
+    saw is in the comparison (no trials after it), not left out."""
+    key, gone = SliceKey("m", "0-512", "chat"), SliceKey("m", "0-512", "code")
+    counts = Counts.of_request((3, 3), (2, 1), 4)
+    assert Sums(1, 3, 5, 9, 15, 25) == sums_of(counts)  # accepted 2 + 1, trials 3 + 2
+    first = ConfigHistory(spec_config(NGRAM, "0.32.0", "stable"), load_settings())
+    saved = first.state(
+        {key: Sums(10, 70, 100, 500, 700, 1000), gone: Sums(5, 30, 50, 200, 300, 500)}
+    )
+    history = ConfigHistory(spec_config({**NGRAM, "num_speculative_tokens": 5}, "0.32.0",
+                                        "stable"), load_settings())  # fmt: skip
+    history.restore(saved, 9.0)
+    view = history.view({key: Sums(10, 70, 100, 500, 700, 1000)})
+    assert view is not None
+    assert ("m", "0-512", "code") in [row.key for row in view.slices]
