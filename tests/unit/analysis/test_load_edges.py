@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.slicing import LoadBuckets
+from specwatch.analysis.counting.sums import Sums
 from specwatch.analysis.speed.load import LoadTable, WindowedLoad
 
 BUCKETS = (1, 4, 8, 16)
@@ -80,3 +81,25 @@ def test_the_load_window_keeps_one_table_a_period_and_forgets_those_past_it() ->
     assert window.table_at(65.0) is not None  # period 6: period 0 is past the window
     assert window.table_at(5.0) is None
     assert window.table_at(15.0) is not None  # period 1 still in it
+
+
+def test_a_table_set_cell_by_cell_is_the_one_add_builds() -> None:
+    """Fleet analysis sums the cells in SQL and sets them: the same K table and cost as the
+    requests added one by one; a model set without cells has none, and its largest load."""
+    steps = Counts.of_request((4,) * 10, (2,) * 10, 4)
+    added = table()
+    for load in (1, 5):
+        for _ in range(3):
+            added.add("m", load, steps, False, 0.01, 31)
+            added.add("m", load, None, True, 0.02, 31)
+    made = table()
+    for index, (counts, spec, baseline) in added.cells("m").items():
+        made.set_cell("m", index, counts, spec, baseline)
+    made.set_largest("m", 5)
+    assert added.cells("m") == made.cells("m")
+    assert ["m"] == made.models()
+    assert added.k_table("m", 0.05, 0.95, 3) == made.k_table("m", 0.05, 0.95, 3)
+    assert added.measured_cost("m", 3) == made.measured_cost("m", 3)
+    quiet = table()
+    quiet.set_cell("q", 0, Counts(4), Sums(), Sums())
+    assert ["q"] == quiet.models()
