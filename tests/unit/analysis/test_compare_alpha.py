@@ -152,3 +152,21 @@ def test_two_sides_that_accept_everything_differ_by_exactly_nothing() -> None:
     found = difference(every, every, 0.95)
     assert found is not None
     assert (0.0, 0.0, 0.0) == (found.estimate, found.lower, found.upper)
+
+
+def test_welchs_df_with_a_side_of_two_requests_and_below_two_degrees() -> None:
+    """Two requests a side, the before side's far more variable: n - 1 = 1 for each, and a df
+    between 1 and 2 read as it is (Student's t at 1.3 degrees, not 2); sides of one trial are
+    compared too."""
+    before, after = Sums(), Sums()
+    for a, t in ((2, 20), (18, 20)):
+        before.add(a, t)
+    for a, t in ((10, 20), (11, 20)):
+        after.add(a, t)
+    v_b, v_a = variance(before), variance(after)
+    df = (v_b + v_a) ** 2 / (v_b**2 / 1 + v_a**2 / 1)
+    assert 1.0 < df < 2.0
+    got = difference(before, after, 0.95)
+    assert got is not None
+    assert got.upper - got.estimate == pytest.approx(t_quantile(0.95, df) * math.sqrt(v_b + v_a))
+    assert difference(Sums(1, 1, 1), Sums(1, 0, 1), 0.95) is not None  # one trial a side

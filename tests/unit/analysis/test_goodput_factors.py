@@ -59,6 +59,12 @@ def test_equal_configs_at_other_loads_of_one_bucket_are_not_slower() -> None:
     # the loads' effect out: 1 / 1.204, learnt from loads that vary by ~1.5 within each side
     # (its sd over seeds 0.038, its mean 0.830 over 60 of them)
     assert model.load_adjustment == pytest.approx(1 / 1.204, rel=0.1)
+    assert model.caveat == (
+        f"the two sides' loads differ within a load bucket: {1 / model.load_adjustment - 1:+.0%} "
+        "of the raw ratio came from them and was taken out along a straight line of TPOT "
+        "against load; where TPOT bends there (a KV-cache knee), put a load.batch_edges edge "
+        "at the bend"
+    )
 
 
 def test_the_slope_is_learnt_within_the_cells_not_from_the_sides_difference() -> None:
@@ -202,3 +208,16 @@ def test_each_phrase_word_for_word_a_bound_at_1_moving_nothing_and_the_json_shap
     assert factors_of(below, above, "faster", 0.03).deciding == ()
     assert factors_of(above, below, "slower", 0.03).deciding == ()
     assert factors_of(Interval(1.5, 1.2, 2.5), below, "slower", 0.03).deciding == (STEP_TIME,)
+
+
+def test_a_side_of_one_engine_step_has_factors_and_one_of_none_has_not() -> None:
+    key: tuple[str, ...] = ("m", "0-512", "chat")
+    one, none = _timed(0.02, 4.0, 1.0), _timed(0.02, 4.0, 0.0)
+    assert 2 == factor_part(one, STEP_TIME).requests
+    assert 0 == factor_part(none, STEP_TIME).requests
+    spreads: tuple[dict[tuple[str, ...], Spread], ...] = tuple(
+        {key: Spread(0.01, 10.0)} for _ in range(4)
+    )
+    for before, after, found in ((one, one, True), (none, one, False), (one, none, False)):
+        pair = Pair(before, after, ("m", "1-4"), 0.0, (spreads[0][key], spreads[1][key]), 4.0, key)
+        assert (factor_pairs([pair], spreads) is not None) == found

@@ -9,7 +9,9 @@ import random
 import jsonschema
 import orjson
 import pytest
-from specwatch.analysis.compare.goodput import INSUFFICIENT, compare_tpot
+from specwatch.analysis.compare.goodput import INSUFFICIENT, combined_ratio, compare_tpot
+from specwatch.analysis.compare.same_load import LoadSlope, Pair, Spread
+from specwatch.analysis.counting.stats import t_quantile
 from specwatch.analysis.counting.sums import Sums
 
 from tests.support import ROOT
@@ -103,3 +105,40 @@ def test_a_fifth_of_the_after_sides_tokens_at_loads_only_it_saw_is_a_caveat(
         "judged on the loads both saw"
     )
     assert (caveat if said else None) == row.caveat
+
+
+def test_the_combined_ratio_with_a_load_slope_by_hand() -> None:
+    """Two cells of one load bucket whose sides' loads differ (shifts 1.5 and -0.5) and a
+    learnt slope: the estimate less slope x shift per cell, the slope's variance on the
+    weighted shifts' sum, Welch-Satterthwaite over the cells' sides and the slope."""
+    rng = random.Random(17)
+    cells = []
+    for shift, spreads in ((1.5, (Spread(0.04, 5.0), Spread(0.09, 7.0))),
+                           (-0.5, (Spread(0.02, 3.0), Spread(0.05, 4.0)))):  # fmt: skip
+        before, after = Sums(), Sums()
+        for side, n in ((before, 3), (after, 4)):
+            for _ in range(n):
+                side.add(0.01 * 30 * math.exp(rng.gauss(0, 0.2)), 30.0)
+        cells.append(Pair(before, after, ("m", "1-4"), shift, spreads, after.y))
+    slope = LoadSlope(0.1, 0.0004, 12.0)
+    found = combined_ratio(cells, {("m", "1-4"): slope}, 0.95)
+    assert found is not None
+    interval, adjustment = found
+    total = sum(c.weight for c in cells)
+    estimate = variance = shares = lever = 0.0
+    for c in cells:
+        w = c.weight / total
+        v_b, v_a = c.log_variances()
+        ratio = (c.after.x / c.after.y) / (c.before.x / c.before.y)
+        estimate += w * (math.log(ratio) - slope.slope * c.shift)
+        variance += w * w * (v_b + v_a)
+        shares += w**4 * (v_b**2 / c.spreads[0].df + v_a**2 / c.spreads[1].df)
+        lever += w * c.shift
+    part = lever * lever * slope.variance
+    variance += part
+    shares += part * part / slope.df
+    half = t_quantile(0.95, variance * variance / shares) * math.sqrt(variance)
+    assert math.log(interval.estimate) == pytest.approx(estimate, rel=1e-12)
+    assert math.log(interval.lower) == pytest.approx(estimate - half, rel=1e-9)
+    assert math.log(interval.upper) == pytest.approx(estimate + half, rel=1e-9)
+    assert math.log(adjustment) == pytest.approx(-slope.slope * lever, rel=1e-12)
