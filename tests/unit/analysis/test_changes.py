@@ -229,7 +229,8 @@ def test_rows_of_zero_counts_and_each_saved_goodput_form_restore() -> None:
 def test_a_change_record_that_is_not_one_is_refused_and_a_new_config_is_logged() -> None:
     config = spec_config(NGRAM, "0.32.0", "stable")
     saved = ConfigHistory(config, load_settings()).state({SliceKey("m", "0-512", "chat"): Sums()})
-    for change in ([], {"at": "noon"}):
+    broken: list[object] = [[], {"at": "noon"}]
+    for change in broken:
         with pytest.raises(ValueError, match=r"^not a change record$"):
             ConfigHistory(config, load_settings()).restore({**saved, "change": change}, 1.0)
     other = ConfigHistory(spec_config({**NGRAM, "num_speculative_tokens": 4}, "0.32.0", "stable"),

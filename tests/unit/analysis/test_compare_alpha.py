@@ -13,6 +13,7 @@ from specwatch.analysis.compare.alpha import (
     INSUFFICIENT,
     SAME,
     WORSE,
+    Pairs,
     SliceComparison,
     compare_models,
     compare_slices,
@@ -129,8 +130,8 @@ def test_a_model_whose_mix_moved_says_so_word_for_word() -> None:
     a, b = side(rng, 0.7, 40), side(rng, 0.7, 40)
     scale = b.y / a.y
     heavy = Sums(a.requests * 9, a.x * 9 * scale, a.y * 9 * scale)
-    rollup = [(("m",), a, b)]
-    moved = [(("m", "x"), a, Sums(b.requests, b.x / 9, b.y / 9)), (("m", "y"), a, heavy)]
+    rollup: Pairs = [(("m",), a, b)]
+    moved: Pairs = [(("m", "x"), a, Sums(b.requests, b.x / 9, b.y / 9)), (("m", "y"), a, heavy)]
     _, (model,) = compare_models(rollup, moved, 0.95, 0.02, 1000, 30)
     assert model.mix_psi is not None
     assert model.caveat == (
@@ -140,9 +141,8 @@ def test_a_model_whose_mix_moved_says_so_word_for_word() -> None:
     x, y = 1 / 82, 81 / 82  # b's trials / 9 and 9 x b's
     want = (x - 0.5) * math.log(x / 0.5) + (y - 0.5) * math.log(y / 0.5)
     assert model.mix_psi == pytest.approx(want, rel=1e-9)
-    _, (still,) = compare_models(
-        rollup, [(("m", "x"), a, b), (("m", "y"), a, b)], 0.95, 0.02, 1000, 30
-    )
+    alike: Pairs = [(("m", "x"), a, b), (("m", "y"), a, b)]
+    _, (still,) = compare_models(rollup, alike, 0.95, 0.02, 1000, 30)
     assert (0.0, None) == (still.mix_psi, still.caveat)
 
 

@@ -25,7 +25,7 @@ def side(
 ) -> dict[tuple[str, ...], Sums]:
     """Cells of model m's one slice: per load bucket, requests of `tokens` decode tokens each
     whose TPOT varies around the bucket's (a log-normal factor a request)."""
-    out = {}
+    out: dict[tuple[str, ...], Sums] = {}
     for load, n in per_load.items():
         cell = Sums()
         for _ in range(n):
