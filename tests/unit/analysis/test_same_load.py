@@ -99,3 +99,16 @@ def test_the_load_slope_of_one_cell_of_two_requests_by_hand() -> None:
     assert slope.variance == pytest.approx(e * 0.5 / 0.25)
     assert slope.df == 1.0
     assert math.isfinite(slope.variance)
+
+
+def test_a_cell_without_recorded_loads_takes_no_part_in_the_slope() -> None:
+    """Beside a cell of four requests with loads, one of three without (an older sidecar's):
+    the slope and its degrees of freedom (4 - 2) are those of the first alone."""
+    loaded = cell((1.0, 1.0, 1.0), (2.0, 1.0, 2.0), (1.5, 1.0, 1.0), (2.5, 1.0, 3.0))
+    plain = DecodeSums()
+    for x in (1.0, 1.2, 1.4):
+        plain.add_request(x, 1.0, None, 1.0)
+    alone = load_slopes([{("m", "0", "1-4"): loaded}])
+    both = load_slopes([{("m", "0", "1-4"): loaded, ("m", "1", "1-4"): plain}])
+    assert alone == both
+    assert 2.0 == both["m", "1-4"].df

@@ -114,3 +114,12 @@ def test_a_gain_between_sides_of_identical_requests_is_exact() -> None:
     assert 2.0 == gain.ratio
     assert gain.lower == pytest.approx(2.0)
     assert gain.upper == pytest.approx(2.0)
+
+
+def test_a_gain_keeps_its_window_and_moments_that_overflow_together_give_none() -> None:
+    tau, cost = Interval(2.0, 1.8, 2.2), Cost(0.05, "configured")
+    assert 300.0 == modelled_gain(tau, 4, cost, window_seconds=300.0).window_seconds
+    huge = Sums(2, 4e307, 4e307, 4e307, 4e307, 4e307)  # each finite, their sum not
+    assert measured_gain(huge, two(0.8, 2.0), 0.95) is None
+    assert measured_gain(two(0.5, 2.0), huge, 0.95) is None
+    assert measured_gain(two(0.5, 0.0), two(0.8, 2.0), 0.95) is None  # no decode tokens
