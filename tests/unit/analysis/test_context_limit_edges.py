@@ -6,7 +6,7 @@ the cut and after it, 3 requests reaching past it, acceptance at least 10% befor
 from __future__ import annotations
 
 import pytest
-from specwatch.analysis.causes.positions import POSITION_BIN, ContextPositions
+from specwatch.analysis.causes.positions import POSITION_BIN, POSITION_BINS, ContextPositions
 from specwatch.core.records import SpecDecodeBlock
 
 Bins = dict[int, tuple[int, int]]  # bin -> (drafted, accepted)
@@ -65,4 +65,12 @@ def test_the_rule_is_read_again_whenever_the_counts_changed() -> None:
     assert 64 == found.cliff()
     found.accepted[1] = 100
     found.version = 64  # as many requests as the cliff's position
+    assert found.cliff() is None
+
+
+def test_the_last_bin_never_stands_before_the_first_cut() -> None:
+    """Positions past 64k accept 20% (the last bin), the first bin nothing: the first bin is
+    not a cliff after the last one (bins are read in order, from the first cut on)."""
+    last = POSITION_BINS - 1
+    found = positions({0: (300, 0), last: (300, 60)}, {0: 3, last: 3})
     assert found.cliff() is None

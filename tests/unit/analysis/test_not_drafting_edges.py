@@ -62,3 +62,19 @@ def test_most_requests_drafting_nothing_from_30_long_enough_to_tell() -> None:
     for _ in range(29):
         short.drafting("m", "0-512", "chat", 0, 16)
     assert short.not_drafting("m") is None
+
+
+def test_the_pooled_rule_from_requests_all_too_short_to_tell_has_no_share() -> None:
+    """67 requests of 15 tokens drafting nothing: 1,005 tokens pooled, none long enough to
+    count in the per-request share: named, its share 0 (none measured)."""
+    tally = DraftingTally()
+    for _ in range(67):
+        tally.drafting("m", "0-512", "chat", 0, 15)
+    found = tally.not_drafting("m")
+    assert found is not None
+    assert (67, 1005, 0.0, {}) == (
+        found["requests"],
+        found["output_tokens"],
+        found["share"],
+        found["tasks"],
+    )
