@@ -207,6 +207,47 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "return -1, None, None, None, None  # no speculative steps here: a neighbour's K",
         "return -2, None, None, None, None  # no speculative steps here: a neighbour's K",
     ): "a bucket without evidence is any negative K (_fill_gaps reads K < 0)",
+    **{
+        ("analysis/speed/draft_cost.py", "if m.n < MIN_REQUESTS or total <= 0 or not finite:", m): (
+            "past the request gate total sums 30 or more requests' steps (each at least 1): it"
+            " is never at or below 1"
+        )
+        for m in (
+            "if m.n < MIN_REQUESTS or total < 0 or not finite:",
+            "if m.n < MIN_REQUESTS or total <= 1 or not finite:",
+        )
+    },
+    **{
+        ("analysis/speed/draft_cost.py", "if det <= 0:", m): (
+            "det = total^2 x spread, past the spread gate at least 30^2 x 0.5^2 = 225"
+        )
+        for m in ("if det < 0:", "if det <= 1:")
+    },
+    **{
+        ("analysis/speed/k0_cost.py", old, new): "a slot the plane never reads"
+        for old, new in (
+            ("rhs = [0.0] * 3", "rhs = [0.0] * 4"),
+            ("meat = [[0.0] * 3 for _ in range(3)]", "meat = [[0.0] * 4 for _ in range(3)]"),
+            ("meat = [[0.0] * 3 for _ in range(3)]", "meat = [[0.0] * 3 for _ in range(4)]"),
+        )
+    },
+    **{
+        (
+            "analysis/speed/k0_cost.py",
+            "self._versions[model] = self._versions.get(model, 0) + 1",
+            m,
+        ): _VERSION
+        for m in (
+            "self._versions[model] = self._versions.get(model, 0) - 1",
+            "self._versions[model] = self._versions.get(model, 1) + 1",
+            "self._versions[model] = self._versions.get(model, 0) + 2",
+        )
+    },
+    (
+        "analysis/speed/goodput.py",
+        "if sums.requests < 2 or sums.x <= 0 or sums.y <= 0:",
+        "if sums.requests < 2 or sums.x < 0 or sums.y <= 0:",
+    ): "no decode time makes a TPOT of 0, which the next check (0 < ratio) refuses",
     (
         "analysis/speed/speedup.py",
         "return hash(tuple(None if value != value else value for value in self._fields()))",

@@ -20,7 +20,7 @@ def rows(seed: int, with_zero: int, without: int) -> deque[Row]:
     rng = random.Random(seed)
     out: deque[Row] = deque()
     for i in range(with_zero + without):
-        k = float(rng.randint(2, 5))
+        k = float(rng.randint(1, 5))
         z = rng.uniform(0.1, 0.5) if i < with_zero else 0.0
         x = k * (1.0 - z)
         s = 0.010 + 0.002 * x + 0.015 * z + rng.gauss(0, 0.001)
@@ -29,7 +29,10 @@ def rows(seed: int, with_zero: int, without: int) -> deque[Row]:
 
 
 def test_the_plane_and_its_sandwich_covariance_are_numpys() -> None:
+    """K from 1 to 5, and requests that drafted nothing at all (K 0: no part in the mean K)."""
     data = rows(3, 30, 30)
+    for _ in range(5):
+        data.append((0.025, 0.0, 1.0, 30.0, 0.0))
     found = _plane(data)
     assert found is not None
     a, b, d, cov, k, n = found
@@ -45,7 +48,7 @@ def test_the_plane_and_its_sandwich_covariance_are_numpys() -> None:
     assert np.allclose(np.array(cov), sandwich, rtol=1e-8, atol=0.0)
     drafting = ks > 0
     assert k == pytest.approx(float(np.sum(w[drafting] * ks[drafting]) / np.sum(w[drafting])))
-    assert n == 60
+    assert n == 65
 
 
 def test_the_plane_needs_its_minimum_of_requests_with_k0_steps_and_without() -> None:
@@ -73,6 +76,7 @@ def test_a_request_adds_its_step_time_drafted_share_of_k0_steps_weight_and_k() -
     drafted = (4, 3) + (0,) * 18
     cost.add("m", 0, 0.3, 30, drafted)
     cost.add("m", 0, 0.001, 1, (2,))
+    cost.add("m", 0, 0.02, 2, (0, 0))  # nothing drafted: K 0
     for seconds, steps, listed in ((0.3, 0, drafted), (0.0, 30, drafted),
                                    (float("inf"), 30, drafted), (0.3, 30, ())):  # fmt: skip
         cost.add("m", 0, seconds, steps, listed)
@@ -80,6 +84,7 @@ def test_a_request_adds_its_step_time_drafted_share_of_k0_steps_weight_and_k() -
     assert kept == [
         pytest.approx((0.01, 7 / 30, 18 / 30, 30.0, 3.5)),
         pytest.approx((0.001, 2.0, 0.0, 1.0, 2.0)),
+        pytest.approx((0.01, 0.0, 1.0, 2.0, 0.0)),
     ]
     assert cost._rows["m", 0].maxlen is not None
 
