@@ -342,3 +342,30 @@ def test_the_load_slope_is_the_pooled_within_cell_regression_computed_by_hand() 
     assert slope.slope == pytest.approx(num / den, rel=1e-9)
     assert slope.variance == pytest.approx(var / den**2, rel=1e-9)
     assert slope.df == 24 - 2 * 2
+
+
+def test_each_view_holds_the_window_the_start_and_the_engine_step_by_hand() -> None:
+    """Three speculative requests, 1.7 s over 130 decode tokens and 33 + 3 + 6 listed steps:
+    per slice, rollup and load bucket the window's and the start's TPOT and the step's time;
+    past the window, the window's are gone and the start's stay."""
+    settings = load_settings(ctx_buckets="512")
+    tracker = GoodputTracker(settings, CtxBuckets(settings.ctx_buckets))
+    for tpot, tokens in ((0.01, 101), (0.03, 11), (0.02, 21)):
+        tracker.add(record(tpot, tokens), "m")
+    views = tracker.views(1000.0)
+    assert {("m", "0-512", "chat"), ("m", C.ALL, C.ALL), ("m", "load", "1")} == set(views)
+    for view in views.values():
+        assert (3, 3) == (view.requests, view.requests_since_start)
+        assert view.seconds == pytest.approx(1.7 / 130)
+        assert view.seconds_since_start == pytest.approx(1.7 / 130)
+        assert view.step_seconds == pytest.approx(1.7 / 42)
+        assert view.tpot_since_start is not None
+        assert view.tpot_since_start.estimate == pytest.approx(1.7 / 130)
+    later = tracker.views(1000.0 + 2 * settings.window.length_seconds)["m", C.ALL, C.ALL]
+    assert (0, None, None, 3) == (
+        later.requests,
+        later.seconds,
+        later.tpot,
+        later.requests_since_start,
+    )
+    assert later.seconds_since_start == pytest.approx(1.7 / 130)
