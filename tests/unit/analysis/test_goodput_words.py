@@ -64,12 +64,18 @@ def test_a_rows_json_is_the_schemas_with_each_sides_requests_tpot_and_load() -> 
 
 def test_sides_whose_loads_do_not_overlap_say_so_with_each_sides_loads() -> None:
     rng = random.Random(5)
-    before, after = side(rng, {"1-4": 40, "17-64": 40}), side(rng, {"5-16": 40})
+    before, after = side(rng, {"1-4": 40}), side(rng, {"5-16": 40, "17-64": 40})
     (row,), (model,) = compare_tpot(before, after, 0.95, 0.03, 5, 30)
     assert INSUFFICIENT == row.verdict == model.verdict
     assert row.reason == (
-        "the two sides' loads do not overlap (before at 1-4, 17-64 in flight, after at 5-16): "
+        "the two sides' loads do not overlap (before at 1-4 in flight, after at 17-64, 5-16): "
         "no comparison at the same load, and none extrapolated"
+    )
+    # a before side that timed no load at all (4 requests: below a cell's 5) overlaps nothing
+    # either, and says so as too few requests, not as loads apart
+    (thin,), _ = compare_tpot(side(rng, {"1-4": 4}), after, 0.95, 0.03, 5, 30)
+    assert thin.reason == (
+        "too few requests timed at loads both sides saw: 0 before, 0 after (at least 30 a side)"
     )
 
 
@@ -142,3 +148,17 @@ def test_the_combined_ratio_with_a_load_slope_by_hand() -> None:
     assert math.log(interval.lower) == pytest.approx(estimate - half, rel=1e-9)
     assert math.log(interval.upper) == pytest.approx(estimate + half, rel=1e-9)
     assert math.log(adjustment) == pytest.approx(-slope.slope * lever, rel=1e-12)
+
+
+def test_the_tokens_at_loads_only_the_after_side_saw_are_summed_over_its_cells() -> None:
+    """Two such cells of 150 tokens each beside 1,200 at the shared load: 20%, said; 299 tokens
+    in one (19.9%): not."""
+    rng = random.Random(19)
+    before = side(rng, {"1-4": 40})
+    two = {**side(rng, {"1-4": 40}), **side(rng, {"5-16": 5}), **side(rng, {"17-64": 5})}
+    (row,), _ = compare_tpot(before, two, 0.95, 0.03, 5, 30)
+    assert row.caveat is not None
+    assert row.caveat.startswith("20% of the after side's decode tokens")
+    short = {**side(rng, {"1-4": 40}), **side(rng, {"5-16": 1}, tokens=299.0)}
+    (row,), _ = compare_tpot(before, short, 0.95, 0.03, 5, 30)
+    assert row.caveat is None
