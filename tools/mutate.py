@@ -252,6 +252,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         )
     },
     (
+        "analysis/compare/goodput.py",
+        "for i in (0, 1)",
+        "for i in (0, 2)",
+    ): "i only chooses a side by its truth: 2, like 1, is the after side",
+    (
         "analysis/speed/goodput.py",
         "if sums.requests < 2 or sums.x <= 0 or sums.y <= 0:",
         "if sums.requests < 2 or sums.x < 0 or sums.y <= 0:",

@@ -162,3 +162,12 @@ def test_the_tokens_at_loads_only_the_after_side_saw_are_summed_over_its_cells()
     short = {**side(rng, {"1-4": 40}), **side(rng, {"5-16": 1}, tokens=299.0)}
     (row,), _ = compare_tpot(before, short, 0.95, 0.03, 5, 30)
     assert row.caveat is None
+
+
+def test_a_slice_only_the_before_side_saw_is_insufficient_without_a_caveat() -> None:
+    rng = random.Random(23)
+    before = side(rng, {"1-4": 40})
+    before["m", "0-512", "code", "1-4"] = next(iter(side(rng, {"1-4": 40}).values()))
+    slices, _ = compare_tpot(before, side(rng, {"1-4": 40}), 0.95, 0.03, 5, 30)
+    (code,) = [row for row in slices if row.key[2] == "code"]
+    assert (INSUFFICIENT, None, 0) == (code.verdict, code.caveat, code.after.requests)
