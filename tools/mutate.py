@@ -251,6 +251,17 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             "self._versions[model] = self._versions.get(model, 0) + 2",
         )
     },
+    **{
+        ("analysis/compare/factors.py", line, line.replace(", key)", ", )")): (
+            "a factor's pair keeps its slice only for factor_pairs, which reads TPOT's pairs,"
+            " never a factor's"
+        )
+        for line in (
+            "Pair(b.step_time(), a.step_time(), pair.bucket, pair.shift, cost, pair.weight, key)",
+            "Pair(b.tokens_per_step(), a.tokens_per_step(), pair.bucket, 0.0, made, pair.weight,"
+            " key)",
+        )
+    },
     (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",
