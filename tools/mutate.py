@@ -262,6 +262,20 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             " key)",
         )
     },
+    **{
+        ("analysis/drift/baseline.py", old, new): (
+            "vu[0] is never read: the square uses uv[0], the lags vu[k] from k = 1 (vu[0] is"
+            " kept only beside its three siblings)"
+        )
+        for old, new in (
+            ("vu[0] += v * u", "vu[0] = v * u"),
+            ("vu[0] += v * u", "vu[0] -= v * u"),
+            ("vu[0] += v * u", "vu[0] += v / u"),
+            ("vu[0] -= v * u", "vu[0] = v * u"),
+            ("vu[0] -= v * u", "vu[0] += v * u"),
+            ("vu[0] -= v * u", "vu[0] -= v / u"),
+        )
+    },
     (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",

@@ -351,3 +351,19 @@ def test_the_predictive_variance_of_a_standardised_deviation_is_one_whatever_the
             z.append(deviation * deviation / predictive(m))
         assert sum(z) / len(z) == pytest.approx(1.0, abs=0.06), m
         assert sum(raw) / len(raw) == pytest.approx(plug_in, rel=0.06), m
+
+
+@pytest.mark.parametrize("refresh", [5, 10**9])
+def test_a_long_slide_keeps_the_moments_of_the_window_summed_afresh_or_not(refresh: int) -> None:
+    """The property above on one fixed long run (every mutation run sees it, a window long
+    enough for every lag): 300 buckets of random requests, a 30-bucket window sliding one
+    bucket at a time, summed afresh every 5 slides, or never."""
+    rng = random.Random(7)
+    buckets = {}
+    for i in range(300):
+        n = rng.randint(20, 200)
+        a = sum(rng.random() < 0.7 for _ in range(n))
+        buckets[i] = [a, n, n + rng.randint(0, n * n - n), max(1, n // rng.randint(1, 4))]
+    window = BaselineWindow(WANDER_LAGS)
+    with mock.patch.object(baseline, "REFRESH", refresh):
+        _slide_and_compare(window, buckets, 300, 30, 2, 1, 1)
