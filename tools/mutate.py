@@ -276,6 +276,29 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             ("vu[0] -= v * u", "vu[0] -= v / u"),
         )
     },
+    **{
+        ("analysis/counting/counts.py", old, new): (
+            "only leaves the one-K fast path: the general path counts the same steps alike"
+        )
+        for old, new in (
+            ("k = drafted[0]", "k = None"),
+            (
+                "if k and drafted.count(k) == n:  # one K (the usual case)",
+                "if k and drafted.count(None) == n:  # one K (the usual case)",
+            ),
+        )
+    },
+    **{
+        (
+            "analysis/counting/engine.py",
+            "def observe(self, sample: EngineSample, seen: int = 0, seen_steps: int = 0) -> None:",
+            m,
+        ): "a default the analyzer never uses: it passes both counts"
+        for m in (
+            "def observe(self, sample: EngineSample, seen: int = 1, seen_steps: int = 0) -> None:",
+            "def observe(self, sample: EngineSample, seen: int = 0, seen_steps: int = 1) -> None:",
+        )
+    },
     (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",

@@ -4,6 +4,8 @@ synthetic verifier's slices not judged."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.counting.sums import Sums
@@ -85,3 +87,16 @@ def test_a_log_line_a_scrape_or_a_restored_drift_state_during_a_snapshot_stops_i
     with pytest.raises(RuntimeError, match="changed while it was read"):
         for _ in turns:
             pass
+
+
+def test_a_steps_only_engine_is_covered_by_the_steps_the_proxy_saw() -> None:
+    """SGLang counts verified steps and no draft tokens: two requests of 3 steps seen by the
+    proxy between two scrapes 6 steps apart: covered whole."""
+    a = analyzer()
+    steps_only = replace(engine_sample(1.0, 10, 0, 0), model="m", draft_tokens=0.0)
+    a.ingest_engine(steps_only)
+    a.ingest(record(1.5, (1, 1, 1)))
+    a.ingest(record(1.6, (2, 0, 1)))
+    a.ingest_engine(replace(steps_only, ts=2.0, drafts=16.0))
+    (engine,) = a.snapshot(2.0).engine
+    assert engine.coverage == pytest.approx(1.0)

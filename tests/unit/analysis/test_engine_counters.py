@@ -152,3 +152,20 @@ def test_an_engine_counting_steps_and_no_tokens_is_covered_by_the_steps_seen() -
         counters.observe(counted, seen=0, seen_steps=seen)
     ((view,),) = [counters.views(counters.window(2.0), 2.0, 0.95)]
     assert view.coverage == pytest.approx(20 / 30)
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_where_the_window_drafted_nothing_coverage_is_the_share_seen_since_the_start(
+    fresh: bool,
+) -> None:
+    """vLLM drafted 30 tokens (then 30 more) long before the window; the proxy saw 30 of them
+    by the first scrape and 60 by the second. Started with vLLM, both scrapes count: 60 of 60;
+    attached to it, the first is the baseline: 30 seen since, of 30 counted."""
+    counters = EngineCounters(60, 10, 8, fresh_start=fresh)
+    counters.observe(sample(1.0, 10, 15, 2), seen=30)
+    counters.observe(sample(2.0, 20, 30, 4), seen=60)
+    counters.observe(sample(500.0, 20, 30, 4), seen=60)  # nothing since: an empty window
+    ((view,),) = [counters.views(counters.window(500.0), 500.0, 0.95)]
+    assert 0 == view.window.drafted
+    assert view.coverage == pytest.approx(1.0)
+    assert (60 if fresh else 30) == view.since_start.drafted

@@ -37,6 +37,7 @@ def timed(
         (0.1, None, 1, C.Outcome.OBSERVED, R.GOOD),  # one token: TTFT alone
         (0.9, None, 1, C.Outcome.OBSERVED, R.TTFT_MISSED),
         (0.1, None, 20, C.Outcome.OBSERVED, R.UNMEASURED),  # no TPOT past the first token
+        (0.1, None, 2, C.Outcome.OBSERVED, R.UNMEASURED),  # two tokens: one after the first
         (0.1, None, None, C.Outcome.OBSERVED, R.UNMEASURED),
         (None, 0.01, 20, C.Outcome.OBSERVED, R.UNMEASURED),
         (0.1, 0.01, 20, C.Outcome.PARSE_ERROR, R.GOOD),  # served, timed, unreadable
