@@ -300,6 +300,19 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         )
     },
     (
+        "analysis/replay.py",
+        "next_evaluation = start + interval",
+        "next_evaluation = start - interval",
+    ): (
+        "the same grid of evaluation times, one interval longer: the two extra ones come"
+        " before the first record, on an analysis that holds nothing"
+    ),
+    (
+        "analysis/replay.py",
+        "with heap.paused(freeze=True) as frozen:",
+        "with heap.paused(freeze=False) as frozen:",
+    ): "the collector's work only (the records frozen out of its view): the analysis alike",
+    (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",
         "for i in (0, 2)",

@@ -112,3 +112,28 @@ def test_replay_keeps_every_model_of_a_log_apart_past_the_live_cap() -> None:
     snapshot = analyzer.snapshot(end)
     assert {f"m{i}" for i in range(many)} == {view.key.model for view in snapshot.rollups}
     assert not snapshot.folded_models
+
+
+def test_a_replay_evaluates_on_the_logs_clock_before_a_record_at_an_evaluation_time() -> None:
+    """Records 1 s apart from t = 100; zones every 10 s from the first record; a gate of 11
+    requests. The record at 110 comes after the evaluation at 110 (10 requests: none), so the
+    first zone is the evaluation at 120's; the analysis started at the first record."""
+    log = sorted(records(60), key=lambda r: r.ts)
+    shifted = [replace(r, ts=r.ts + 99.0) for r in log]  # 100, 101, ...
+    settings = load_settings(zones={"min_requests": 11, "min_trials": 1, "min_dwell_seconds": 0})
+    analyzer, end = replay(shifted, settings)
+    assert end == 159.0
+    (view,) = [v for v in analyzer.snapshot(end).slices if v.key.task == "code"]
+    assert 120.0 == view.zone_since
+    assert 100.0 == analyzer.snapshot(end).started  # the analysis started with the log
+    empty, at = replay([], settings)
+    assert (0.0, 0.0) == (at, empty.snapshot(at).started)
+
+
+def test_a_replay_runs_under_the_logs_config() -> None:
+    """A log whose config line says a synthetic verifier: its slices are not judged."""
+    from specwatch.upstream.specconfig import spec_config
+
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "rejection_sample_method": "synthetic"}
+    analyzer, end = replay(records(40), load_settings(), spec_config(spec, None, "stable"))
+    assert {"not_applicable"} == {v.zone for v in analyzer.snapshot(end).slices}
