@@ -12,6 +12,7 @@ from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.slicing import CtxBuckets, totals_parts
 from specwatch.analysis.counting.stats import Interval, difference_interval, dispersion, t_table_df
 from specwatch.analysis.counting.sums import Sums
+from specwatch.analysis.counting.windows import WindowedRatio
 from specwatch.core.records import SpecTotals
 from specwatch.settings import load_settings
 
@@ -146,3 +147,27 @@ def test_sums_are_negative_where_any_part_is() -> None:
         parts = [1, 1, 1, 1, 1, 1]
         parts[i] = -1
         assert Sums(*parts).negative(), i
+
+
+def test_a_windowed_ratio_sums_its_last_buckets_and_reads_again_after_a_change() -> None:
+    """60 s in buckets of 10: at t = 65 the window holds buckets 1..6 (10 s to 69 s); a value
+    at 10 is in, one at 9.9 is not; read twice, the same; a value added, read afresh."""
+    window = WindowedRatio(60.0, 10.0)
+    for ts, x in ((9.9, 1.0), (10.0, 2.0), (40.0, 4.0), (65.0, 8.0)):
+        window.add(ts, x, 1.0)
+    first = window.total(65.0)
+    assert (3, 14.0) == (first.requests, first.x)
+    assert window.total(65.0) == first
+    window.add(66.0, 16.0, 1.0)
+    assert (4, 30.0) == (window.total(66.0).requests, window.total(66.0).x)
+    assert 28.0 == window.total(79.0).x  # bucket 1 (10 s) gone at 70 s
+    assert 0 == window.total(500.0).requests
+    short = WindowedRatio(5.0, 10.0)  # shorter than a bucket: the current bucket alone
+    short.add(5.0, 1.0, 1.0)
+    short.add(15.0, 2.0, 1.0)
+    assert 2.0 == short.total(15.0).x
+
+
+def test_the_sums_one_window_holds_beyond_another_part_by_part() -> None:
+    longer, shorter = Sums(5, 50.0, 100.0, 600.0, 1100.0, 2100.0), Sums(2, 20, 40, 210, 410, 820)
+    assert Sums(3, 30.0, 60.0, 390.0, 690.0, 1280.0) == longer.minus(shorter)
