@@ -12,7 +12,7 @@ from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.slicing import CtxBuckets, totals_parts
 from specwatch.analysis.counting.stats import Interval, difference_interval, dispersion, t_table_df
 from specwatch.analysis.counting.sums import Sums
-from specwatch.analysis.counting.windows import WindowedRatio
+from specwatch.analysis.counting.windows import SlidingWindow, WindowedRatio
 from specwatch.core.records import SpecTotals
 from specwatch.settings import load_settings
 
@@ -171,3 +171,17 @@ def test_a_windowed_ratio_sums_its_last_buckets_and_reads_again_after_a_change()
 def test_the_sums_one_window_holds_beyond_another_part_by_part() -> None:
     longer, shorter = Sums(5, 50.0, 100.0, 600.0, 1100.0, 2100.0), Sums(2, 20, 40, 210, 410, 820)
     assert Sums(3, 30.0, 60.0, 390.0, 690.0, 1280.0) == longer.minus(shorter)
+
+
+def test_the_windows_largest_k_after_the_bucket_that_held_it_left() -> None:
+    """Buckets of 10 s, a window of 3: K 4 at 0 s, K 2 at 10 s, K 3 at 20 s, K 0 (nothing
+    drafted) at 30 s and 40 s. Bucket 0 leaves at 30 s: the largest K of what is left is 3,
+    the last settled bucket's; at 50 s only the buckets of nothing drafted are left: K 0."""
+    window: SlidingWindow[str] = SlidingWindow(30.0, 10.0, 4)
+    for ts, k in ((0.0, 4), (10.0, 2), (20.0, 3)):
+        window.add("s", ts, Counts.of_request((k,), (1,), 4))
+    window.add("s", 30.0, Counts.of_request((0,), (0,), 4))
+    assert 3 == window.current(30.0)["s"].max_drafted
+    window.add("s", 40.0, Counts.of_request((0,), (0,), 4))
+    window.add("s", 50.0, Counts.of_request((0,), (0,), 4))
+    assert 0 == window.current(50.0)["s"].max_drafted
