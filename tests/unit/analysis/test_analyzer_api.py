@@ -11,6 +11,7 @@ from specwatch import conventions as C
 from specwatch.analysis.counting.sums import Sums
 from specwatch.core.records import EngineLogRecord, SliceKey, SpecLogRecord
 from specwatch.upstream.specconfig import spec_config
+from structlog.testing import capture_logs
 
 from tests.support.analysis import analyzer, engine_sample, record
 
@@ -100,3 +101,22 @@ def test_a_steps_only_engine_is_covered_by_the_steps_the_proxy_saw() -> None:
     a.ingest_engine(replace(steps_only, ts=2.0, drafts=16.0))
     (engine,) = a.snapshot(2.0).engine
     assert engine.coverage == pytest.approx(1.0)
+
+
+def test_a_model_judged_on_vllms_counters_without_per_request_data_is_said_once() -> None:
+    """vLLM counts old-vllm's steps; its three answers came without the per-request block:
+    one warning naming the model, the requests and the flags, however many evaluations."""
+    a = analyzer()
+    for i in range(3):
+        a.ingest(record(float(i), (), model="old-vllm"))
+    a.ingest_engine(engine_sample(1.0, 10, 12, 2))
+    a.ingest_engine(engine_sample(4.0, 40, 50, 8))
+    with capture_logs() as logs:
+        a.evaluate(5.0)
+        a.evaluate(15.0)
+    said = [e for e in logs if e["event"] == "per_request_data_missing"]
+    assert 1 == len(said)
+    flags = list(C.per_request_flags(None))
+    assert {"model": "old-vllm", "requests": 3, "vllm_version": None, "flags": flags} == {
+        k: said[0][k] for k in ("model", "requests", "vllm_version", "flags")
+    }
