@@ -110,7 +110,7 @@ bench: setup
 	else echo "make bench: nginx or $(VLLM_VENV) missing: no comparison on real vLLM traffic"; fi
 
 # mutmut over the rule modules, part by part, each mutant against the tests that reach it;
-# the kill rate per module into docs/mutations.md (tools/mutate.py; PARTS="analysis" for one)
+# the kill rate per module into docs/mutations.md (tools/mutate.py; PARTS=analysis-rules for one)
 PARTS ?=
 mutations: setup
 	$(BIN)/python tools/mutate.py --docs $(PARTS)
