@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import msgspec
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.counting.sums import Sums
@@ -120,3 +121,36 @@ def test_a_model_judged_on_vllms_counters_without_per_request_data_is_said_once(
     assert {"model": "old-vllm", "requests": 3, "vllm_version": None, "flags": flags} == {
         k: said[0][k] for k in ("model", "requests", "vllm_version", "flags")
     }
+
+
+def test_a_snapshot_carries_every_part_of_the_analysis() -> None:
+    """40 requests at 2 in flight, each accepting all it drafts (a loop: the high extreme),
+    with vLLM's per-request block and a TPOT; a scrape, a counter reset. Each part of the
+    snapshot holds what the analysis has, no part left empty or from another moment."""
+    a = analyzer()
+    for i in range(40):
+        a.ingest(msgspec.structs.replace(record(float(i), (3,) * 12), in_flight=2))
+    for ts, drafts in ((1.0, 100), (2.0, 10)):  # vLLM restarted between the scrapes
+        a.ingest_engine(replace(engine_sample(ts, drafts, drafts, drafts // 3), model="m"))
+    a.evaluate(40.0)
+    snapshot = a.snapshot(40.0)
+    assert {"m": {C.Extreme.HIGH: 40}} == snapshot.extremes
+    assert {"m": (40, 0)} == snapshot.per_request_data
+    assert 1 == snapshot.counter_resets
+    assert ["m"] == [table.model for table in snapshot.load]
+    assert ["m"] == [table.model for table in snapshot.load_window]
+    (cell,) = snapshot.load_cells
+    assert ("m", 40 * 36) == (cell.model, cell.accepted)  # 12 steps accepting 3, 40 requests
+    assert {("m", "0-512", "code"), ("m", C.ALL, C.ALL), ("m", "load", "2-4")} <= set(
+        snapshot.goodput
+    )
+    assert 40 == sum(s.requests for s, _ in snapshot.goodput_cells.values())
+    assert {"m": {C.TpotSource.VLLM: 40}} == snapshot.tpot_sources
+    (code,) = [v for v in snapshot.slices if v.key.task == "code"]
+    (rollup,) = snapshot.rollups
+    assert code.zone_since is not None
+    assert code.evidence is not None
+    assert rollup.advice is not None
+    later = a.snapshot(40.0 + 2 * 3600)  # the load window has moved past every request
+    assert () == later.load_window
+    assert ["m"] == [table.model for table in later.load]
