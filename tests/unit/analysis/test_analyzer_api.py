@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.counting.sums import Sums
-from specwatch.core.records import EngineLogRecord, SliceKey, SpecLogRecord
+from specwatch.core.records import EngineLogRecord, SliceKey, SpecLogRecord, SpecTotals
 from specwatch.upstream.specconfig import spec_config
 from structlog.testing import capture_logs
 
@@ -154,3 +154,16 @@ def test_a_snapshot_carries_every_part_of_the_analysis() -> None:
     later = a.snapshot(40.0 + 2 * 3600)  # the load window has moved past every request
     assert () == later.load_window
     assert ["m"] == [table.model for table in later.load]
+
+
+def test_requests_served_with_and_without_speculative_data_are_counted_per_model() -> None:
+    """With vLLM's per-step block or an engine's totals: with data; an answer without either:
+    without; an A/B baseline request or an error: neither."""
+    a = analyzer()
+    a.ingest(record(1.0, (2, 1)))
+    totals = SpecTotals(drafted=12, accepted=9, steps=4)
+    a.ingest(msgspec.structs.replace(record(2.0, ()), totals=totals))
+    a.ingest(record(3.0, ()))
+    a.ingest(msgspec.structs.replace(record(4.0, ()), variant=C.VARIANT_BASELINE))
+    a.ingest(record(5.0, (), outcome=C.Outcome.UPSTREAM_ERROR))
+    assert {"m": (2, 1)} == a.snapshot(6.0).per_request_data
