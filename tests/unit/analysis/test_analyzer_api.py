@@ -10,7 +10,13 @@ import msgspec
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.counting.sums import Sums
-from specwatch.core.records import EngineLogRecord, SliceKey, SpecLogRecord, SpecTotals
+from specwatch.core.records import (
+    EngineLogRecord,
+    RequestKey,
+    SliceKey,
+    SpecLogRecord,
+    SpecTotals,
+)
 from specwatch.upstream.specconfig import spec_config
 from structlog.testing import capture_logs
 
@@ -167,3 +173,21 @@ def test_requests_served_with_and_without_speculative_data_are_counted_per_model
     a.ingest(msgspec.structs.replace(record(4.0, ()), variant=C.VARIANT_BASELINE))
     a.ingest(record(5.0, (), outcome=C.Outcome.UPSTREAM_ERROR))
     assert {"m": (2, 1)} == a.snapshot(6.0).per_request_data
+
+
+def test_the_request_series_count_tokens_and_every_latency_and_the_slices_come_in_order() -> None:
+    """Two requests of 100 prompt and 6 completion tokens (0.01 s to the first, 0.002 s a
+    token after, 0.2 s whole): the tokens summed, each latency observed twice with its sum;
+    slices of three ctx buckets listed in bucket order, not by name."""
+    a = analyzer(ctx_buckets="512,2048")
+    for ts, prompt in ((1.0, 100), (2.0, 100), (3.0, 3000), (4.0, 1000)):
+        a.ingest(record(ts, (1, 2, 0), prompt=prompt))
+    snapshot = a.snapshot(5.0)
+    key = RequestKey("m", "0-512", "code", C.VARIANT_SPEC)
+    assert (200, 12) == snapshot.tokens[key]
+    for name, value in ((C.TTFT_SECONDS, 0.01), (C.TPOT_SECONDS, 0.002),
+                        (C.REQUEST_DURATION_SECONDS, 0.2)):  # fmt: skip
+        histogram = snapshot.histograms[name][key]
+        assert 2 == histogram.count, name
+        assert histogram.sum == pytest.approx(2 * value), name
+    assert ["0-512", "512-2k", "2k+"] == [v.key.ctx_bucket for v in snapshot.slices]

@@ -9,11 +9,18 @@ import math
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.counting.counts import Counts
-from specwatch.analysis.counting.slicing import CtxBuckets, totals_parts
-from specwatch.analysis.counting.stats import Interval, difference_interval, dispersion, t_table_df
+from specwatch.analysis.counting.slicing import CtxBuckets, split_steps, totals_parts
+from specwatch.analysis.counting.stats import (
+    Interval,
+    SliceStats,
+    difference_interval,
+    dispersion,
+    ratio_interval,
+    t_table_df,
+)
 from specwatch.analysis.counting.sums import Sums
 from specwatch.analysis.counting.windows import SlidingWindow, WindowedRatio
-from specwatch.core.records import SpecTotals
+from specwatch.core.records import SpecDecodeBlock, SpecTotals
 from specwatch.settings import load_settings
 
 DRAFTED = (3, 3, 3, 2, 2)
@@ -185,3 +192,27 @@ def test_the_windows_largest_k_after_the_bucket_that_held_it_left() -> None:
     window.add("s", 40.0, Counts.of_request((0,), (0,), 4))
     window.add("s", 50.0, Counts.of_request((0,), (0,), 4))
     assert 0 == window.current(50.0)["s"].max_drafted
+
+
+def test_ratio_intervals_and_per_position_rates_at_their_edges() -> None:
+    """x / y from one unit on; without per-request moments a point; a shift only when asked.
+    A position no step drafted has rate 0, not 1."""
+    point = ratio_interval(1, 0.5, 1.0, 0.0, 0.0, 0.0, 0.95)
+    assert point is not None
+    assert (0.5, 0.5, 0.5) == (point.estimate, point.lower, point.upper)
+    assert ratio_interval(1, 0.5, 0.0, 0.0, 0.0, 0.0, 0.95) is None
+    shifted = ratio_interval(1, 0.5, 1.0, 0.0, 0.0, 0.0, 0.95, shift=1.0)
+    assert shifted is not None
+    assert 1.5 == shifted.estimate
+    counts = Counts.of_request((2, 4), (2, 1), 4)  # one step drafted 4: positions 3, 4 once
+    found = SliceStats.of(counts, 0.95).per_position
+    assert (1.0, 0.5, 0.0, 0.0) == found
+
+
+def test_steps_are_split_at_their_own_positions_and_buckets_named_in_k() -> None:
+    """A prompt of 508: the first step at 509 accepts 1, the next at 511 is still in 0-512;
+    edges of 1024 and 2048 are named 1k and 2k."""
+    buckets = CtxBuckets(load_settings().ctx_buckets)
+    parts = split_steps(SpecDecodeBlock(3, (3, 3, 3), (1, 0, 2)), 508, buckets, 4)
+    assert {"0-512": 2, "512-2k": 1} == {label: c.steps for label, c in parts.items()}
+    assert ("0-1k", "1k-2k", "2k+") == CtxBuckets((1024, 2048)).labels
