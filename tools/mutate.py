@@ -312,6 +312,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "with heap.paused(freeze=True) as frozen:",
         "with heap.paused(freeze=False) as frozen:",
     ): "the collector's work only (the records frozen out of its view): the analysis alike",
+    **{
+        ("analysis/counting/slicing.py", "_interned[0] += 1", m): (
+            "the count only caps how many keys are kept for reuse (65,536): a key is the same"
+            " value kept or not"
+        )
+        for m in ("_interned[0] = 1", "_interned[0] -= 1", "_interned[0] += 2")
+    },
     (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",

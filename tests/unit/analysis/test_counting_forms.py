@@ -9,7 +9,13 @@ import math
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.counting.counts import Counts
-from specwatch.analysis.counting.slicing import CtxBuckets, split_steps, totals_parts
+from specwatch.analysis.counting.slicing import (
+    CtxBuckets,
+    request_key,
+    slice_key,
+    split_steps,
+    totals_parts,
+)
 from specwatch.analysis.counting.stats import (
     Interval,
     SliceStats,
@@ -20,7 +26,7 @@ from specwatch.analysis.counting.stats import (
 )
 from specwatch.analysis.counting.sums import Sums
 from specwatch.analysis.counting.windows import SlidingWindow, WindowedRatio
-from specwatch.core.records import SpecDecodeBlock, SpecTotals
+from specwatch.core.records import RequestKey, SliceKey, SpecDecodeBlock, SpecTotals
 from specwatch.settings import load_settings
 
 DRAFTED = (3, 3, 3, 2, 2)
@@ -216,3 +222,15 @@ def test_steps_are_split_at_their_own_positions_and_buckets_named_in_k() -> None
     parts = split_steps(SpecDecodeBlock(3, (3, 3, 3), (1, 0, 2)), 508, buckets, 4)
     assert {"0-512": 2, "512-2k": 1} == {label: c.steps for label, c in parts.items()}
     assert ("0-1k", "1k-2k", "2k+") == CtxBuckets((1024, 2048)).labels
+
+
+def test_a_key_never_seen_is_made_and_then_the_same_object_each_time() -> None:
+    """Fresh names (the process may have made every other key already): the key, then that
+    very key again."""
+    model = f"fresh-{id(object())}"
+    first = slice_key(model, "0-512", "chat")
+    assert SliceKey(model, "0-512", "chat") == first
+    assert first is slice_key(model, "0-512", "chat")
+    request = request_key(model, "0-512", "chat", "spec")
+    assert RequestKey(model, "0-512", "chat", "spec") == request
+    assert request is request_key(model, "0-512", "chat", "spec")
