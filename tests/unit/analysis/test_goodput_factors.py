@@ -94,6 +94,8 @@ def test_the_factors_multiply_back_to_the_ratio_and_name_the_dearer_step() -> No
     assert model.factors.deciding == (STEP_TIME,)
     assert model.factors.said.startswith("slower: each step costs")
     assert "tokens per step" in model.factors.said
+    shown = model.as_dict(("model",), ("before", "after"))
+    assert model.factors.as_dict() == shown["factors"]
 
 
 def test_fewer_tokens_a_step_is_named_as_the_acceptance_factor() -> None:

@@ -171,3 +171,6 @@ def test_a_slice_only_the_before_side_saw_is_insufficient_without_a_caveat() -> 
     slices, _ = compare_tpot(before, side(rng, {"1-4": 40}), 0.95, 0.03, 5, 30)
     (code,) = [row for row in slices if row.key[2] == "code"]
     assert (INSUFFICIENT, None, 0) == (code.verdict, code.caveat, code.after.requests)
+    shown = code.as_dict(NAMES, ("before", "after"))
+    assert (None, None) == (shown["after"]["tpot_seconds"], shown["ratio"])
+    assert shown["before"]["tpot_seconds"] is not None
