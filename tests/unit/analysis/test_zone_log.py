@@ -36,13 +36,14 @@ def logged(change: ZoneChange, gain: Gain | None, found: Evidence | None) -> dic
             "proxy", gain, 0.95,
         )  # fmt: skip
     (entry,) = logs
-    return entry
+    return dict(entry)
 
 
 def test_a_zone_change_is_logged_with_every_field_rounded_as_said() -> None:
     gain = Gain(1.234567, "measured", 1.123456, 1.345678)
     entry = logged(ZoneChange("green", "red", 3600.0), gain, evidence())
-    hour = proportion_interval(*HOUR, 0.95)
+    n, x, y, xx, xy, yy = HOUR
+    hour = proportion_interval(n, x, y, xx, xy, yy, 0.95)
     assert hour is not None
     assert {
         "event": "zone_changed",
