@@ -11,6 +11,7 @@ from specwatch.analysis.verdicts.evidence import (
     WindowEvidence,
     _change,
     _design_effect,
+    _widening,
     change_ratio,
 )
 
@@ -53,3 +54,21 @@ def test_decode_sums_are_equal_on_every_field_the_load_and_steps_included() -> N
     assert one != other_load  # the same seconds and tokens, another load
     assert one != Sums(1, 1.0, 10.0, 1.0, 10.0, 100.0)  # the plain sums of the same request
     assert repr(one).startswith("DecodeSums(1, 1.0, 10.0")
+
+
+def test_the_change_ratio_by_hand() -> None:
+    """(p1 - p2)^2 / (2 (v1 + v2)), each v = design effect x widening x p (1 - p) / trials at
+    the pooled p: newer 6 requests of 10 trials accepting 1, 9, 2, 8, 5, 5; older 20 accepting
+    7 or 8. 0 below two requests on either side or without trials, and where the pooled p
+    leaves no spread."""
+    newer, older = Sums(6, 30, 60, 200, 300, 600), Sums(20, 150, 200, 1130, 1500, 2000)
+    pooled = (30 + 150) / (60 + 200)
+    spread = pooled * (1 - pooled)
+    v_new = _design_effect(newer) * _widening(6, 2.0) * spread / 60
+    v_old = _design_effect(older) * _widening(20, 2.0) * spread / 200
+    want = (30 / 60 - 150 / 200) ** 2 / (2 * (v_new + v_old))
+    assert change_ratio(newer, older, 2.0) == pytest.approx(want, rel=1e-12)
+    assert _design_effect(newer) > 1.0  # the requests differ: the effect is in the sum
+    assert 0.0 == change_ratio(newer, Sums(1, 5, 10, 25, 50, 100), 2.0)
+    assert 0.0 == change_ratio(newer, Sums(2, 0, 0, 0, 0, 0), 2.0)
+    assert 0.0 == change_ratio(Sums(2, 20, 20, 200, 200, 200), Sums(2, 10, 10, 50, 50, 50), 2.0)

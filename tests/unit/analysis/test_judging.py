@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from specwatch import conventions as C
 from specwatch.analysis.counting.counts import Counts
+from specwatch.analysis.counting.stats import alpha_interval, rate_interval, tau_interval
 from specwatch.analysis.counting.windows import SlidingWindow
 from specwatch.analysis.verdicts.judging import Judging
 from specwatch.core.records import SliceKey
@@ -59,3 +60,46 @@ def test_the_rate_stands_in_only_where_the_proxy_saw_drafts_without_trials() -> 
     # a window that drafted nothing has no trials either: nothing to judge it on differently
     assert configured == judge.metric(Counts(K), C.SliceSource.PROXY)
     assert configured == judge.metric(Counts.of_request([K], [1], K), C.SliceSource.PROXY)
+
+
+def test_the_intervals_are_the_metrics_and_taus_read_again_only_after_a_change() -> None:
+    """alpha-hat's and tau's intervals of the window's counts; the rate's where the proxy saw
+    drafts without trials; the same objects while the window holds still, new ones after a
+    request (vLLM's own counters: computed each time, never kept)."""
+    judge, counts = fed(30, now=100.0)
+    interval, tau = judge.intervals(KEY, counts, C.SliceSource.PROXY)
+    assert interval == alpha_interval(counts, 0.95)
+    assert tau == tau_interval(counts, 0.95)
+    again, _ = judge.intervals(KEY, counts, C.SliceSource.PROXY)
+    assert again is interval
+    more = Counts.of_request([K] * 10, [4] * 10, K)
+    judge._window.add(KEY, 101.0, more)
+    counts.merge(more)
+    moved, _ = judge.intervals(KEY, counts, C.SliceSource.PROXY)
+    assert moved == alpha_interval(counts, 0.95)
+    assert moved != interval
+    totals_only = Counts(K)
+    totals_only.requests, totals_only.drafted, totals_only.accepted = 5, 400, 300
+    rate, _ = judge.intervals(SliceKey("m", "0-1k", "code"), totals_only, C.SliceSource.PROXY)
+    assert rate == rate_interval(totals_only, 0.95)
+    engine = SliceKey("m", C.ALL, C.ALL)
+    first, _ = judge.intervals(engine, counts, C.SliceSource.VLLM_METRICS)
+    assert first == alpha_interval(counts, 0.95)
+    assert first is not judge.intervals(engine, counts, C.SliceSource.VLLM_METRICS)[0]
+
+
+def test_the_evidence_reads_the_verdict_window_and_the_longer_ones_kept_until_a_change() -> None:
+    """The verdict window's evidence first, then each evidence window's; read again only when
+    a window moved; vLLM's own counters: the verdict window alone, read each time."""
+    judge, counts = fed(40, now=100.0)
+    found = judge.evidence(KEY, counts, C.SliceSource.PROXY, 100.0, entry=True)
+    assert found is not None
+    lengths = [window.seconds for window in found.windows]
+    settings = load_settings()
+    assert lengths == sorted({settings.window.length_seconds, *settings.evidence_windows_seconds})
+    assert judge.evidence(KEY, counts, C.SliceSource.PROXY, 100.0, entry=True) is found
+    assert judge.latest(KEY) is found
+    engine = judge.evidence(KEY, counts, C.SliceSource.VLLM_METRICS, 100.0, entry=True)
+    assert engine is not None
+    assert [settings.window.length_seconds] == [w.seconds for w in engine.windows]
+    assert engine is not judge.evidence(KEY, counts, C.SliceSource.VLLM_METRICS, 100.0, True)
