@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,36 @@ def test_a_state_of_another_version_or_bucket_length_is_refused_saying_which(
         DriftDetector(DriftSettings()).load_state(state)
     with pytest.raises(ValueError, match=r"^not a drift state of this version$"):
         DriftDetector(DriftSettings()).load_state([state])
+
+
+@pytest.mark.parametrize(
+    ("bucket", "said"),
+    [
+        ([1, 2, 3, 4], "a bucket has three or five numbers"),
+        ([1, -2, 3], "a bucket's counts are not negative, and its trials come from steps"),
+        ([1, 2, -3, 3, 1], "a bucket's counts are not negative, and its trials come from steps"),
+        ([1, 2, 3, -3, 1], "a bucket's counts are not negative, and its trials come from steps"),
+        ([1, 2, 3, 3, -1], "a bucket's counts are not negative, and its trials come from steps"),
+        ([1, 2, 3, 3, 0], "a bucket's counts are not negative, and its trials come from steps"),
+    ],
+)
+def test_each_malformed_bucket_is_refused_saying_why(bucket: list[int], said: str) -> None:
+    state = fed_detector(30).to_state()
+    broken = {**state, "slices": [{**state["slices"][0], "buckets": [bucket]}]}
+    whole = f"malformed drift state: ValueError({said!r})"
+    with pytest.raises(ValueError, match=f"^{re.escape(whole)}$"):
+        DriftDetector(DriftSettings()).load_state(broken)
+
+
+def test_a_first_version_state_without_the_later_fields_loads_them_at_zero() -> None:
+    """Version 1: no level, level variance or alarms raised, buckets of three numbers; a
+    bucket of nothing and one of a single step are counts too."""
+    state = fed_detector(30).to_state()
+    item = {k: v for k, v in state["slices"][0].items()
+            if k not in ("level", "level_variance", "alarms_raised")}  # fmt: skip
+    item["buckets"] = [[0, 0, 0], [1, 1, 1, 1, 1], *(b[:3] for b in item["buckets"][2:])]
+    again = DriftDetector(DriftSettings())
+    again.load_state({**state, "version": 1, "slices": [item]})
+    (loaded,) = again.to_state()["slices"]
+    assert (0.0, 0.0, 0) == (loaded["level"], loaded["level_variance"], loaded["alarms_raised"])
+    assert [[0, 0, 0, 0, 0], [1, 1, 1, 1, 1]] == loaded["buckets"][:2]
