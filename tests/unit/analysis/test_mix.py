@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 from specwatch.analysis.drift.mix import decompose, psi, shares
 
@@ -34,3 +36,22 @@ def test_slices_present_in_one_period_only_keep_the_identity() -> None:
     assert d is not None
     assert pytest.approx(d.total) == d.mix + d.rate
     assert decompose({}, {"a": (1, 2)}) is None
+
+
+def test_a_slice_new_in_the_recent_period_is_all_mix_and_one_gone_takes_its_share_away() -> None:
+    """Base: a (50 of 100), c (20 of 100); recent: a (30 of 50), b (45 of 50) new. b: weight
+    1/2 at its own rate 0.9, all mix; c: weight 1/2 gone at 0.2; a: 1/2 -> 1/2 at 0.5 -> 0.6."""
+    d = decompose({"a": (50, 100), "c": (20, 100)}, {"a": (30, 50), "b": (45, 50)})
+    assert d is not None
+    assert d.mix == pytest.approx(0.5 * 0.9 - 0.5 * 0.2)
+    assert d.rate == pytest.approx(0.5 * (0.6 - 0.5))
+    assert d.alpha_base == pytest.approx(0.35)
+    assert d.alpha_recent == pytest.approx(0.75)
+
+
+def test_psi_floors_a_share_one_side_does_not_have() -> None:
+    """a only in the base (0.5 against the floor 1e-4), b only in the recent period."""
+    floor = 1e-4
+    want = (floor - 0.5) * math.log(floor / 0.5) + (0.5 - floor) * math.log(0.5 / floor)
+    assert psi({"a": 0.5, "c": 0.5}, {"b": 0.5, "c": 0.5}) == pytest.approx(want)
+    assert {} == shares({"x": 0.0})
