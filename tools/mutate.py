@@ -124,6 +124,11 @@ _DF_ALPHA = (
 _DF_GAIN = (
     "df = total * total / shares if shares > 0 else float(spec.requests + baseline.requests{})"
 )
+# Lines listed below that occur more than once in their module: the reason holds at each.
+EVERY_OCCURRENCE = {
+    ("analysis/analyzer.py", "self._changes += 1"),
+    ("analysis/counting/slicing.py", "_interned[0] += 1"),
+}
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{
         ("analysis/compare/alpha.py", _DF_ALPHA.format(" - 2"), _DF_ALPHA.format(tail)): _NO_SPREAD

@@ -435,3 +435,18 @@ def test_a_window_short_of_half_the_trials_is_no_evidence_whatever_its_requests(
     assert gathered([(300.0, sums(40, 200, 499))], cfg, False) is None
     assert gathered([(300.0, sums(40, 200, 520))], cfg, False) is not None
     assert gathered([(300.0, sums(40, 600, 999))], cfg, True) is None  # entering: the whole
+
+
+def test_within_the_dwell_the_news_windows_own_red_enters_at_once() -> None:
+    """The other half of the rule above: 10 s after leaving red on the 5 minutes' news, only
+    that window is new enough (horizon 310 s); it says red again: red at once, although the
+    30-minute window (older than the news) would decide were the horizon not read."""
+    cfg = rules(min_dwell_seconds=2000.0)
+    red_both = windows((300.0, -2 * H, -2 * RED_H), (1800.0, -2 * H, -2 * RED_H))
+    left_short = windows((300.0, -H, RED_EXIT, True), (1800.0, -4 * H, -2 * RED_H))
+    state = ZoneState()
+    next_zone(state, red_both, 0.0, cfg)
+    next_zone(state, left_short, 2000.0, cfg)
+    assert Zone.YELLOW == state.zone
+    next_zone(state, red_both, 2010.0, cfg)
+    assert Zone.RED == state.zone
