@@ -325,6 +325,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         for m in ("_interned[0] = 1", "_interned[0] -= 1", "_interned[0] += 2")
     },
     (
+        "analysis/verdicts/evidence_windows.py",
+        'entry.buckets[-1] = (index, array("q", values))',
+        'entry.buckets[-1] = (index, array("Q", values))',
+    ): "a sealed bucket's counts are never negative: signed or unsigned 64-bit hold them alike",
+    (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",
         "for i in (0, 2)",

@@ -5,6 +5,7 @@ stretch of one request."""
 from __future__ import annotations
 
 import pytest
+from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.sums import DecodeSums, Sums
 from specwatch.analysis.verdicts.evidence import (
     Evidence,
@@ -14,6 +15,7 @@ from specwatch.analysis.verdicts.evidence import (
     _widening,
     change_ratio,
 )
+from specwatch.analysis.verdicts.evidence_windows import EvidenceWindows
 
 SOME = Sums(10, 70, 100, 500, 700, 1000)
 
@@ -72,3 +74,20 @@ def test_the_change_ratio_by_hand() -> None:
     assert 0.0 == change_ratio(newer, Sums(1, 5, 10, 25, 50, 100), 2.0)
     assert 0.0 == change_ratio(newer, Sums(2, 0, 0, 0, 0, 0), 2.0)
     assert 0.0 == change_ratio(Sums(2, 20, 20, 200, 200, 200), Sums(2, 10, 10, 50, 50, 50), 2.0)
+
+
+def test_a_window_of_one_bucket_holds_the_newest_bucket_alone_after_a_seal() -> None:
+    """Windows of 10 s and 30 s in buckets of 10: read at 0 (the 10 s window's edge is bucket
+    0), a record at 10 seals bucket 0 into both; read at 10, the 10 s window holds bucket 1
+    alone, the 30 s window both."""
+    windows: EvidenceWindows[str] = EvidenceWindows((10.0, 30.0), bucket=10.0)
+    first, second = Counts.of_request((3,) * 4, (2,) * 4, 4), Counts.of_request((3,), (1,), 4)
+    windows.add("s", 0.0, first)
+    windows.read("s", 0.0, "alpha")
+    windows.add("s", 10.0, second)
+    (short, short_sums), (long, long_sums) = windows.read("s", 10.0, "alpha")
+    assert (10.0, 30.0) == (short, long)
+    assert Sums.of(second, "alpha") == short_sums
+    both = first.copy()
+    both.merge(second)
+    assert (both.accepted, both.trials) == (long_sums.x, long_sums.y)
