@@ -91,3 +91,27 @@ def test_a_window_of_one_bucket_holds_the_newest_bucket_alone_after_a_seal() -> 
     both = first.copy()
     both.merge(second)
     assert (both.accepted, both.trials) == (long_sums.x, long_sums.y)
+
+
+def test_a_bucket_sums_every_record_it_gets_for_either_metric_and_a_late_one_where_held() -> None:
+    """Three requests into one open bucket, then the next bucket, one late record for the
+    first bucket and one older than the longest window: each window's alpha and rate sums are
+    those of the counts merged by hand, the too-old one left out."""
+    windows: EvidenceWindows[str] = EvidenceWindows((10.0, 30.0), bucket=10.0)
+    parts = [Counts.of_request((3,) * n, (n % 4,) * n, 4) for n in (2, 3, 5)]
+    for part in parts:
+        windows.add("s", 20.0, part)
+    newer = Counts.of_request((4, 4), (1, 4), 4)
+    windows.add("s", 30.0, newer)
+    late = Counts.of_request((3,), (2,), 4)
+    windows.add("s", 25.0, late)
+    windows.add("s", -100.0, Counts.of_request((3,), (3,), 4))  # past every window: dropped
+    held = Counts(4)
+    for part in (*parts, newer, late):
+        held.merge(part)
+    (_, alpha), (_, long_alpha) = windows.read("s", 30.0, "alpha")
+    assert Sums.of(newer, "alpha") == alpha
+    assert Sums.of(held, "alpha") == long_alpha
+    (_, rate), (_, long_rate) = windows.read("s", 30.0, "rate")
+    assert Sums.of(newer, "rate") == rate
+    assert Sums.of(held, "rate") == long_rate
