@@ -14,8 +14,11 @@ from specwatch.analysis.verdicts.evidence import (
     _design_effect,
     _widening,
     change_ratio,
+    gathered,
 )
 from specwatch.analysis.verdicts.evidence_windows import EvidenceWindows
+from specwatch.analysis.verdicts.thresholds import Thresholds
+from specwatch.settings import ZoneSettings
 
 SOME = Sums(10, 70, 100, 500, 700, 1000)
 
@@ -115,3 +118,24 @@ def test_a_bucket_sums_every_record_it_gets_for_either_metric_and_a_late_one_whe
     (_, rate), (_, long_rate) = windows.read("s", 30.0, "rate")
     assert Sums.of(newer, "rate") == rate
     assert Sums.of(held, "rate") == long_rate
+
+
+def test_a_window_exactly_at_half_the_gates_is_kept_and_one_below_is_not() -> None:
+    """Gates of 100 trials and 10 requests: a window of 50 trials and 5 requests is kept (to
+    keep a verdict, not to enter one), one of 49 trials or of 4 requests is not; the evidence
+    carries the zones' change bar."""
+    cfg = Thresholds(ZoneSettings(min_trials=100, min_requests=10))
+
+    def alike(requests: int, trials: int) -> Sums:
+        return Sums(requests, trials // 2, trials, 0, 0, 0)
+
+    found = gathered([(300.0, alike(5, 50))], cfg, entering=False)
+    assert found is not None
+    assert ([300.0], [False]) == (
+        [w.seconds for w in found.windows],
+        [w.full for w in found.windows],
+    )
+    assert cfg.change_evidence == found.change_bar
+    assert gathered([(300.0, alike(5, 50))], cfg, entering=True) is None
+    for short in (alike(5, 49), alike(4, 50)):
+        assert gathered([(300.0, short)], cfg, entering=False) is None
