@@ -367,3 +367,16 @@ def test_a_long_slide_keeps_the_moments_of_the_window_summed_afresh_or_not(refre
     window = BaselineWindow(WANDER_LAGS)
     with mock.patch.object(baseline, "REFRESH", refresh):
         _slide_and_compare(window, buckets, 300, 30, 2, 1, 1)
+
+
+def test_the_counts_of_a_period_are_its_buckets_from_start_up_to_end() -> None:
+    """Buckets of 60 s at 0, 60, 120, 180: [60, 180) holds the second and third, by hand; an
+    end inside a bucket leaves that bucket out (239 s: the first three), 240 s takes all four;
+    a period of nothing counted leaves the slice out."""
+    detector = DriftDetector(DriftSettings())
+    for minute, (accepted, trials) in enumerate(((1, 10), (2, 20), (4, 40), (8, 80))):
+        detector.add(KEY, minute * 60.0 + 5.0, accepted, trials)
+    assert {KEY: (6, 60)} == detector.period_counts(60.0, 180.0)
+    assert {KEY: (7, 70)} == detector.period_counts(0.0, 239.0)
+    assert {KEY: (15, 150)} == detector.period_counts(0.0, 240.0)
+    assert {} == detector.period_counts(1000.0, 2000.0)
