@@ -118,6 +118,12 @@ _NO_SPREAD = (
     " t x sqrt(0) = 0 whatever the degrees of freedom: the fallback df is never read"
 )
 _VERSION = "a change counter stepped by another amount still differs after each change"
+_TRUNCATES = (
+    "int() truncates toward 0 as // floors for the records' times, which are never negative"
+)
+_PERIOD = (
+    "first, last = int(start // self._cfg.bucket_seconds), int(end // self._cfg.bucket_seconds)"
+)
 _DF_ALPHA = (
     "df = total * total / shares if shares > 0 else float(before.requests + after.requests{})"
 )
@@ -161,7 +167,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "analysis/speed/load.py",
         "index = int(ts // self._period)",
         "index = int(ts / self._period)",
-    ): "int() truncates toward 0 as // floors for the records' times, which are never negative",
+    ): _TRUNCATES,
     (
         "analysis/causes/positions.py",
         "break  # later cut points only have less after them",
@@ -329,6 +335,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'entry.buckets[-1] = (index, array("q", values))',
         'entry.buckets[-1] = (index, array("Q", values))',
     ): "a sealed bucket's counts are never negative: signed or unsigned 64-bit hold them alike",
+    **{
+        ("analysis/drift/detector.py", _PERIOD, m): _TRUNCATES
+        for m in (
+            _PERIOD.replace("int(start // ", "int(start / "),
+            _PERIOD.replace("int(end // ", "int(end / "),
+        )
+    },
     (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",
