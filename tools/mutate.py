@@ -342,6 +342,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
             _PERIOD.replace("int(end // ", "int(end / "),
         )
     },
+    **{
+        (
+            "analysis/verdicts/zones.py",
+            'if evidence.decided("green", cfg.bar("green"), True, within) > 0:',
+            f'if evidence.decided("green", cfg.bar("{name}"), True, within) > 0:',
+        ): 'Thresholds.bar gives the green bar for any name but "red"'
+        for name in ("XXgreenXX", "GREEN")
+    },
     (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",
