@@ -20,6 +20,7 @@ from specwatch.analysis.drift.cusum import cusum_step, cusum_threshold, siegmund
 from specwatch.analysis.drift.detector import DriftDetector, predictive
 from specwatch.core.records import SliceKey
 from specwatch.settings import DriftSettings
+from structlog.testing import capture_logs
 
 from tests.support import examples
 
@@ -380,3 +381,42 @@ def test_the_counts_of_a_period_are_its_buckets_from_start_up_to_end() -> None:
     assert {KEY: (7, 70)} == detector.period_counts(0.0, 239.0)
     assert {KEY: (15, 150)} == detector.period_counts(0.0, 240.0)
     assert {} == detector.period_counts(1000.0, 2000.0)
+
+
+def test_an_alarm_is_said_once_with_its_figures_and_its_end_too() -> None:
+    """200 minutes at 0.7, then 0.4: one drift_alarm_started naming the slice, the statistic
+    (2 decimals), the baseline and recent alpha (4) as the view has them; back to 0.7 for
+    long enough: drift_alarm_ended, the run and statistic back at zero."""
+    detector = DriftDetector(DriftSettings())
+    rng = random.Random(11)
+    raised = None
+    with capture_logs() as logs:
+        for minute in range(260):
+            p = 0.4 if 200 <= minute < 230 else 0.7
+            detector.add(KEY, minute * 60.0, sum(rng.random() < p for _ in range(600)), 600)
+            detector.evaluate((minute + 1) * 60.0)
+            view = detector.view(KEY)
+            if raised is None and view is not None and view.alarm:
+                raised = view  # the view at the evaluation that raised it
+    assert raised is not None
+    started = [e for e in logs if e["event"] == "drift_alarm_started"]
+    assert 1 == len(started)
+    assert raised.statistic is not None
+    assert raised.baseline_alpha is not None
+    assert raised.recent_alpha is not None
+    assert {
+        "event": "drift_alarm_started",
+        "log_level": "warning",
+        "model": "m",
+        "ctx_bucket": "0-512",
+        "task": "code",
+        "statistic": round(raised.statistic, 2),
+        "baseline_alpha": round(raised.baseline_alpha, 4),
+        "recent_alpha": round(raised.recent_alpha, 4),
+    } == started[0]
+    ended = [e for e in logs if e["event"] == "drift_alarm_ended"]
+    assert [{"event": "drift_alarm_ended", "log_level": "info", "model": "m",
+             "ctx_bucket": "0-512", "task": "code"}] == ended  # fmt: skip
+    final = detector.view(KEY)
+    assert final is not None
+    assert (False, 1) == (final.alarm, final.alarms_raised)
