@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from specwatch.analysis.drift import baseline
+from specwatch.analysis.drift import detector as detector_module
 from specwatch.analysis.drift.baseline import (
     WANDER_LAGS,
     BaselineWindow,
@@ -420,3 +421,27 @@ def test_an_alarm_is_said_once_with_its_figures_and_its_end_too() -> None:
     final = detector.view(KEY)
     assert final is not None
     assert (False, 1) == (final.alarm, final.alarms_raised)
+
+
+def test_the_buckets_due_for_judging_are_those_after_the_last_judged_before_the_current() -> None:
+    """`_unjudged` takes a fast path (the span since the last judged bucket looked up by index)
+    or scans the buckets: either way, what the definition gives, over gaps shorter and longer
+    than the buckets held, with and without a bucket judged yet; `_due` never misses one."""
+    rng = random.Random(13)
+    for _ in range(2000):
+        held = sorted(rng.sample(range(60), rng.randint(0, 12)))
+        processed = rng.choice([None, *range(-2, 60)])
+        current = rng.randint(0, 80)
+        state = detector_module._SliceDrift(
+            buckets={i: [1, 2, 2, 1] for i in held},
+            processed=processed,
+            newest=max(held, default=None),
+        )
+        after = -1 if processed is None else processed
+        want = [i for i in held if after < i < current]
+        assert want == DriftDetector._unjudged(state, current), (held, processed, current)
+        if held and want:  # the detector asks only of a slice with buckets; `_due` may say
+            # yes to nothing (a long gap: the scan is as cheap), never no to a bucket due
+            assert DriftDetector._due(state, current), (held, processed, current)
+        if held and processed is not None and max(held) <= processed:
+            assert not DriftDetector._due(state, current)  # nothing newer: no scan
