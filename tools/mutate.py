@@ -350,6 +350,34 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ): 'Thresholds.bar gives the green bar for any name but "red"'
         for name in ("XXgreenXX", "GREEN")
     },
+    **{
+        (
+            "analysis/compare/goodput.py",
+            "else float(sum(p.before.requests + p.after.requests - 2 for p in rows))",
+            m,
+        ): _NO_SPREAD
+        for m in (
+            "else float(sum(p.before.requests + p.after.requests + 2 for p in rows))",
+            "else float(sum(p.before.requests - p.after.requests - 2 for p in rows))",
+            "else float(sum(p.before.requests + p.after.requests - 3 for p in rows))",
+        )
+    },
+    (
+        "analysis/compare/goodput.py",
+        "moved[pair.bucket] += w * pair.shift",
+        "moved[pair.bucket] -= w * pair.shift",
+    ): "the lever enters the variance squared: its sign is lost either way",
+    **{
+        ("analysis/compare/goodput.py", "if not rows or total <= 0:", m): (
+            "rows are cells both sides timed (two requests or more, a decode token each at"
+            " least): each weighs 2 or more, so the total is at most 1 only without rows"
+        )
+        for m in (
+            "if not rows and total <= 0:",
+            "if not rows or total < 0:",
+            "if not rows or total <= 1:",
+        )
+    },
     (
         "analysis/compare/goodput.py",
         "for i in (0, 1)",
