@@ -183,3 +183,18 @@ def test_the_tracker_counts_requests_with_and_without_vllms_block_and_the_extrem
     analyzer.ingest(record(3, (4,) * 40, (0,) * 40))  # nothing accepted
     assert {C.Extreme.HIGH: 3, C.Extreme.LOW: 1} == tracker.extremes("m")
     assert {} == tracker.extremes("other")
+
+
+def test_repetition_is_named_with_the_loops_share_and_the_rate_without_them_by_hand() -> None:
+    """27 requests of 40 steps accepting 2 of 4 (3 trials a step: 2,160 of 3,240) and 3 loops
+    of 80 steps accepting all (960 of 960): alpha 3,120 / 4,200, 2 / 3 without the loops."""
+    records = [record(i, (4,) * 40, (2,) * 40) for i in range(27)]
+    records += [record(27 + i, (4,) * 80, (4,) * 80) for i in range(3)]
+    found = causes(snapshot_of(records), C.CauseKind.REPETITION_SUSPECTED)
+    want = {
+        "requests": 3,
+        "share": pytest.approx(0.1),
+        "alpha": pytest.approx(3120 / 4200),
+        "alpha_without": pytest.approx(2 / 3),
+    }
+    assert want == found["0-512/chat"]
