@@ -6,7 +6,15 @@ the cut and after it, 3 requests reaching past it, acceptance at least 10% befor
 from __future__ import annotations
 
 import pytest
-from specwatch.analysis.causes.positions import POSITION_BIN, POSITION_BINS, ContextPositions
+from specwatch.analysis.causes.positions import (
+    DEPTH_BIN,
+    DEPTH_BINS,
+    DEPTH_POSITIONS,
+    POSITION_BIN,
+    POSITION_BINS,
+    CliffContexts,
+    ContextPositions,
+)
 from specwatch.core.records import SpecDecodeBlock
 
 Bins = dict[int, tuple[int, int]]  # bin -> (drafted, accepted)
@@ -74,3 +82,40 @@ def test_the_last_bin_never_stands_before_the_first_cut() -> None:
     last = POSITION_BINS - 1
     found = positions({0: (300, 0), last: (300, 60)}, {0: 3, last: 3})
     assert found.cliff() is None
+
+
+Cells = dict[tuple[int, int], tuple[int, int]]  # (position index, context bin) -> tried, accepted
+
+
+def from_context(cells: Cells) -> tuple[int, int] | None:
+    """CliffContexts' rule for draft position 2 (index 1) on counts set by hand."""
+    depths = CliffContexts()
+    depths.tried = [[0] * DEPTH_BINS for _ in range(DEPTH_POSITIONS)]
+    depths.accepted = [[0] * DEPTH_BINS for _ in range(DEPTH_POSITIONS)]
+    for (j, c), (tried, accepted) in cells.items():
+        depths.tried[j][c], depths.accepted[j][c] = tried, accepted
+    return depths._from(1)
+
+
+# position 2 before bin 1: 200 tried, 10% accepted; from bin 1 on: 200 tried, 1%; position 1
+# (which must hold) from bin 1 on: 200 tried, 10%
+AT_THE_EDGES: Cells = {(1, 0): (200, 20), (1, 1): (200, 2), (0, 1): (200, 20)}
+
+
+@pytest.mark.parametrize(
+    ("change", "found"),
+    [
+        ({}, (2, DEPTH_BIN)),
+        ({(1, 0): (199, 20)}, None),  # 199 tried before
+        ({(1, 0): (200, 19)}, None),  # 9.5% before
+        ({(1, 1): (200, 3)}, None),  # 1.5% after
+        ({(1, 1): (199, 1)}, None),  # 199 tried after
+        ({(0, 1): (199, 20)}, None),  # position 1 tried 199 times after
+        ({(0, 1): (200, 19)}, None),  # position 1 holds 9.5% after
+        # spread over two later bins, the sums after the cut count
+        ({(1, 1): (100, 1), (1, 2): (100, 1), (0, 1): (100, 10), (0, 2): (100, 10)},
+         (2, DEPTH_BIN)),
+    ],
+)  # fmt: skip
+def test_a_cliff_from_a_context_at_each_gate(change: Cells, found: tuple[int, int] | None) -> None:
+    assert found == from_context({**AT_THE_EDGES, **change})
