@@ -43,6 +43,31 @@ def record(
     )
 
 
+def k4_record(
+    i: int,
+    drafted: tuple[int, ...],
+    accepted: tuple[int, ...],
+    *,
+    prompt: int = 100,
+    reported_tau: float | None = None,
+    **fields: Any,
+) -> RequestRecord:
+    """Request `i` (at 1.8e9 + i) of model m, task chat: steps of K = 4 drafting `drafted`
+    and accepting `accepted` each, every token emitted as one (accepted + 1 a step)."""
+    return RequestRecord(
+        ts=1.8e9 + i,
+        request_id=f"q{i}",
+        model="m",
+        task="chat",
+        outcome=C.Outcome.OBSERVED,
+        prompt_tokens=prompt,
+        completion_tokens=sum(accepted) + len(accepted),
+        spec=SpecDecodeBlock(4, drafted, accepted, reported_tau=reported_tau),
+        latency=Latency(tpot=0.02),
+        **fields,
+    )
+
+
 def analyzer(**overrides: Any) -> Analyzer:
     settings = load_settings(
         **{

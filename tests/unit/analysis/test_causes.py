@@ -4,7 +4,6 @@ decided: the repetition cause needs a lift that changes the verdict."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import msgspec
 import pytest
@@ -28,7 +27,7 @@ from specwatch.analysis.speed.k0_cost import K0Cost
 from specwatch.core.records import Latency, RequestRecord, SliceKey, SpecConfig, SpecDecodeBlock
 from specwatch.settings import load_settings
 
-from tests.support.analysis import analyzer, cliff_steps
+from tests.support.analysis import analyzer, cliff_steps, k4_record
 from tests.support.analysis import record as plain_record
 
 
@@ -222,23 +221,6 @@ def test_acceptance_that_collapses_after_a_pause_is_named() -> None:
     assert found["alpha_after"] <= 0.5 * found["alpha_before"]
 
 
-def record(
-    i: int, prompt: int, drafted: tuple[int, ...], accepted: tuple[int, ...], **fields: Any
-) -> RequestRecord:
-    return RequestRecord(
-        ts=1.8e9 + i,
-        request_id=f"q{i}",
-        model="m",
-        task="chat",
-        outcome=C.Outcome.OBSERVED,
-        prompt_tokens=prompt,
-        completion_tokens=sum(accepted) + len(accepted),
-        spec=SpecDecodeBlock(4, drafted, accepted),
-        latency=Latency(tpot=0.02),
-        **fields,
-    )
-
-
 def kinds_by_slice(records: list[RequestRecord]) -> dict[str, set[str]]:
     analyzer = Analyzer(load_settings(), started=1.8e9)
     for r in records:
@@ -263,7 +245,7 @@ def test_a_context_limit_on_a_bucket_bound_tags_only_the_buckets_past_it() -> No
             a = 0 if position >= 2048 else 2
             accepted.append(a)
             position += a + 1
-        records.append(record(i, prompt, (4,) * 60, tuple(accepted)))
+        records.append(k4_record(i, (4,) * 60, tuple(accepted), prompt=prompt))
     found = kinds_by_slice(records)
     assert C.CauseKind.DRAFT_CONTEXT_LIMIT in found["2k-4k/chat"]
     assert C.CauseKind.DRAFT_CONTEXT_LIMIT not in found["512-2k/chat"]
@@ -271,8 +253,8 @@ def test_a_context_limit_on_a_bucket_bound_tags_only_the_buckets_past_it() -> No
 
 def test_exactly_three_loops_that_lift_a_slice_over_green_are_named() -> None:
     """27 requests at 0.67 and 3 loops (80 steps accepting all): 0.74 with them."""
-    records = [record(i, 100, (4,) * 40, (2,) * 40) for i in range(27)]
-    records += [record(27 + i, 100, (4,) * 80, (4,) * 80) for i in range(3)]
+    records = [k4_record(i, (4,) * 40, (2,) * 40) for i in range(27)]
+    records += [k4_record(27 + i, (4,) * 80, (4,) * 80) for i in range(3)]
     assert C.CauseKind.REPETITION_SUSPECTED in kinds_by_slice(records)["0-512/chat"]
 
 
@@ -287,7 +269,7 @@ def test_a_schedule_ignored_at_the_upper_bound_of_its_row_is_not_applied() -> No
     analyzer = Analyzer(load_settings(), started=1.8e9)
     analyzer.set_config(spec_config(config, "0.32.0", "stable"))
     for i in range(10):
-        analyzer.ingest(record(i, 100, (4,) * 25, (1,) * 25, in_flight=16))
+        analyzer.ingest(k4_record(i, (4,) * 25, (1,) * 25, in_flight=16))
     analyzer.evaluate(1.8e9 + 11)
     snapshot = analyzer.snapshot(1.8e9 + 11)
     (rollup,) = snapshot.rollups

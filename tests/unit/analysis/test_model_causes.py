@@ -9,34 +9,13 @@ from typing import Any
 import pytest
 from specwatch import conventions as C
 from specwatch.analysis.analyzer import Analyzer, Snapshot
-from specwatch.core.records import Latency, RequestRecord, SpecDecodeBlock
+from specwatch.core.records import RequestRecord
 from specwatch.settings import load_settings
 from specwatch.upstream.specconfig import spec_config
 
+from tests.support.analysis import k4_record
+
 SCHEDULE = [[1, 4, 4], [5, 16, 2]]  # K 4 up to 4 in flight, K 2 from 5 to 16
-
-
-def record(
-    i: int,
-    drafted: tuple[int, ...],
-    accepted: tuple[int, ...],
-    *,
-    prompt: int = 100,
-    reported_tau: float | None = None,
-    in_flight: int | None = None,
-) -> RequestRecord:
-    return RequestRecord(
-        ts=1.8e9 + i,
-        request_id=f"q{i}",
-        model="m",
-        task="chat",
-        outcome=C.Outcome.OBSERVED,
-        prompt_tokens=prompt,
-        completion_tokens=sum(accepted) + len(accepted),
-        spec=SpecDecodeBlock(4, drafted, accepted, reported_tau=reported_tau),
-        latency=Latency(tpot=0.02),
-        in_flight=in_flight,
-    )
 
 
 def snapshot_of(records: list[RequestRecord], **settings: Any) -> Snapshot:
@@ -65,7 +44,7 @@ def scheduled(requests: int, steps: int, over: int) -> list[RequestRecord]:
     """`requests` at 16 in flight (the schedule's K 2), each of `steps` steps of which `over`
     drafted 4."""
     drafted = (4,) * over + (2,) * (steps - over)
-    return [record(i, drafted, (1,) * steps, in_flight=16) for i in range(requests)]
+    return [k4_record(i, drafted, (1,) * steps, in_flight=16) for i in range(requests)]
 
 
 def test_a_schedule_not_applied_at_its_three_gates_is_named_on_every_slice_with_its_detail() -> (
@@ -94,7 +73,7 @@ def disagreeing(reported: int, disagreeing: int) -> list[RequestRecord]:
     """`reported` requests of 20 steps accepting 1 a step (tau 2.0), `disagreeing` of them
     reporting 2.5."""
     return [
-        record(i, (4,) * 20, (1,) * 20, reported_tau=2.5 if i < disagreeing else 2.004)
+        k4_record(i, (4,) * 20, (1,) * 20, reported_tau=2.5 if i < disagreeing else 2.004)
         for i in range(reported)
     ]
 
@@ -125,7 +104,7 @@ def test_an_engine_one_short_of_a_gate_is_not_named(reported: int, disagreeing_:
 def test_no_acceptance_at_exactly_the_zone_gates_is_named_with_its_upper_bound() -> None:
     """Requests accepting nothing, the zone gates set to exactly the window's requests and
     trials: named, its detail the slice's upper bound; one request more asked: not."""
-    records = [record(i, (4,) * 10, (0,) * 10) for i in range(30)]
+    records = [k4_record(i, (4,) * 10, (0,) * 10) for i in range(30)]
     probe = snapshot_of(records)
     (view,) = probe.slices
     requests, trials = view.window.requests, view.window.trials
@@ -148,14 +127,14 @@ def test_the_step_causes_are_named_on_the_slice_and_its_rollup_with_their_detail
     rollup's), whole: a cliff at position 3 (steps accepting 2 of 4, always); a first position
     at 30% behind later ones at 58 of 73 (the same ladder in every request); later positions at
     a quarter behind a first at 80%."""
-    cliff = [record(i, (4,) * 10, (2,) * 10) for i in range(30)]
+    cliff = [k4_record(i, (4,) * 10, (2,) * 10) for i in range(30)]
     found = causes(snapshot_of(cliff), C.CauseKind.POSITION_CLIFF)
     detail = {"position": 3, "ctx_bucket": "0-512"}
     assert {"0-512/chat": detail, f"{C.ALL}/{C.ALL}": detail} == found
 
     ladder = (0,) * 70 + (1,) * 6 + (2,) * 5 + (3,) * 4 + (4,) * 15
     found = causes(
-        snapshot_of([record(i, (4,) * 100, ladder) for i in range(10)]),
+        snapshot_of([k4_record(i, (4,) * 100, ladder) for i in range(10)]),
         C.CauseKind.FIRST_POSITION_DEFICIT,
     )
     detail = {"first": pytest.approx(0.3), "later": pytest.approx(58 / 73), "requests": 10}
@@ -163,7 +142,7 @@ def test_the_step_causes_are_named_on_the_slice_and_its_rollup_with_their_detail
 
     falling = (0,) * 20 + (1,) * 60 + (2,) * 15 + (3,) * 4 + (4,) * 1
     found = causes(
-        snapshot_of([record(i, (4,) * 100, falling) for i in range(10)]),
+        snapshot_of([k4_record(i, (4,) * 100, falling) for i in range(10)]),
         C.CauseKind.LATER_POSITIONS_COLLAPSE,
     )
     detail = {"first": pytest.approx(0.8), "later": pytest.approx(0.25), "positions": 3}
@@ -179,8 +158,8 @@ def test_the_tracker_counts_requests_with_and_without_vllms_block_and_the_extrem
         tracker.served("m", with_data)
     assert {"m": (2, 1)} == tracker.per_request_data()
     for i in range(3):
-        analyzer.ingest(record(i, (4,) * 10, (4,) * 10))  # a loop: every draft accepted
-    analyzer.ingest(record(3, (4,) * 40, (0,) * 40))  # nothing accepted
+        analyzer.ingest(k4_record(i, (4,) * 10, (4,) * 10))  # a loop: every draft accepted
+    analyzer.ingest(k4_record(3, (4,) * 40, (0,) * 40))  # nothing accepted
     assert {C.Extreme.HIGH: 3, C.Extreme.LOW: 1} == tracker.extremes("m")
     assert {} == tracker.extremes("other")
 
@@ -188,8 +167,8 @@ def test_the_tracker_counts_requests_with_and_without_vllms_block_and_the_extrem
 def test_repetition_is_named_with_the_loops_share_and_the_rate_without_them_by_hand() -> None:
     """27 requests of 40 steps accepting 2 of 4 (3 trials a step: 2,160 of 3,240) and 3 loops
     of 80 steps accepting all (960 of 960): alpha 3,120 / 4,200, 2 / 3 without the loops."""
-    records = [record(i, (4,) * 40, (2,) * 40) for i in range(27)]
-    records += [record(27 + i, (4,) * 80, (4,) * 80) for i in range(3)]
+    records = [k4_record(i, (4,) * 40, (2,) * 40) for i in range(27)]
+    records += [k4_record(27 + i, (4,) * 80, (4,) * 80) for i in range(3)]
     found = causes(snapshot_of(records), C.CauseKind.REPETITION_SUSPECTED)
     want = {
         "requests": 3,
