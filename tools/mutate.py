@@ -124,36 +124,37 @@ _TRUNCATES = (
 _PERIOD = (
     "first, last = int(start // self._cfg.bucket_seconds), int(end // self._cfg.bucket_seconds)"
 )
-_DF_ALPHA = (
-    "df = total * total / shares if shares > 0 else float(before.requests + after.requests{})"
-)
-_DF_GAIN = (
-    "df = total * total / shares if shares > 0 else float(spec.requests + baseline.requests{})"
-)
+
+
+def _unread_df(module: str, line: str) -> dict[tuple[str, str, str], str]:
+    """The fallback degrees of freedom `... a + b - 2 ...` of `line`, mutated three ways (+ 2,
+    - 3, a - b): read only where there is no variance (`_NO_SPREAD`)."""
+    total = line[line.index("float(") :]
+    plus = total[: total.index(" - 2")].rsplit(" + ", 1)
+    mutants = (
+        line.replace(" - 2", " + 2"),
+        line.replace(" - 2", " - 3"),
+        line.replace(" + ".join(plus), " - ".join(plus)),
+    )
+    return {(module, line, mutant): _NO_SPREAD for mutant in mutants}
+
+
 # Lines listed below that occur more than once in their module: the reason holds at each.
 EVERY_OCCURRENCE = {
     ("analysis/analyzer.py", "self._changes += 1"),
     ("analysis/counting/slicing.py", "_interned[0] += 1"),
 }
 EQUIVALENT: dict[tuple[str, str, str], str] = {
-    **{
-        ("analysis/compare/alpha.py", _DF_ALPHA.format(" - 2"), _DF_ALPHA.format(tail)): _NO_SPREAD
-        for tail in (" + 2", " - 3")
-    },
-    (
+    **_unread_df(
         "analysis/compare/alpha.py",
-        _DF_ALPHA.format(" - 2"),
-        _DF_ALPHA.format(" - 2").replace("before.requests + after", "before.requests - after"),
-    ): _NO_SPREAD,
-    **{
-        ("analysis/speed/speedup.py", _DF_GAIN.format(" - 2"), _DF_GAIN.format(tail)): _NO_SPREAD
-        for tail in (" + 2", " - 3")
-    },
-    (
+        "df = total * total / shares if shares > 0"
+        " else float(before.requests + after.requests - 2)",
+    ),
+    **_unread_df(
         "analysis/speed/speedup.py",
-        _DF_GAIN.format(" - 2"),
-        _DF_GAIN.format(" - 2").replace("spec.requests + baseline", "spec.requests - baseline"),
-    ): _NO_SPREAD,
+        "df = total * total / shares if shares > 0"
+        " else float(spec.requests + baseline.requests - 2)",
+    ),
     **{
         ("analysis/analyzer.py", "self._changes += 1", f"self._changes {step}"): _VERSION
         for step in ("-= 1", "+= 2")
@@ -350,18 +351,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ): 'Thresholds.bar gives the green bar for any name but "red"'
         for name in ("XXgreenXX", "GREEN")
     },
-    **{
-        (
-            "analysis/compare/goodput.py",
-            "else float(sum(p.before.requests + p.after.requests - 2 for p in rows))",
-            m,
-        ): _NO_SPREAD
-        for m in (
-            "else float(sum(p.before.requests + p.after.requests + 2 for p in rows))",
-            "else float(sum(p.before.requests - p.after.requests - 2 for p in rows))",
-            "else float(sum(p.before.requests + p.after.requests - 3 for p in rows))",
-        )
-    },
+    **_unread_df(
+        "analysis/compare/goodput.py",
+        "else float(sum(p.before.requests + p.after.requests - 2 for p in rows))",
+    ),
     (
         "analysis/compare/goodput.py",
         "moved[pair.bucket] += w * pair.shift",
