@@ -325,17 +325,35 @@ def test_within_a_long_dwell_red_returns_only_on_news_not_on_a_window_the_horizo
     """With a dwell of 2,000 s, 1,600 s after leaving red on the 5 minutes' news the 30-minute
     window is new enough to decide (300 + 1,600 >= 1,800) but older than that news: its red
     waits for the dwell; the 5 minutes' own red would not."""
-    cfg = rules(min_dwell_seconds=2000.0)
     red_hour = windows((300.0, -2 * H, -0.5 * RED_H), (1800.0, -2 * H, -2 * RED_H))
-    left_short = windows((300.0, -H, RED_EXIT, True), (1800.0, -4 * H, -2 * RED_H))
-    state = ZoneState()
-    next_zone(state, red_hour, 0.0, cfg)
-    next_zone(state, left_short, 2000.0, cfg)
+    state, cfg = left_red_on_the_five_minutes(red_hour)
     assert Zone.YELLOW == state.zone
     next_zone(state, red_hour, 3600.0, cfg)  # 1,600 s later: the 30 minutes say red
     assert Zone.YELLOW == state.zone
     next_zone(state, red_hour, 4000.0, cfg)  # past the dwell
     assert Zone.RED == state.zone
+
+
+def test_within_the_dwell_the_news_windows_own_red_enters_at_once() -> None:
+    """The other half of the rule above: 10 s after leaving red on the 5 minutes' news, only
+    that window is new enough (horizon 310 s); it says red again: red at once, although the
+    30-minute window (older than the news) would decide were the horizon not read."""
+    red_both = windows((300.0, -2 * H, -2 * RED_H), (1800.0, -2 * H, -2 * RED_H))
+    state, cfg = left_red_on_the_five_minutes(red_both)
+    assert Zone.YELLOW == state.zone
+    next_zone(state, red_both, 2010.0, cfg)
+    assert Zone.RED == state.zone
+
+
+def left_red_on_the_five_minutes(red: Evidence) -> tuple[ZoneState, Thresholds]:
+    """With a dwell of 2,000 s: red on `red` at 0, left at 2,000 s on the 5 minutes' news (that
+    window's data differ from the 30 minutes' older rest)."""
+    cfg = rules(min_dwell_seconds=2000.0)
+    left_short = windows((300.0, -H, RED_EXIT, True), (1800.0, -4 * H, -2 * RED_H))
+    state = ZoneState()
+    next_zone(state, red, 0.0, cfg)
+    next_zone(state, left_short, 2000.0, cfg)
+    return state, cfg
 
 
 def test_a_verdict_is_left_past_its_threshold_moved_by_the_exit_margin() -> None:
@@ -435,18 +453,3 @@ def test_a_window_short_of_half_the_trials_is_no_evidence_whatever_its_requests(
     assert gathered([(300.0, sums(40, 200, 499))], cfg, False) is None
     assert gathered([(300.0, sums(40, 200, 520))], cfg, False) is not None
     assert gathered([(300.0, sums(40, 600, 999))], cfg, True) is None  # entering: the whole
-
-
-def test_within_the_dwell_the_news_windows_own_red_enters_at_once() -> None:
-    """The other half of the rule above: 10 s after leaving red on the 5 minutes' news, only
-    that window is new enough (horizon 310 s); it says red again: red at once, although the
-    30-minute window (older than the news) would decide were the horizon not read."""
-    cfg = rules(min_dwell_seconds=2000.0)
-    red_both = windows((300.0, -2 * H, -2 * RED_H), (1800.0, -2 * H, -2 * RED_H))
-    left_short = windows((300.0, -H, RED_EXIT, True), (1800.0, -4 * H, -2 * RED_H))
-    state = ZoneState()
-    next_zone(state, red_both, 0.0, cfg)
-    next_zone(state, left_short, 2000.0, cfg)
-    assert Zone.YELLOW == state.zone
-    next_zone(state, red_both, 2010.0, cfg)
-    assert Zone.RED == state.zone
