@@ -57,8 +57,9 @@ HEAVY = (
     "tests/unit/analysis/test_analyzer.py::test_passing_over_quiet_slices_changes_no_zone",
     # Whole-path tests of seconds each under the trampolines (a cycle log through the CLI, every
     # accepted input through every output, the log decoder against its checks): every mutant of
-    # a function on their path ran them all, an hour for the speed and causes part. The rules on
-    # that path have unit cases of their own (test_load_edges, test_speed_edges, ...).
+    # a function on their path ran them all (the speed and causes part slowed to 20 mutants a
+    # minute with two fifths to go). The rules on that path have unit cases of their own
+    # (test_load_edges, test_speed_edges, ...).
     "tests/unit/analysis/test_load.py::test_the_load_window_forgets_and_metrics_carry_every_load_bucket",
     "tests/unit/analysis/test_load.py::test_advise_gives_vllm_a_schedule_that_turns_speculation_off_where_it_is_slower",
     "tests/unit/analysis/test_accepted_inputs.py::test_every_accepted_record_goes_through_analysis_and_every_output",
