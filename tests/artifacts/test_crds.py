@@ -3,22 +3,25 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jsonschema
 import pytest
 import yaml
-from specwatch.gen.writer import ANALYSIS_TEMPLATE, PROMETHEUS_RULE, render
-from specwatch.settings import load_settings
+from specwatch.gen.writer import ANALYSIS_TEMPLATE, PROMETHEUS_RULE
 
 from tests.support import ROOT
 from tests.support.kube import kustomize
+from tests.support.promtool import generated
 
 CRDS = ROOT / "tests" / "fixtures" / "crds"
 
 
+@functools.cache
 def schema_of(crd_file: str) -> dict[str, Any]:
-    crd = yaml.safe_load((CRDS / crd_file).read_text())
+    """The stored version's schema (read once: the CRDs are large), not to be changed."""
+    crd = yaml.load((CRDS / crd_file).read_text(), Loader=yaml.CSafeLoader)
     (version,) = [v for v in crd["spec"]["versions"] if v.get("storage")]
     schema: dict[str, Any] = python_patterns(version["schema"]["openAPIV3Schema"])
     return schema
@@ -45,7 +48,7 @@ def python_patterns(node: Any) -> Any:
     ],
 )
 def test_generated_custom_resources_validate_against_their_crd(path: str, crd: str) -> None:
-    document = yaml.safe_load(render(load_settings())[path])
+    document = yaml.safe_load(generated()[path])
     jsonschema.validate(document, schema_of(crd))
 
 
@@ -55,7 +58,7 @@ def test_the_shipped_podmonitor_validates_against_its_crd() -> None:
 
 
 def test_a_wrong_field_is_refused_so_the_validation_can_fail() -> None:
-    document = yaml.safe_load(render(load_settings())[ANALYSIS_TEMPLATE])
+    document = yaml.safe_load(generated()[ANALYSIS_TEMPLATE])
     document["spec"]["metrics"][0]["provider"]["prometheus"]["query"] = ["not", "a string"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, schema_of("argoproj.io_analysis-template-crd.yaml"))

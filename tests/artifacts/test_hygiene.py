@@ -9,12 +9,13 @@ import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from specwatch.gen.dashboards import panel_queries, render_dashboards
-from specwatch.gen.writer import ALERTING_RULES, RECORDING_RULES, render
+from specwatch.gen.writer import ALERTING_RULES, RECORDING_RULES
 from specwatch.settings import load_settings
 from specwatch.sidecar.sidecar import Sidecar
 from specwatch.sim.server import SimServer
 
 from tests.support.http import post, sidecar_settings
+from tests.support.promtool import generated
 
 RECORDED = re.compile(r"\b[a-z_]+:[a-z_]+:[a-z0-9_]+\b")
 EXPORTED = re.compile(r"(?<![\w:])specwatch_[a-z_]+(?![\w:])")  # not inside a recorded name
@@ -56,7 +57,7 @@ async def test_every_metric_a_rule_or_dashboard_reads_exists(sim: tuple[SimServe
         exported = await exported_names(sidecar, proxy, admin)
     finally:
         await sidecar.stop()
-    files = render(load_settings())
+    files = generated()
     recording = yaml.safe_load(files[RECORDING_RULES])["groups"]
     alerting = yaml.safe_load(files[ALERTING_RULES])["groups"]
     recorded = {rule["record"] for group in recording for rule in group["rules"]}

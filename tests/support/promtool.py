@@ -9,19 +9,27 @@ runs on a copy of the generated files holding that closure, rules verbatim, in t
 
 The hand-written tests run on the rule files the generator writes now (`generated`, from
 gen/writer.render), not on the copies committed beside them: a changed generator is judged on what
-it writes (and `specwatch generate --check` holds the committed copies equal to it). Never cached:
-a mutation run (tools/mutate.py) forks each mutant from a process that has rendered them once.
+it writes (and `specwatch generate --check` holds the committed copies equal to it).
+
+Under mutation testing (tools/mutate.py, MUTATION_TESTING set) a promtool test runs only the cases
+that reach a rule the mutant changed (`changed_rules`): the others read rules byte for byte the
+committed ones, which pass every case in the full suite (tools/mutate.py checks the committed
+copies are what the generator writes before it starts). Every case of every file runs otherwise.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.support import ROOT
+from tests.support import MUTATION, ROOT
+
+RULE_FILES = ("alerts/specwatch-recording.rules.yml", "alerts/specwatch-alerts.rules.yml")
 
 NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 ALERT_NAME = re.compile(r'alertname="([A-Za-z0-9_]+)"')
@@ -59,24 +67,88 @@ def closure(files: list[dict[str, Any]], roots: set[str]) -> set[str]:
     return reached
 
 
+_RENDERED: dict[tuple[object, ...], dict[str, bytes]] = {}
+
+
 def generated() -> dict[str, bytes]:
-    """Every file the generator writes, by its path in the repository, rendered now."""
+    """Every file the generator writes, by its path in the repository, rendered now (on the
+    settings the environment gives).
+
+    Rendered once per process and environment: the tests of one process share it. mutmut forks
+    each mutant's tests from a process that rendered the original, and names the mutant in
+    MUTANT_UNDER_TEST, both in the key; while it learns which tests reach which function
+    (MUTANT_UNDER_TEST=stats) every test renders for itself, or only the first would be seen
+    reaching the generator."""
     from specwatch.gen.writer import render
     from specwatch.settings import load_settings
 
-    return render(load_settings())
+    environment = tuple(sorted(i for i in os.environ.items() if i[0].startswith("SPECWATCH_")))
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    key = (os.getpid(), mutant, environment)
+    if mutant == "stats":
+        return render(load_settings())
+    if key not in _RENDERED:
+        _RENDERED[key] = render(load_settings())
+    return dict(_RENDERED[key])
 
 
-def pruned(test_file: Path, into: Path, files_now: dict[str, bytes] | None = None) -> Path:
+def _rules(document: dict[str, Any]) -> dict[str, list[Any]]:
+    """Each rule's name -> its rules with their group's name and interval, in order."""
+    named: dict[str, list[Any]] = {}
+    for group in document["groups"]:
+        context = (group["name"], group.get("interval"))
+        for rule in group["rules"]:
+            named.setdefault(rule.get("record", rule.get("alert")), []).append((context, rule))
+    return named
+
+
+def read_yaml(data: str | bytes) -> Any:
+    """YAML read with libyaml (the rule files are large: pure-Python reading takes a second)."""
+    return yaml.load(data, Loader=yaml.CSafeLoader)
+
+
+@functools.cache
+def _committed(name: str) -> dict[str, list[Any]]:
+    return _rules(read_yaml((ROOT / name).read_bytes()))
+
+
+def changed_rules(files_now: dict[str, bytes]) -> set[str] | None:
+    """Under mutation testing, the names of the rules (recorded series, alerts) whose generated
+    form differs from the committed copy, added and dropped ones among them; None otherwise
+    (every case runs)."""
+    if not MUTATION:
+        return None
+    changed: set[str] = set()
+    for name in RULE_FILES:
+        now, committed = _rules(read_yaml(files_now[name])), _committed(name)
+        changed |= {
+            rule for rule in now.keys() | committed.keys() if now.get(rule) != committed.get(rule)
+        }
+    return changed
+
+
+def pruned(
+    test_file: Path,
+    into: Path,
+    files_now: dict[str, bytes] | None = None,
+    changed: set[str] | None = None,
+) -> Path | None:
     """A copy of `test_file` under `into`, beside copies of its rule files cut to its closure:
     those `files_now` holds by their path in the repository (`generated`), else those on disk
-    beside the test."""
-    test = yaml.safe_load(test_file.read_text())
+    beside the test. With `changed` (`changed_rules`), only its cases that reach one of those
+    rules, and None where none does."""
+    test = read_yaml(test_file.read_text())
     sources = [(name, test_file.parent / name) for name in test["rule_files"]]
     files = [
-        yaml.safe_load(path.read_text() if files_now is None else files_now[_in_repository(path)])
+        read_yaml(path.read_text() if files_now is None else files_now[_in_repository(path)])
         for _, path in sources
     ]
+    if changed is not None:
+        test["tests"] = [
+            case for case in test["tests"] if closure(files, _roots({"tests": [case]})) & changed
+        ]
+        if not test["tests"]:
+            return None
     reached = closure(files, _roots(test))
     (into / "tests").mkdir(parents=True, exist_ok=True)
     for (name, _), data in zip(sources, files, strict=True):
@@ -88,9 +160,31 @@ def pruned(test_file: Path, into: Path, files_now: dict[str, bytes] | None = Non
         target = (into / "tests" / name).resolve()
         target.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
     copy = into / "tests" / test_file.name
-    copy.write_text(test_file.read_text())
+    if changed is None:
+        copy.write_text(test_file.read_text())
+    else:
+        copy.write_text(yaml.safe_dump(test, sort_keys=False, width=10_000))
     return copy
 
 
 def _in_repository(path: Path) -> str:
     return path.resolve().relative_to(ROOT).as_posix()
+
+
+def recording_rules_for(expressions: list[str]) -> bytes | None:
+    """The recording rules the generator writes now, cut to those `expressions` reach (promtool
+    evaluates every rule it loads at every step), in their groups and order; None under mutation
+    testing where none of them differs from the committed copy."""
+    files_now = generated()
+    roots = {name for expr in expressions for name in _reads(expr)}
+    document = read_yaml(files_now[RULE_FILES[0]])
+    reached = closure([document], roots)
+    changed = changed_rules(files_now)
+    if changed is not None and not reached & changed:
+        return None
+    groups = []
+    for group in document["groups"]:
+        rules = [r for r in group["rules"] if r.get("record", r.get("alert")) in reached]
+        if rules:
+            groups.append({**group, "rules": rules})
+    return yaml.safe_dump({"groups": groups}, sort_keys=False).encode()
