@@ -83,6 +83,11 @@ async def sidecar(sim: tuple[SimServer, str]) -> AsyncIterator[Sidecar]:
 # the xdist groups: "vllm", the tests that start an engine (vLLM, llama.cpp), in a row on one
 # worker; "compiled", the tests of one compiled build (tests/e2e/test_wheel.py), built once
 GROUPS = ("vllm", "compiled")
+# promtool over the generated rules: seconds a run where the other checks take milliseconds
+PROMTOOL_RUNS = (
+    "tests/artifacts/test_rules.py",
+    "tests/artifacts/test_generate.py::test_the_hand_written_promtool_tests_pass",
+)
 
 
 @pytest.hookimpl(trylast=True)
@@ -90,7 +95,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under `--dist loadgroup` (make test) each group's tests must share one worker: fail
     loudly if xdist stopped grouping them (it did, silently, with pytest 9.2), or a test names
     a group not in GROUPS (a worker raising this under xdist shows only as a crash of the
-    first grouped test)."""
+    first grouped test).
+
+    Under mutation testing a mutant is caught by its first failing test (mutmut runs pytest
+    -x): the promtool runs go after the quick checks, which catch most mutants first."""
+    if MUTATION:
+        items.sort(key=lambda item: item.nodeid.startswith(PROMTOOL_RUNS))
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:

@@ -1,0 +1,123 @@
+"""What each of gen/'s surviving mutants changes in the files the generator writes.
+
+    python tools/mutate_gen.py MUTANT ...     # run by tools/mutate.py in a part's mutants/
+
+Run where mutmut staged the part (the mutated package under src/), it renders every file once
+as the original and once per mutant (mutmut's trampolines pick the mutant named in
+MUTANT_UNDER_TEST), and prints one JSON object, mutant -> what changed:
+
+Each is rendered on the four settings the tests render with (the defaults, a time scale of
+60, a runbook address, other zone bars).
+
+- "same": every file byte for byte the original's on each. No test of the generator's output
+  can tell such a mutant apart: an equivalent mutant (a default never used, an order that is sorted
+  later, ...).
+- "words": only words a person reads, or the files' layout, changed: an alert's summary,
+  description and runbook steps, the runbooks page, a dashboard's titles and descriptions,
+  YAML comments, or the same documents written another way (what Prometheus, Grafana,
+  Alertmanager and Kubernetes parse is the original's). Those are held by the committed copies
+  (`specwatch generate --check`, and review of their diff), not by a rule's test: counted apart.
+- "output": anything else (a rule, a label, a threshold, a query, a route, a file's layout):
+  a survivor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import yaml
+
+# an alert's annotations that are prose; `value` and `cause` carry queries and links
+ALERT_WORDS = frozenset({"summary", "description", "runbook"})
+# a dashboard's words: what a panel, a row or the dashboard is called and says it shows
+DASHBOARD_WORDS = frozenset({"title", "description"})
+
+
+def _rules(node: Any) -> Any:
+    """A YAML document without its prose (alert annotations), embedded documents read too."""
+    if isinstance(node, dict):
+        kept = {}
+        for key, value in node.items():
+            if key == "annotations" and isinstance(value, dict):
+                value = {k: v for k, v in value.items() if k not in ALERT_WORDS}
+            elif isinstance(value, str) and isinstance(key, str):
+                value = _embedded(key, value)
+            kept[key] = _rules(value)
+        return kept
+    if isinstance(node, list):
+        return [_rules(item) for item in node]
+    return node
+
+
+def _embedded(key: str, value: str) -> Any:
+    """A ConfigMap's or Secret's file read as its kind: a dashboard, a YAML config."""
+    if key.endswith(".json"):
+        return _dashboard(json.loads(value))
+    if key.endswith((".yaml", ".yml")):
+        return _rules(yaml.safe_load(value))
+    return value
+
+
+def _dashboard(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _dashboard(v) for k, v in node.items() if k not in DASHBOARD_WORDS}
+    if isinstance(node, list):
+        return [_dashboard(item) for item in node]
+    return node
+
+
+def without_words(files: dict[str, bytes]) -> dict[str, Any]:
+    """Every file as what it does: parsed (comments gone), its prose left out."""
+    read: dict[str, Any] = {}
+    for name, data in files.items():
+        if name.endswith(".md"):
+            continue  # the runbooks: words throughout
+        if name.endswith(".json"):
+            read[name] = _dashboard(json.loads(data))
+        elif name.endswith((".yml", ".yaml")):
+            read[name] = [_rules(document) for document in yaml.safe_load_all(data)]
+        else:
+            read[name] = data
+    return read
+
+
+def classify(mutants: list[str]) -> dict[str, str]:
+    sys.path.insert(0, "src")
+    from specwatch.gen.writer import render
+    from specwatch.settings import load_settings
+
+    # the settings the tests render with: a mutant on another setting's path shows there
+    variants = [
+        (load_settings(), 1.0),
+        (load_settings(), 60.0),
+        (load_settings(alerts={"runbook_base_url": "https://wiki.example.org/r"}), 1.0),
+        (load_settings(zones={"green": 0.8, "red": 0.4}), 1.0),
+    ]
+
+    def rendered(mutant: str) -> list[dict[str, bytes]] | None:
+        os.environ["MUTANT_UNDER_TEST"] = mutant
+        try:
+            return [render(settings, time_scale) for settings, time_scale in variants]
+        except Exception:  # a mutant that breaks the generator: an output of its own
+            return None
+
+    original = rendered("")
+    assert original is not None
+    plain = [without_words(files) for files in original]
+    found = {}
+    for mutant in mutants:
+        files = rendered(mutant)
+        if files == original:
+            found[mutant] = "same"
+        elif files is not None and [without_words(f) for f in files] == plain:
+            found[mutant] = "words"
+        else:
+            found[mutant] = "output"
+    return found
+
+
+if __name__ == "__main__":
+    print(json.dumps(classify(sys.argv[1:])))
