@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
+import yaml
 from grafana_foundation_sdk.models.dashboard import Dashboard
 from specwatch.gen.dashboards import DASHBOARDS, encode, panel_queries, render_dashboards
 from specwatch.settings import load_settings
 
+from tests.support.tools import binary
+
+VARIABLE = re.compile(r"\$(model|ctx_bucket|task)\b")  # the dashboards' variables
 CURRENT_PANEL_TYPES = {
     "timeseries",
     "stat",
@@ -65,3 +72,24 @@ def test_the_overview_has_drift_alarms_as_annotations_and_every_panel_a_query() 
     titles = {title for title, _ in queries}
     assert "annotation: drift alarms" in titles
     assert {p["title"] for p in overview["panels"]} <= titles
+
+
+def test_every_query_is_promql_that_promtool_reads(tmp_path: Path) -> None:
+    """Each panel's and annotation's query, its dashboard variables set to a value, checked by
+    promtool as the expression of a recording rule: a query Prometheus cannot parse is an
+    empty panel."""
+    rules = [
+        {"record": f"dashboard:query:{i}", "expr": VARIABLE.sub("x", expr)}
+        for i, (_, expr) in enumerate(
+            query
+            for data in render_dashboards(load_settings()).values()
+            for query in panel_queries(json.loads(data))
+        )
+    ]
+    assert len(rules) > 50
+    path = tmp_path / "queries.rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboards", "rules": rules}]}))
+    done = subprocess.run(
+        [binary("promtool"), "check", "rules", str(path)], capture_output=True, text=True
+    )
+    assert 0 == done.returncode, done.stdout[-3000:] + done.stderr[-3000:]
