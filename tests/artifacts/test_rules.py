@@ -9,6 +9,7 @@ expected values come from the sidecar's own functions on the same sums.
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,10 @@ from specwatch.analysis.verdicts.thresholds import Thresholds
 from specwatch.gen import promql as Q
 from specwatch.gen.canary import difference_bound, ratio_bound
 from specwatch.gen.goodput_factors import factor_bound
+from specwatch.gen.writer import ANALYSIS_TEMPLATE
 from specwatch.settings import load_settings
 
-from tests.support import ROOT
-from tests.support.promtool import recording_rules_for
+from tests.support.promtool import generated, recording_rules_for
 from tests.support.tools import binary, prometheus_major
 
 SETTINGS = load_settings()
@@ -55,6 +56,16 @@ def run_promtool(
         [binary("promtool"), "test", "rules", str(path)], capture_output=True, text=True
     )
     assert 0 == done.returncode, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def argo_condition(condition: str, result: list[float]) -> bool:
+    """An Argo Rollouts condition of the form `result[0] OP number` on a query's result."""
+    found = re.fullmatch(r"result\[0\] (==|>|<|>=|<=) (-?[0-9.]+)", condition)
+    assert found is not None, condition
+    op, bound = found.group(1), float(found.group(2))
+    value = result[0]
+    return {"==": value == bound, ">": value > bound, "<": value < bound,
+            ">=": value >= bound, "<=": value <= bound}[op]  # fmt: skip
 
 
 def labels(task: str) -> str:
@@ -413,16 +424,32 @@ def test_the_rollouts_analysis_fails_on_a_held_drop_and_not_on_a_one_minute_dip(
     recorded bound: one slice crosses the line for one minute of the 15 (noise), another stays
     past it for all of them (a slower, or worse, canary): only the second counts. Goodput fails
     the rollout; acceptance is a dry-run metric beside it."""
-    path = ROOT / "deploy/kubernetes/components/argo-rollouts/analysistemplate.yaml"
-    template = yaml.safe_load(path.read_text())
+    template = yaml.safe_load(generated()[ANALYSIS_TEMPLATE])  # as the generator writes it now
     metrics = {m["name"]: m for m in template["spec"]["metrics"]}
     names = {
         "goodput": "canary-not-slower-than-stable",
         "acceptance": "canary-acceptance-not-worse-than-stable",
     }
-    query = metrics[names[metric]]["provider"]["prometheus"]["query"]
-    query = query.replace("{{args.model}}", ".*")
+    chosen = metrics[names[metric]]
+    assert {"address": SETTINGS.canary.prometheus_address} == {
+        k: v for k, v in chosen["provider"]["prometheus"].items() if k != "query"
+    }
+    query = chosen["provider"]["prometheus"]["query"].replace("{{args.model}}", ".*")
     assert [{"metricName": names["acceptance"]}] == template["spec"]["dryRun"]
+    assert [{"name": "model", "value": ".*"}] == template["spec"]["args"]
+    # measured every 5 minutes for half an hour, failing at the first measurement that counts a
+    # slice (Argo's conditions on the query's result: the count of slices, below)
+    assert (300.0, 6, 0) == (
+        Q.parse_duration(chosen["interval"]),
+        chosen["count"],
+        chosen["failureLimit"],
+    )
+    for count, fails in ((0, False), (1, True), (3, True)):
+        result = [float(count)]
+        assert (not fails, fails) == (
+            argo_condition(chosen["successCondition"], result),
+            argo_condition(chosen["failureCondition"], result),
+        )
     if metric == "goodput":
         upper = ratio_bound("slice", "lower", SETTINGS)
         line = 1 + SETTINGS.canary.tpot_margin
