@@ -58,8 +58,21 @@ def python_patterns(node: Any) -> Any:
     ],
 )
 def test_generated_custom_resources_validate_against_their_crd(path: str, crd: str) -> None:
+    """Valid against the schema, and of the CRD's kind and served version: the schema says
+    nothing of either (a misspelt kind is no object the operator watches)."""
     document = yaml.safe_load(generated()[path])
     validator_of(crd).validate(document)
+    spec = yaml.load((CRDS / crd).read_text(), Loader=yaml.CSafeLoader)["spec"]
+    served = {f"{spec['group']}/{v['name']}" for v in spec["versions"] if v.get("served")}
+    assert spec["names"]["kind"] == document["kind"]
+    assert document["apiVersion"] in served
+    assert document["metadata"]["name"].startswith("specwatch")
+
+
+def test_the_analysis_template_is_named_as_the_docs_rollout_references_it() -> None:
+    document = yaml.safe_load(generated()[ANALYSIS_TEMPLATE])
+    rollout = (ROOT / "docs" / "rollouts.md").read_text()
+    assert f"templateName: {document['metadata']['name']}\n" in rollout
 
 
 def test_the_shipped_podmonitor_validates_against_its_crd() -> None:
