@@ -428,6 +428,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "return hash(tuple(None if (value != value) or True else value"
         " for value in self._fields()))",
     ): "every gain hashing alike still hashes equal gains alike: only dict speed differs",
+    (
+        "gen/canary.py",
+        'extra_labels={"track": CANARY},',
+        "",
+    ): (
+        "the alert's series are the canary's difference, recorded with track=\"canary\" and kept"
+        " by its `on(..., track, ...)`: the label is on every alert without the rule's"
+    ),
 }
 
 

@@ -142,9 +142,15 @@ def test_the_hand_written_promtool_tests_pass(tmp_path: Path) -> None:
         running.append((path.name, subprocess.Popen([promtool, "test", "rules", copy.name],
                         cwd=copy.parent, text=True, stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT)))  # fmt: skip
-    for name, process in running:
-        output, _ = process.communicate(timeout=2400)
-        assert 0 == process.returncode, f"{name}:\n{output}"
+    try:
+        for name, process in running:
+            output, _ = process.communicate(timeout=2400)
+            assert 0 == process.returncode, f"{name}:\n{output}"
+    finally:  # one failed: the others are not left running
+        for _, process in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def test_a_promtool_test_runs_on_every_rule_its_alerts_read() -> None:
