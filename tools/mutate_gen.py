@@ -24,6 +24,7 @@ Each is rendered on the four settings the tests render with (the defaults, a tim
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sys
 from typing import Any
@@ -84,6 +85,29 @@ def without_words(files: dict[str, bytes]) -> dict[str, Any]:
     return read
 
 
+# what the forked workers read: the renderer, the settings, the original files (set by classify)
+_RENDER: dict[str, Any] = {}
+
+
+def _kind(mutant: str) -> str:
+    """Variant by variant, stopping at the first whose documents differ."""
+    render, variants = _RENDER["render"], _RENDER["variants"]
+    os.environ["MUTANT_UNDER_TEST"] = mutant
+    same = True
+    for (settings, scale), files, read in zip(
+        variants, _RENDER["original"], _RENDER["plain"], strict=True
+    ):
+        try:
+            now = render(settings, scale)
+        except Exception:  # a mutant that breaks the generator: an output of its own
+            return "output"
+        if now != files:
+            same = False
+            if without_words(now) != read:
+                return "output"
+    return "same" if same else "words"
+
+
 def classify(mutants: list[str]) -> dict[str, str]:
     sys.path.insert(0, "src")
     from specwatch.gen.writer import render
@@ -96,27 +120,17 @@ def classify(mutants: list[str]) -> dict[str, str]:
         (load_settings(alerts={"runbook_base_url": "https://wiki.example.org/r"}), 1.0),
         (load_settings(zones={"green": 0.8, "red": 0.4}), 1.0),
     ]
-
-    def rendered(mutant: str) -> list[dict[str, bytes]] | None:
-        os.environ["MUTANT_UNDER_TEST"] = mutant
-        try:
-            return [render(settings, time_scale) for settings, time_scale in variants]
-        except Exception:  # a mutant that breaks the generator: an output of its own
-            return None
-
-    original = rendered("")
-    assert original is not None
-    plain = [without_words(files) for files in original]
-    found = {}
-    for mutant in mutants:
-        files = rendered(mutant)
-        if files == original:
-            found[mutant] = "same"
-        elif files is not None and [without_words(f) for f in files] == plain:
-            found[mutant] = "words"
-        else:
-            found[mutant] = "output"
-    return found
+    os.environ["MUTANT_UNDER_TEST"] = ""
+    original = [render(settings, scale) for settings, scale in variants]
+    _RENDER.update(
+        render=render,
+        variants=variants,
+        original=original,
+        plain=[without_words(files) for files in original],
+    )
+    # two processes, forked with the originals rendered: a render takes a second here
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        return dict(zip(mutants, pool.map(_kind, mutants, chunksize=4), strict=True))
 
 
 if __name__ == "__main__":
