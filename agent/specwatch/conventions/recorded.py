@@ -95,8 +95,16 @@ def bound_metric(bound: str) -> str:
     return f"{ACCEPTANCE_ALPHA}_{bound}"
 
 
+# what a recorded series aggregates to: a slice (model x ctx_bucket x task), a model, a slice's
+# load bucket (`cell`), a model's load bucket (`load`), an objective (`slo`)
+RECORDED_LEVELS: Final = frozenset({"slice", "model", "cell", "load", "slo"})
+
+
 def recorded(level: str, metric: str, operation: str) -> str:
-    """`level:metric:operations`, the recording-rule naming convention."""
+    """`level:metric:operations`, the recording-rule naming convention; a level not in
+    RECORDED_LEVELS is refused (a misspelt one names a series no dashboard or alert reads)."""
+    if level not in RECORDED_LEVELS:
+        raise ValueError(f"recorded series level {level!r}: not one of {sorted(RECORDED_LEVELS)}")
     return f"{level}:{metric}:{operation}"
 
 

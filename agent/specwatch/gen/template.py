@@ -3,7 +3,8 @@
 A recording rule is a `Recording`; an expression whose layout matters is a `PromQL` template,
 written as the multi-line PromQL it produces, its holes `${name}`. Filling one refuses a hole
 left open and a name it has no hole for (a typo), as sloth's templates do (Go's text/template
-with `missingkey=error`): a rule that renames a series cannot silently keep the old one.
+with `missingkey=error`): a rule that renames a series cannot silently keep the old one. A value
+is text or a number (mypy holds it: `None` would be written as a label or series name).
 `$1` in `label_replace` is no hole (a hole is braced).
 """
 
@@ -34,7 +35,7 @@ class PromQL:
         self.holes = frozenset(_HOLE.findall(self.text))
         self.indent = indent
 
-    def __call__(self, **values: object) -> str:
+    def __call__(self, **values: str | float) -> str:
         missing, unknown = self.holes - values.keys(), values.keys() - self.holes
         if missing or unknown:
             raise TemplateError(

@@ -52,6 +52,10 @@ def test_the_recorded_names_carry_their_level_and_window() -> None:
     assert Q.by(("a", "b")) == "a, b"
     assert Q.moments("model")[0] == C.MODEL_REQUESTS
     assert Q.moments("slice")[0] == C.SLICE_REQUESTS
+    assert "cell:specwatch_x:robust30m" == C.recorded("cell", "specwatch_x", "robust30m")
+    for level in ("slices", "SLICE", ""):  # a name no dashboard or alert reads
+        with pytest.raises(ValueError, match="recorded series level"):
+            C.recorded(level, "specwatch_x", "rate5m")
 
 
 def evaluated(expr: str, df: float) -> float:
