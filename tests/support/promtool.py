@@ -23,7 +23,7 @@ import functools
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import yaml
 
@@ -127,6 +127,14 @@ def changed_rules(files_now: dict[str, bytes]) -> set[str] | None:
     return changed
 
 
+@overload
+def pruned(
+    test_file: Path, into: Path, files_now: dict[str, bytes] | None = None, changed: None = None
+) -> Path: ...
+@overload
+def pruned(
+    test_file: Path, into: Path, files_now: dict[str, bytes] | None, changed: set[str]
+) -> Path | None: ...
 def pruned(
     test_file: Path,
     into: Path,
