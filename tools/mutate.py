@@ -429,6 +429,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         " for value in self._fields()))",
     ): "every gain hashing alike still hashes equal gains alike: only dict speed differs",
     (
+        "gen/goodput_cells.py",
+        'both=joined(n, ">= bool", n),',
+        'both=joined(n, ">= BOOL", n),',
+    ): "PromQL's keywords are read in any case (its lexer lowers them): `BOOL` is `bool`",
+    (
         "gen/canary.py",
         'extra_labels={"track": CANARY},',
         "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from specwatch.conventions.metrics import ACCEPTANCE_ALPHA
@@ -98,6 +99,8 @@ def bound_metric(bound: str) -> str:
 # what a recorded series aggregates to: a slice (model x ctx_bucket x task), a model, a slice's
 # load bucket (`cell`), a model's load bucket (`load`), an objective (`slo`)
 RECORDED_LEVELS: Final = frozenset({"slice", "model", "cell", "load", "slo"})
+# the operations part: words and windows in lower case (`ratio_rate5m`, `robust30m_1h`)
+_OPERATIONS: Final = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def recorded(level: str, metric: str, operation: str) -> str:
@@ -105,6 +108,8 @@ def recorded(level: str, metric: str, operation: str) -> str:
     RECORDED_LEVELS is refused (a misspelt one names a series no dashboard or alert reads)."""
     if level not in RECORDED_LEVELS:
         raise ValueError(f"recorded series level {level!r}: not one of {sorted(RECORDED_LEVELS)}")
+    if not _OPERATIONS.fullmatch(operation):
+        raise ValueError(f"recorded series operations {operation!r}: lower case, as Prometheus'")
     return f"{level}:{metric}:{operation}"
 
 

@@ -56,6 +56,9 @@ def test_the_recorded_names_carry_their_level_and_window() -> None:
     for level in ("slices", "SLICE", ""):  # a name no dashboard or alert reads
         with pytest.raises(ValueError, match="recorded series level"):
             C.recorded(level, "specwatch_x", "rate5m")
+    for operation in ("INCREASE", "XXincreaseXX", "5m", ""):
+        with pytest.raises(ValueError, match="recorded series operations"):
+            C.recorded("cell", "specwatch_x", operation)
 
 
 def evaluated(expr: str, df: float) -> float:
