@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from specwatch import conventions as C
 from specwatch.cli.main import main
+from specwatch.gen.dashboards import panel_queries
 from specwatch.gen.promql import HEADER
 from specwatch.gen.writer import (
     ALERTING_RULES,
@@ -244,3 +246,32 @@ def test_the_slack_and_pagerduty_templates_render(written: Path) -> None:
         )  # fmt: skip
         assert 0 == result.returncode, result.stdout + result.stderr
         assert result.stdout.strip(), name
+
+
+def test_each_recorded_series_has_one_rule_and_no_expression_holds_a_python_none() -> None:
+    """Two rules recording one name with the same labels write the same series twice (the
+    second overwrites the first at every evaluation); `None` in PromQL is a Python value
+    written where a name should be (`on(None)` matches on a label no series has: every
+    series)."""
+    files = generated()
+    recording = read_yaml(files[RECORDING_RULES])["groups"]
+    alerting = read_yaml(files[ALERTING_RULES])["groups"]
+    recorded = [
+        (rule["record"], tuple(sorted((rule.get("labels") or {}).items())))
+        for group in recording
+        for rule in group["rules"]
+    ]
+    assert len(recorded) > 300
+    assert [] == [name for name, count in Counter(recorded).items() if count > 1]
+    texts = [
+        (
+            rule.get("record", rule.get("alert")),
+            rule["expr"] + "\n".join(rule.get("annotations", {}).values()),
+        )
+        for group in recording + alerting
+        for rule in group["rules"]
+    ]
+    for name, data in files.items():
+        if name.endswith(".json"):
+            texts += [(f"{name}: {title}", expr) for title, expr in panel_queries(json.loads(data))]
+    assert [] == [name for name, text in texts if re.search(r"\bNone\b", text)]

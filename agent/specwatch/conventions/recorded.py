@@ -99,7 +99,8 @@ def bound_metric(bound: str) -> str:
 # what a recorded series aggregates to: a slice (model x ctx_bucket x task), a model, a slice's
 # load bucket (`cell`), a model's load bucket (`load`), an objective (`slo`)
 RECORDED_LEVELS: Final = frozenset({"slice", "model", "cell", "load", "slo"})
-# the operations part: words and windows in lower case (`ratio_rate5m`, `robust30m_1h`)
+# the metric and operations parts: lower-case words and windows (`specwatch_goodput_spread`,
+# `ratio_rate5m`, `robust30m_1h`)
 _OPERATIONS: Final = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -110,6 +111,8 @@ def recorded(level: str, metric: str, operation: str) -> str:
         raise ValueError(f"recorded series level {level!r}: not one of {sorted(RECORDED_LEVELS)}")
     if not _OPERATIONS.fullmatch(operation):
         raise ValueError(f"recorded series operations {operation!r}: lower case, as Prometheus'")
+    if not _OPERATIONS.fullmatch(metric):
+        raise ValueError(f"recorded series metric {metric!r}: lower case, as Prometheus'")
     return f"{level}:{metric}:{operation}"
 
 

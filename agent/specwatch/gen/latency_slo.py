@@ -150,7 +150,10 @@ def canary_burn_alert(settings: Settings, windows: Q.Windows) -> Alert:
     w = _load_window(settings, windows)
     said = Q.duration(settings.canary.window_seconds)
     burn = Q.record("load", C.RECORDED_LATENCY_LOAD_BURN_RATE, f"ratio{w}")
-    bound = Q.record("load", C.RECORDED_LATENCY_LOAD_ERROR_RATIO + "_{}", f"ratio{w}")
+    lower, upper = (
+        Q.record("load", f"{C.RECORDED_LATENCY_LOAD_ERROR_RATIO}_{bound}", f"ratio{w}")
+        for bound in ("lower", "upper")
+    )
     requests = Q.increase("load", C.LATENCY_SLO_LOAD_REQUESTS, w)
     minimum = settings.canary.latency_min_cell_requests
     on_stable = 'track=\\"stable\\",'  # escaped: the selector sits in a quoted printf
@@ -162,8 +165,8 @@ def canary_burn_alert(settings: Settings, windows: Q.Windows) -> Alert:
             burn=burn,
             by=LOAD_BY,
             same=SAME_LOAD,
-            lower=bound.format("lower"),
-            upper=bound.format("upper"),
+            lower=lower,
+            upper=upper,
             requests=requests,
             min=str(minimum),
         ),
