@@ -428,11 +428,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "return hash(tuple(None if (value != value) or True else value"
         " for value in self._fields()))",
     ): "every gain hashing alike still hashes equal gains alike: only dict speed differs",
-    (
-        "gen/goodput_cells.py",
-        'both=joined(n, ">= bool", n),',
-        'both=joined(n, ">= BOOL", n),',
-    ): "PromQL's keywords are read in any case (its lexer lowers them): `BOOL` is `bool`",
+    **{
+        (module, line, line.replace(">= bool", ">= BOOL")): (
+            "PromQL's keywords are read in any case (promtool evaluates `a >= BOOL 1` as"
+            " `a >= bool 1`)"
+        )
+        for module, line in (
+            ("gen/goodput_cells.py", 'both=joined(n, ">= bool", n),'),
+            ("gen/canary.py", 'both=joined(trials, ">= bool", trials),'),
+        )
+    },
     (
         "gen/canary.py",
         'extra_labels={"track": CANARY},',
