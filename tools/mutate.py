@@ -439,6 +439,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         )
     },
     (
+        "gen/alertmanager.py",
+        '{"matchers": [\'severity="warning"\'], "receiver": "specwatch-warning"},',
+        '{"matchers": [\'SEVERITY="WARNING"\'], "receiver": "specwatch-warning"},',
+    ): (
+        "a warning the sub-route no longer matches falls to the root route, whose receiver is"
+        " specwatch-warning too, with the same grouping and timings"
+    ),
+    (
         "gen/canary.py",
         'extra_labels={"track": CANARY},',
         "",

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from grafana_foundation_sdk.models.dashboard import Dashboard
+from specwatch import conventions as C
 from specwatch.gen.dashboards import DASHBOARDS, encode, panel_queries, render_dashboards
 from specwatch.settings import load_settings
 
@@ -93,3 +94,18 @@ def test_every_query_is_promql_that_promtool_reads(tmp_path: Path) -> None:
         [binary("promtool"), "check", "rules", str(path)], capture_output=True, text=True
     )
     assert 0 == done.returncode, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_every_legend_names_labels_specwatchs_series_carry() -> None:
+    """A legend's `{{label}}` is filled from the series' labels, case and all: one no series
+    carries shows as written."""
+    known = {str(label) for label in C.Label} | {"instance", "le"}  # Prometheus' own
+    named = [
+        (panel["title"], label)
+        for data in render_dashboards(load_settings()).values()
+        for panel in json.loads(data)["panels"]
+        for target in panel.get("targets", [])
+        for label in re.findall(r"\{\{\s*(\w+)\s*\}\}", target.get("legendFormat", ""))
+    ]
+    assert len(named) > 100
+    assert [] == [(title, label) for title, label in named if label not in known]

@@ -6,6 +6,7 @@ its templates for a red slice (tests/fixtures/alertmanager-0.25, tools/capture_a
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,27 @@ def test_a_yellow_slice_and_any_other_alert_name_their_zone(tmp_path: Path) -> N
         common = {**RED["commonLabels"], "alertname": alertname, "severity": severity}
         data = {**RED, "commonLabels": common}
         assert expected == Amtool(tmp_path, data)(zone)
+
+
+def matches(matchers: list[str], labels: dict[str, str]) -> bool:
+    """Alertmanager's equality matchers (`name="value"`, the only kind the config writes)."""
+    pairs = [re.fullmatch(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"', m) for m in matchers]
+    assert all(pairs), matchers
+    return all(labels.get(p[1]) == p[2] for p in pairs if p is not None)
+
+
+def test_a_slices_warnings_are_held_back_while_it_has_a_critical() -> None:
+    """The inhibit rule, read as Alertmanager reads it, on the labels the generated alerts
+    carry: a red slice (critical) silences its yellow (warning), not another slice's."""
+    (rule,) = alertmanager_config(load_settings(), Q.Windows(1.0))["inhibit_rules"]
+    red = {**RED["commonLabels"]}
+    yellow = {**red, "alertname": "SpecDecodeSliceYellow", "severity": "warning"}
+    other = {**yellow, "task": "chat"}
+    assert matches(rule["source_matchers"], red)
+    assert not matches(rule["source_matchers"], yellow)
+    assert matches(rule["target_matchers"], yellow)
+    assert not matches(rule["target_matchers"], red)
+    # a label neither carries is equal, as Alertmanager reads `equal`
+    assert all(red.get(label) == yellow.get(label) for label in rule["equal"])
+    assert any(red.get(label) != other.get(label) for label in rule["equal"])
+    assert {"model", "ctx_bucket", "task"} <= set(rule["equal"])
