@@ -13,7 +13,8 @@ Each is rendered on the four settings the tests render with (the defaults, a tim
   can tell such a mutant apart: an equivalent mutant (a default never used, an order that is sorted
   later, ...).
 - "words": only words a person reads, or the files' layout, changed: an alert's summary,
-  description and runbook steps, the runbooks page, a dashboard's titles and descriptions,
+  description and runbook steps, the runbooks page, a dashboard's titles, descriptions and
+  legends,
   YAML comments, or the same documents written another way (what Prometheus, Grafana,
   Alertmanager and Kubernetes parse is the original's). Those are held by the committed copies
   (`specwatch generate --check`, and review of their diff), not by a rule's test: counted apart.
@@ -33,8 +34,9 @@ import yaml
 
 # an alert's annotations that are prose; `value` and `cause` carry queries and links
 ALERT_WORDS = frozenset({"summary", "description", "runbook"})
-# a dashboard's words: what a panel, a row or the dashboard is called and says it shows
-DASHBOARD_WORDS = frozenset({"title", "description"})
+# a dashboard's words: what a panel, a row or the dashboard is called and says it shows, and
+# a series' legend (the labels it names are held by test_dashboards)
+DASHBOARD_WORDS = frozenset({"title", "description", "legendFormat"})
 
 
 def _rules(node: Any) -> Any:
