@@ -10,16 +10,15 @@ Each is rendered on the four settings the tests render with (the defaults, a tim
 60, a runbook address, other zone bars).
 
 - "same": every file byte for byte the original's on each. No test of the generator's output
-  can tell such a mutant apart: an equivalent mutant (a default never used, an order that is sorted
-  later, ...).
+  can tell such a mutant apart: an equivalent mutant (a default never used, an order that is
+  sorted later, ...).
 - "words": only words a person reads, or the files' layout, changed: an alert's summary,
   description and runbook steps, the runbooks page, a dashboard's titles, descriptions and
-  legends,
-  YAML comments, or the same documents written another way (what Prometheus, Grafana,
-  Alertmanager and Kubernetes parse is the original's). Those are held by the committed copies
-  (`specwatch generate --check`, and review of their diff), not by a rule's test: counted apart.
-- "output": anything else (a rule, a label, a threshold, a query, a route, a file's layout):
-  a survivor.
+  legends, YAML comments, or the same documents written another way (what Prometheus,
+  Grafana, Alertmanager and Kubernetes parse is the original's). Those are held by the
+  committed copies (`specwatch generate --check`, and review of their diff), not by a rule's
+  test: counted apart.
+- "output": anything else (a rule, a label, a threshold, a query, a route, a unit): a survivor.
 """
 
 from __future__ import annotations
