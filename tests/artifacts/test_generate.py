@@ -275,3 +275,29 @@ def test_each_recorded_series_has_one_rule_and_no_expression_holds_a_python_none
         if name.endswith(".json"):
             texts += [(f"{name}: {title}", expr) for title, expr in panel_queries(json.loads(data))]
     assert [] == [name for name, text in texts if re.search(r"\bNone\b", text)]
+
+
+# what an aggregation or a match names: `sum by (...)`, `on(...)`, `group_left(...)`, ...
+CLAUSE = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
+
+
+def test_every_label_an_expression_groups_or_matches_by_is_one_the_series_carry() -> None:
+    """A misspelt label in `by (...)` or `on(...)` is no error in PromQL: the series lose it
+    (aggregated away) or all match (no series has it)."""
+    known = {str(label) for label in C.Label}
+    # Prometheus' own (the target, a histogram's bucket), the cause the zone rules write with
+    # label_replace, the window label of Sloth-style SLO rules
+    known |= {"instance", "le", "cause", "sloth_window"}
+    files = generated()
+    exprs = [
+        rule["expr"]
+        for name in (RECORDING_RULES, ALERTING_RULES)
+        for group in read_yaml(files[name])["groups"]
+        for rule in group["rules"]
+    ]
+    exprs += [expr for name, data in files.items() if name.endswith(".json")
+              for _, expr in panel_queries(json.loads(data))]  # fmt: skip
+    named = {label.strip() for expr in exprs for clause in CLAUSE.findall(expr)
+             for label in clause.split(",") if label.strip()}  # fmt: skip
+    assert {"model", "ctx_bucket", "task", "config", "load"} <= named
+    assert set() == named - known
