@@ -34,15 +34,15 @@ def test_a_document_says_it_is_generated_sorts_its_keys_and_keeps_promql_readabl
 
 
 def test_generate_rewrites_only_the_missing_and_the_stale(tmp_path: Path) -> None:
-    files = {"a/one.yml": b"one\n", "b/two.json": b"{}\n", "three.md": b"3\n"}
+    files = {"a/one.yml": b"one\n", "b/two.json": b"{}\n", "three.txt": b"3\n"}
     assert sorted(files) == stale(files, tmp_path)
     assert sorted(tmp_path / name for name in files) == write(files, tmp_path)
     assert [] == stale(files, tmp_path)
     assert [] == write(files, tmp_path)  # up to date: nothing touched
     (tmp_path / "b/two.json").write_bytes(b"{stale}\n")
-    (tmp_path / "three.md").unlink()
-    assert ["b/two.json", "three.md"] == stale(files, tmp_path)
-    assert [tmp_path / "b/two.json", tmp_path / "three.md"] == write(files, tmp_path)
+    (tmp_path / "three.txt").unlink()
+    assert ["b/two.json", "three.txt"] == stale(files, tmp_path)
+    assert [tmp_path / "b/two.json", tmp_path / "three.txt"] == write(files, tmp_path)
     assert all((tmp_path / name).read_bytes() == data for name, data in files.items())
 
 
