@@ -109,3 +109,13 @@ def test_every_legend_names_labels_specwatchs_series_carry() -> None:
     ]
     assert len(named) > 100
     assert [] == [(title, label) for title, label in named if label not in known]
+
+
+def test_speedup_panels_are_red_below_one_and_green_from_it() -> None:
+    """A gain below 1 is speculation slower than none: red; from 1 on it pays: green."""
+    overview = json.loads(render_dashboards(load_settings())["dashboards/specwatch-overview.json"])
+    speedups = [p for p in overview["panels"] if p["title"].startswith("Speedup")]
+    assert len(speedups) == 2
+    for panel in speedups:
+        steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        assert [(None, "red"), (1.0, "green")] == [(s.get("value"), s["color"]) for s in steps]
