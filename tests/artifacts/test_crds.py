@@ -13,7 +13,7 @@ from specwatch.gen.writer import ANALYSIS_TEMPLATE, PROMETHEUS_RULE
 
 from tests.support import ROOT
 from tests.support.kube import kustomize
-from tests.support.promtool import generated
+from tests.support.promtool import generated, read_yaml
 
 CRDS = ROOT / "tests" / "fixtures" / "crds"
 
@@ -21,7 +21,7 @@ CRDS = ROOT / "tests" / "fixtures" / "crds"
 @functools.cache
 def schema_of(crd_file: str) -> dict[str, Any]:
     """The stored version's schema (read once: the CRDs are large), not to be changed."""
-    crd = yaml.load((CRDS / crd_file).read_text(), Loader=yaml.CSafeLoader)
+    crd = read_yaml((CRDS / crd_file).read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v.get("storage")]
     schema: dict[str, Any] = python_patterns(version["schema"]["openAPIV3Schema"])
     return schema
@@ -62,7 +62,7 @@ def test_generated_custom_resources_validate_against_their_crd(path: str, crd: s
     nothing of either (a misspelt kind is no object the operator watches)."""
     document = yaml.safe_load(generated()[path])
     validator_of(crd).validate(document)
-    spec = yaml.load((CRDS / crd).read_text(), Loader=yaml.CSafeLoader)["spec"]
+    spec = read_yaml((CRDS / crd).read_text())["spec"]
     served = {f"{spec['group']}/{v['name']}" for v in spec["versions"] if v.get("served")}
     assert spec["names"]["kind"] == document["kind"]
     assert document["apiVersion"] in served

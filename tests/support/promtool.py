@@ -102,9 +102,14 @@ def _rules(document: dict[str, Any]) -> dict[str, list[Any]]:
     return named
 
 
+# libyaml where PyYAML was built with it (its wheels are): the rule files are large, and
+# pure-Python reading takes a second each
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def read_yaml(data: str | bytes) -> Any:
-    """YAML read with libyaml (the rule files are large: pure-Python reading takes a second)."""
-    return yaml.load(data, Loader=yaml.CSafeLoader)
+    """YAML read safely, with libyaml where there is one."""
+    return yaml.load(data, Loader=_LOADER)
 
 
 @functools.cache
