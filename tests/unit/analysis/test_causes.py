@@ -24,7 +24,7 @@ from specwatch.analysis.counting.counts import Counts
 from specwatch.analysis.counting.slicing import CtxBuckets
 from specwatch.analysis.counting.windows import SlidingWindow
 from specwatch.analysis.speed.k0_cost import K0Cost
-from specwatch.core.records import Latency, RequestRecord, SliceKey, SpecConfig, SpecDecodeBlock
+from specwatch.core.records import RequestRecord, SliceKey, SpecConfig, SpecDecodeBlock
 from specwatch.settings import load_settings
 
 from tests.support.analysis import analyzer, cliff_steps, k4_record
@@ -33,17 +33,7 @@ from tests.support.analysis import record as plain_record
 
 def request(i: int, accepted_per_step: int) -> RequestRecord:
     """40 steps drafting 4, each accepting `accepted_per_step` (4: a loop)."""
-    return RequestRecord(
-        ts=1.8e9 + i,
-        request_id=f"r{i}",
-        model="m",
-        task="chat",
-        outcome=C.Outcome.OBSERVED,
-        prompt_tokens=100,
-        completion_tokens=40 * (accepted_per_step + 1),
-        spec=SpecDecodeBlock(4, (4,) * 40, (accepted_per_step,) * 40),
-        latency=Latency(tpot=0.02),
-    )
+    return k4_record(i, (4,) * 40, (accepted_per_step,) * 40)
 
 
 def causes_of(normal: int) -> list[str]:
