@@ -19,10 +19,16 @@ CRDS = ROOT / "tests" / "fixtures" / "crds"
 
 
 @functools.cache
+def crd_of(crd_file: str) -> dict[str, Any]:
+    """The CRD (read once: they are large), not to be changed."""
+    crd: dict[str, Any] = read_yaml((CRDS / crd_file).read_text())
+    return crd
+
+
+@functools.cache
 def schema_of(crd_file: str) -> dict[str, Any]:
-    """The stored version's schema (read once: the CRDs are large), not to be changed."""
-    crd = read_yaml((CRDS / crd_file).read_text())
-    (version,) = [v for v in crd["spec"]["versions"] if v.get("storage")]
+    """The stored version's schema, not to be changed."""
+    (version,) = [v for v in crd_of(crd_file)["spec"]["versions"] if v.get("storage")]
     schema: dict[str, Any] = python_patterns(version["schema"]["openAPIV3Schema"])
     return schema
 
@@ -62,7 +68,7 @@ def test_generated_custom_resources_validate_against_their_crd(path: str, crd: s
     nothing of either (a misspelt kind is no object the operator watches)."""
     document = yaml.safe_load(generated()[path])
     validator_of(crd).validate(document)
-    spec = read_yaml((CRDS / crd).read_text())["spec"]
+    spec = crd_of(crd)["spec"]
     served = {f"{spec['group']}/{v['name']}" for v in spec["versions"] if v.get("served")}
     assert spec["names"]["kind"] == document["kind"]
     assert document["apiVersion"] in served

@@ -13,10 +13,9 @@ from specwatch.gen.writer import ALERTING_RULES, RECORDING_RULES, render
 from specwatch.settings import load_settings
 
 from tests.support import ROOT
-from tests.support.kube import kustomize
+from tests.support.kube import KUBERNETES, kustomize
 
 OVERLAYS = ("ngram", "draft-model", "eagle", "wrap")
-KUBERNETES = "1.32.0"  # pinned: the kubectl on these machines
 CRDS = {"PodMonitor", "PrometheusRule"}
 
 

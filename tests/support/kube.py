@@ -11,6 +11,7 @@ from tests.support import ROOT
 from tests.support.tools import binary
 
 KUSTOMIZE_ROOT = ROOT / "deploy" / "kubernetes"
+KUBERNETES = "1.32.0"  # the version objects are validated against: the kubectl on these machines
 
 
 def kustomize(overlay: str) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import kubernetes_validate
-import yaml
 from specwatch.gen.writer import (
     ALERTING_RULES,
     ALERTMANAGER_SECRET,
@@ -17,16 +16,16 @@ from specwatch.gen.writer import (
     TEMPLATE,
 )
 
-from tests.support.promtool import generated
+from tests.support.kube import KUBERNETES
+from tests.support.promtool import generated, read_yaml
 
-KUBERNETES = "1.32.0"  # the kubectl on these machines (tests/artifacts/test_deploy.py)
 NAMED = {"app.kubernetes.io/name": "specwatch", "app.kubernetes.io/part-of": "specwatch"}
 
 
 def objects() -> dict[str, dict[str, Any]]:
     files = generated()
     names = (PROMETHEUS_RULE, DASHBOARDS_CONFIGMAP, ALERTMANAGER_SECRET)
-    return {name: yaml.safe_load(files[name]) for name in names}
+    return {name: read_yaml(files[name]) for name in names}
 
 
 def test_the_core_objects_are_valid_and_every_object_is_labelled_specwatch() -> None:
@@ -50,7 +49,7 @@ def test_the_core_objects_are_valid_and_every_object_is_labelled_specwatch() -> 
 def test_each_object_carries_exactly_the_generated_files() -> None:
     files, found = generated(), objects()
     assert (
-        read(files[RECORDING_RULES])["groups"] + read(files[ALERTING_RULES])["groups"]
+        read_yaml(files[RECORDING_RULES])["groups"] + read_yaml(files[ALERTING_RULES])["groups"]
         == found[PROMETHEUS_RULE]["spec"]["groups"]
     )
     dashboards = {name.rsplit("/", 1)[1]: json.loads(data) for name, data in files.items()
@@ -65,9 +64,5 @@ def test_each_object_carries_exactly_the_generated_files() -> None:
     )
     assert files[TEMPLATE].decode() == template
     # prometheus-operator mounts the Secret's keys beside the config: templates found there
-    assert ["/etc/alertmanager/config/*.tmpl"] == read(config.encode())["templates"]
+    assert ["/etc/alertmanager/config/*.tmpl"] == read_yaml(config)["templates"]
     assert set(secret["stringData"]) == {"alertmanager.yaml", "specwatch.tmpl"}
-
-
-def read(data: bytes) -> Any:
-    return yaml.safe_load(data)
