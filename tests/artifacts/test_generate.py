@@ -248,6 +248,24 @@ def test_the_slack_and_pagerduty_templates_render(written: Path) -> None:
         assert result.stdout.strip(), name
 
 
+def queries(files: dict[str, bytes], annotations: bool = False) -> list[tuple[str, str]]:
+    """(where, PromQL) of every generated rule (with its annotations' text, which may query
+    too, when asked) and every dashboard query."""
+    found = [
+        (
+            rule.get("record", rule.get("alert")),
+            rule["expr"] + ("\n".join(rule.get("annotations", {}).values()) if annotations else ""),
+        )
+        for name in (RECORDING_RULES, ALERTING_RULES)
+        for group in read_yaml(files[name])["groups"]
+        for rule in group["rules"]
+    ]
+    for name, data in files.items():
+        if name.endswith(".json"):
+            found += [(f"{name}: {title}", expr) for title, expr in panel_queries(json.loads(data))]
+    return found
+
+
 def test_each_recorded_series_has_one_rule_and_no_expression_holds_a_python_none() -> None:
     """Two rules recording one name with the same labels write the same series twice (the
     second overwrites the first at every evaluation); `None` in PromQL is a Python value
@@ -255,7 +273,6 @@ def test_each_recorded_series_has_one_rule_and_no_expression_holds_a_python_none
     series)."""
     files = generated()
     recording = read_yaml(files[RECORDING_RULES])["groups"]
-    alerting = read_yaml(files[ALERTING_RULES])["groups"]
     recorded = [
         (rule["record"], tuple(sorted((rule.get("labels") or {}).items())))
         for group in recording
@@ -263,17 +280,7 @@ def test_each_recorded_series_has_one_rule_and_no_expression_holds_a_python_none
     ]
     assert len(recorded) > 300
     assert [] == [name for name, count in Counter(recorded).items() if count > 1]
-    texts = [
-        (
-            rule.get("record", rule.get("alert")),
-            rule["expr"] + "\n".join(rule.get("annotations", {}).values()),
-        )
-        for group in recording + alerting
-        for rule in group["rules"]
-    ]
-    for name, data in files.items():
-        if name.endswith(".json"):
-            texts += [(f"{name}: {title}", expr) for title, expr in panel_queries(json.loads(data))]
+    texts = queries(files, annotations=True)
     assert [] == [name for name, text in texts if re.search(r"\bNone\b", text)]
 
 
@@ -289,14 +296,7 @@ def test_every_label_an_expression_groups_or_matches_by_is_one_the_series_carry(
     # label_replace, the window label of Sloth-style SLO rules
     known |= {"instance", "le", "cause", "sloth_window"}
     files = generated()
-    exprs = [
-        rule["expr"]
-        for name in (RECORDING_RULES, ALERTING_RULES)
-        for group in read_yaml(files[name])["groups"]
-        for rule in group["rules"]
-    ]
-    exprs += [expr for name, data in files.items() if name.endswith(".json")
-              for _, expr in panel_queries(json.loads(data))]  # fmt: skip
+    exprs = [expr for _, expr in queries(files)]
     named = {label.strip() for expr in exprs for clause in CLAUSE.findall(expr)
              for label in clause.split(",") if label.strip()}  # fmt: skip
     assert {"model", "ctx_bucket", "task", "config", "load"} <= named
