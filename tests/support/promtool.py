@@ -112,6 +112,13 @@ def read_yaml(data: str | bytes) -> Any:
     return yaml.load(data, Loader=_LOADER)
 
 
+@functools.lru_cache(maxsize=16)
+def _generated_file(data: bytes) -> Any:
+    """A generated rule file read once per process and content (the promtool tests of one
+    mutant each read the same ones), not to be changed."""
+    return read_yaml(data)
+
+
 @functools.cache
 def _committed(name: str) -> dict[str, list[Any]]:
     return _rules(read_yaml((ROOT / name).read_bytes()))
@@ -125,7 +132,7 @@ def changed_rules(files_now: dict[str, bytes]) -> set[str] | None:
         return None
     changed: set[str] = set()
     for name in RULE_FILES:
-        now, committed = _rules(read_yaml(files_now[name])), _committed(name)
+        now, committed = _rules(_generated_file(files_now[name])), _committed(name)
         changed |= {
             rule for rule in now.keys() | committed.keys() if now.get(rule) != committed.get(rule)
         }
@@ -153,7 +160,7 @@ def pruned(
     test = read_yaml(test_file.read_text())
     sources = [(name, test_file.parent / name) for name in test["rule_files"]]
     files = [
-        read_yaml(path.read_text() if files_now is None else files_now[_in_repository(path)])
+        _generated_file(path.read_bytes() if files_now is None else files_now[_in_repository(path)])
         for _, path in sources
     ]
     if changed is not None:
@@ -165,13 +172,7 @@ def pruned(
     reached = closure(files, _roots(test))
     (into / "tests").mkdir(parents=True, exist_ok=True)
     for (name, _), data in zip(sources, files, strict=True):
-        groups = []
-        for group in data["groups"]:
-            rules = [r for r in group["rules"] if r.get("record", r.get("alert")) in reached]
-            if rules:
-                groups.append({**group, "rules": rules})
-        target = (into / "tests" / name).resolve()
-        target.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
+        (into / "tests" / name).resolve().write_text(_cut(data, reached))
     copy = into / "tests" / test_file.name
     if changed is None:
         copy.write_text(test_file.read_text())
@@ -190,14 +191,20 @@ def recording_rules_for(expressions: list[str]) -> bytes | None:
     testing where none of them differs from the committed copy."""
     files_now = generated()
     roots = {name for expr in expressions for name in _reads(expr)}
-    document = read_yaml(files_now[RULE_FILES[0]])
+    document = _generated_file(files_now[RULE_FILES[0]])
     reached = closure([document], roots)
     changed = changed_rules(files_now)
     if changed is not None and not reached & changed:
         return None
+    return _cut(document, reached).encode()
+
+
+def _cut(document: dict[str, Any], reached: set[str]) -> str:
+    """A rule file holding only the rules named in `reached`, verbatim, in their groups
+    (interval kept) and order; groups left empty dropped."""
     groups = []
     for group in document["groups"]:
         rules = [r for r in group["rules"] if r.get("record", r.get("alert")) in reached]
         if rules:
             groups.append({**group, "rules": rules})
-    return yaml.safe_dump({"groups": groups}, sort_keys=False).encode()
+    return yaml.safe_dump({"groups": groups}, sort_keys=False)
