@@ -101,7 +101,7 @@ def bound_metric(bound: str) -> str:
 RECORDED_LEVELS: Final = frozenset({"slice", "model", "cell", "load", "slo"})
 # the metric and operations parts: lower-case words and windows (`specwatch_goodput_spread`,
 # `ratio_rate5m`, `robust30m_1h`)
-_OPERATIONS: Final = re.compile(r"[a-z][a-z0-9_]*")
+_LOWER_WORDS: Final = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def recorded(level: str, metric: str, operation: str) -> str:
@@ -109,9 +109,9 @@ def recorded(level: str, metric: str, operation: str) -> str:
     RECORDED_LEVELS is refused (a misspelt one names a series no dashboard or alert reads)."""
     if level not in RECORDED_LEVELS:
         raise ValueError(f"recorded series level {level!r}: not one of {sorted(RECORDED_LEVELS)}")
-    if not _OPERATIONS.fullmatch(operation):
+    if not _LOWER_WORDS.fullmatch(operation):
         raise ValueError(f"recorded series operations {operation!r}: lower case, as Prometheus'")
-    if not _OPERATIONS.fullmatch(metric):
+    if not _LOWER_WORDS.fullmatch(metric):
         raise ValueError(f"recorded series metric {metric!r}: lower case, as Prometheus'")
     return f"{level}:{metric}:{operation}"
 

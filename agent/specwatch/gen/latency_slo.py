@@ -100,6 +100,12 @@ def _load_window(settings: Settings, windows: Q.Windows) -> str:
     return windows(settings.canary.window_seconds)
 
 
+def _load_ratio(w: str, metric: str = C.RECORDED_LATENCY_LOAD_ERROR_RATIO, bound: str = "") -> str:
+    """A load bucket's recorded ratio over the window `w`: the error ratio (or its `lower` /
+    `upper` bound) or, named, the burn rate."""
+    return Q.record("load", f"{metric}_{bound}" if bound else metric, f"ratio{w}")
+
+
 def load_rules(settings: Settings, windows: Q.Windows) -> list[Recording]:
     """Per model, config, track, objective and load bucket over the canary's window: the
     speculative requests, their error ratio with Wilson's bounds (the request as the unit, at
@@ -107,7 +113,7 @@ def load_rules(settings: Settings, windows: Q.Windows) -> list[Recording]:
     w = _load_window(settings, windows)
     total = f"{C.LATENCY_SLO_LOAD_REQUESTS}_total"
     n = Q.increase("load", C.LATENCY_SLO_LOAD_REQUESTS, w)
-    ratio = Q.record("load", C.RECORDED_LATENCY_LOAD_ERROR_RATIO, f"ratio{w}")
+    ratio = _load_ratio(w)
     z = f"{z_for(settings.canary.confidence):.6g}"
     rules = [
         Recording(n, f"sum by ({LOAD_BY}) (increase({total}[{w}]))"),
@@ -121,13 +127,13 @@ def load_rules(settings: Settings, windows: Q.Windows) -> list[Recording]:
         sign = "-" if bound == "lower" else "+"
         rules.append(
             Recording(
-                Q.record("load", C.RECORDED_LATENCY_LOAD_ERROR_RATIO + "_" + bound, f"ratio{w}"),
+                _load_ratio(w, bound=bound),
                 Q.WILSON(p=ratio, n=n, t=z, sign=sign),
             )
         )
     rules.append(
         Recording(
-            Q.record("load", C.RECORDED_LATENCY_LOAD_BURN_RATE, f"ratio{w}"),
+            _load_ratio(w, C.RECORDED_LATENCY_LOAD_BURN_RATE),
             f"{ratio}\n/ on(slo) group_left() slo:error_budget:ratio",
         )
     )
@@ -149,11 +155,8 @@ def canary_burn_alert(settings: Settings, windows: Q.Windows) -> Alert:
     """The canary burning its latency budget faster than stable in the same load bucket."""
     w = _load_window(settings, windows)
     said = Q.duration(settings.canary.window_seconds)
-    burn = Q.record("load", C.RECORDED_LATENCY_LOAD_BURN_RATE, f"ratio{w}")
-    lower, upper = (
-        Q.record("load", f"{C.RECORDED_LATENCY_LOAD_ERROR_RATIO}_{bound}", f"ratio{w}")
-        for bound in ("lower", "upper")
-    )
+    burn = _load_ratio(w, C.RECORDED_LATENCY_LOAD_BURN_RATE)
+    lower, upper = (_load_ratio(w, bound=bound) for bound in ("lower", "upper"))
     requests = Q.increase("load", C.LATENCY_SLO_LOAD_REQUESTS, w)
     minimum = settings.canary.latency_min_cell_requests
     on_stable = 'track=\\"stable\\",'  # escaped: the selector sits in a quoted printf
